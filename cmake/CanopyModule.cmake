@@ -1,6 +1,7 @@
 # canopy_module(NAME [PUBLIC deps...] [PRIVATE deps...]): one library per
 # top-level folder. Sources are every .cpp below the folder; headers install
-# to include/canopy/<folder>/ so that users write <canopy/<folder>/x.hpp>.
+# to include/canopy/<folder>/ so that users write <canopy/<folder>/x.hpp>;
+# headers under an `internal/` folder are the module's own and do not install.
 function(canopy_module name)
   cmake_parse_arguments(ARG "" "" "PUBLIC;PRIVATE;EXCLUDE" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*.cpp")
@@ -19,5 +20,5 @@ function(canopy_module name)
           LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   install(DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/canopy/${name}
-          FILES_MATCHING PATTERN "*.hpp")
+          FILES_MATCHING PATTERN "*.hpp" PATTERN "internal" EXCLUDE)
 endfunction()
