@@ -1,0 +1,87 @@
+#include "tracer.hpp"
+
+#include <algorithm>
+
+#include <canopy/ir/error.hpp>
+#include <canopy/ir/printer.hpp>
+#include <canopy/ir/verifier.hpp>
+
+namespace canopy::dsl {
+
+namespace {
+thread_local Tracer* current_tracer = nullptr;
+}
+
+Tracer::Tracer(std::string kernel_name) : name_(std::move(kernel_name)), blocks_(1), previous_(current_tracer) {
+  if (previous_)
+    throw Error("kernel '" + name_ + "' is being defined inside the body of kernel '" + previous_->name_ +
+                "'; define kernels outside each other's bodies");
+  current_tracer = this;
+}
+
+Tracer::~Tracer() { current_tracer = previous_; }
+
+Tracer& Tracer::current(std::string_view operation) {
+  if (!current_tracer)
+    throw Error(std::string(operation) +
+                " was used outside a kernel body; DSL operations only work while a Kernel traces its lambda");
+  return *current_tracer;
+}
+
+Tracer* Tracer::active() { return current_tracer; }
+
+void Tracer::fail(std::string_view operation, std::string_view problem) const {
+  throw Error("kernel '" + name_ + "': " + std::string(operation) + ": " + std::string(problem));
+}
+
+int Tracer::add_param(ir::Param param) {
+  param.name = "p" + std::to_string(params_.size());
+  params_.push_back(std::move(param));
+  return static_cast<int>(params_.size()) - 1;
+}
+
+std::string Tracer::fresh_name(std::string_view hint) {
+  auto taken = [&](const std::string& n) {
+    return std::find(used_names_.begin(), used_names_.end(), n) != used_names_.end();
+  };
+  // Unnamed locals are v0, v1, ...; a named one keeps its name, or gets a
+  // number after it when the name is taken.
+  const std::string base = hint.empty() ? "v" : std::string(hint);
+  std::string name = hint.empty() ? base + "0" : base;
+  for (int n = 1; taken(name); ++n) name = base + std::to_string(n);
+  used_names_.push_back(name);
+  return name;
+}
+
+void Tracer::note_index(int dim) { max_index_dim_ = std::max(max_index_dim_, dim); }
+
+void Tracer::emit(ir::Stmt stmt) { blocks_.back().push_back(std::move(stmt)); }
+
+Tracer::Place Tracer::next_place() const { return {blocks_.size() - 1, blocks_.back().size()}; }
+
+void Tracer::replace(Place place, ir::Stmt stmt) {
+  if (place.depth >= blocks_.size() || place.position >= blocks_[place.depth].size())
+    fail("Else", "it must follow its If in the same block");
+  blocks_[place.depth][place.position] = std::move(stmt);
+}
+
+ir::Kernel Tracer::finish(const std::vector<std::string>& param_names) {
+  if (!param_names.empty() && param_names.size() != params_.size())
+    fail("parameter names",
+         std::to_string(param_names.size()) + " names given for " + std::to_string(params_.size()) + " parameters");
+  ir::Kernel kernel;
+  kernel.name = name_;
+  kernel.params = params_;
+  for (std::size_t i = 0; i < param_names.size(); ++i) {
+    if (std::find(used_names_.begin(), used_names_.end(), param_names[i]) != used_names_.end())
+      fail("parameter names", "'" + param_names[i] + "' is also the name of a local variable");
+    kernel.params[i].name = param_names[i];
+  }
+  kernel.dims = max_index_dim_ + 1;
+  kernel.body = ir::make_block(std::move(blocks_.front()));
+  blocks_.assign(1, {});
+  ir::verify(kernel);
+  return kernel;
+}
+
+}  // namespace canopy::dsl
