@@ -1,21 +1,49 @@
 // The IR's text form, written. `parse` (parser.hpp) reads it back: for every
-// kernel k that verifies, print(parse(print(k))) == print(k).
+// kernel k that verifies, print(parse(print(k))) == print(k). The text is also
+// what tests compare and what the JIT's kernel cache is keyed on, so it is
+// canonical: one spelling per tree, fully parenthesised, no optional spaces.
+//
+//   kernel triad(out f64[1] a, in f64[1] b, in f64[1] c, val f64 s) dims 1 {
+//     a[index(0)] = (b[index(0)] + (s * c[index(0)]))
+//   }
+//
+// The printer never fails: a malformed tree (null children, parameter numbers
+// out of range) prints with `<null>` or `<param N>` in place of the bad part,
+// so that the verifier can show it in its messages.
 #pragma once
+
+#include <fmt/ostream.h>
 
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "kernel.hpp"
 
 namespace canopy::ir {
 
-/// The whole kernel: header with parameters and dims, then the body.
+/// The whole kernel: header with parameters and dims, then the body; ends with "}\n".
 std::string print(const Kernel& kernel);
 /// One expression, naming parameters as `kernel` does.
 std::string print(const Expr& expr, const Kernel& kernel);
-/// One statement (and its children), each line indented by `indent` levels.
+/// One statement (and its children), each line indented by `indent` levels of
+/// two spaces and ended by "\n". A Block prints its statements one after the
+/// other at the same indent (a nested Block has no text of its own).
 std::string print(const Stmt& stmt, const Kernel& kernel, int indent = 0);
+
+/// True for the words of the text form that cannot name a kernel, parameter or
+/// local: kernel dims var if else for in step atomic reduce true false val out
+/// inout sum min max index extent select neg not, the type names and the math
+/// function names.
+bool is_keyword(std::string_view word);
+/// True when `name` can name a kernel, parameter or local in the text form:
+/// [A-Za-z_][A-Za-z0-9_.]* and not a keyword.
+bool is_valid_name(std::string_view name);
 
 std::ostream& operator<<(std::ostream& out, const Kernel& kernel);
 
 }  // namespace canopy::ir
+
+/// fmt::format("{}", kernel) gives print(kernel).
+template <>
+struct fmt::formatter<canopy::ir::Kernel> : fmt::ostream_formatter {};
