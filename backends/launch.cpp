@@ -1,0 +1,43 @@
+#include "launch.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace canopy::backends {
+
+std::int64_t Range::points() const {
+  std::int64_t n = 1;
+  for (int d = 0; d < dims; ++d) n *= std::max<std::int64_t>(0, end[d] - begin[d]);
+  return n;
+}
+
+ReductionValue identity_value(ir::ReduceOp op, ir::ScalarType type) {
+  const auto& c = ir::identity_of(op, type)->as<ir::Const>();
+  ReductionValue v;
+  v.type = type;
+  v.int_value = c.int_value;
+  v.float_value = c.float_value;
+  return v;
+}
+
+ReductionValue combine(ir::ReduceOp op, const ReductionValue& a, const ReductionValue& b) {
+  ReductionValue r = a;
+  if (ir::is_float(a.type)) {
+    double x = a.float_value, y = b.float_value;
+    double z = op == ir::ReduceOp::Sum ? x + y : op == ir::ReduceOp::Min ? std::fmin(x, y) : std::fmax(x, y);
+    r.float_value = a.type == ir::ScalarType::F32 ? static_cast<double>(static_cast<float>(z)) : z;
+  } else {
+    auto x = a.int_value, y = b.int_value;
+    std::int64_t z;
+    if (op == ir::ReduceOp::Sum) {
+      z = static_cast<std::int64_t>(static_cast<std::uint64_t>(x) + static_cast<std::uint64_t>(y));
+      if (a.type == ir::ScalarType::I32) z = static_cast<std::int32_t>(static_cast<std::uint32_t>(z));
+    } else {
+      z = op == ir::ReduceOp::Min ? std::min(x, y) : std::max(x, y);
+    }
+    r.int_value = z;
+  }
+  return r;
+}
+
+}  // namespace canopy::backends

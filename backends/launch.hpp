@@ -1,0 +1,74 @@
+// What a backend needs to run one piece of a region: the kernel's arguments
+// in a form every device API can take, and the part of the index range the
+// piece covers. Backends know nothing of the hierarchy; the runtime fills these.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <canopy/ir/kernel.hpp>
+
+namespace canopy::backends {
+
+/// An array argument: where its elements are on the device that runs the
+/// piece (a host pointer for CPU leaves), and its extents.
+struct ArrayArg {
+  void* data = nullptr;
+  std::array<std::int64_t, 3> extents{1, 1, 1};  ///< unused dimensions are 1
+};
+
+/// A scalar argument, held as the widest type of its kind.
+struct ScalarArg {
+  ir::ScalarType type = ir::ScalarType::F64;
+  std::int64_t int_value = 0;  ///< bool, i32, i64
+  double float_value = 0.0;    ///< f32, f64
+};
+
+/// A reduction parameter: the launch fills `result` with the piece's value.
+struct ReductionArg {};
+
+using KernelArg = std::variant<ArrayArg, ScalarArg, ReductionArg>;
+
+/// The points a piece covers: index(d) in [begin[d], end[d]) for d < dims.
+struct Range {
+  int dims = 1;
+  std::array<std::int64_t, 3> begin{0, 0, 0};
+  std::array<std::int64_t, 3> end{1, 1, 1};
+
+  std::int64_t points() const;
+  bool empty() const { return points() == 0; }
+};
+
+/// A reduction's value, held like a ScalarArg.
+using ReductionValue = ScalarArg;
+
+/// The identity of `op` for `type`, as a ReductionValue.
+ReductionValue identity_value(ir::ReduceOp op, ir::ScalarType type);
+/// a op b.
+ReductionValue combine(ir::ReduceOp op, const ReductionValue& a, const ReductionValue& b);
+
+/// The scalar argument for a C++ value of kernel type T.
+template <class T>
+ScalarArg scalar_arg(T value) {
+  ScalarArg arg;
+  arg.type = ir::scalar_type_of<T>();
+  if constexpr (std::is_floating_point_v<T>)
+    arg.float_value = static_cast<double>(value);
+  else
+    arg.int_value = static_cast<std::int64_t>(value);
+  return arg;
+}
+
+/// The C++ value of a reduction result of kernel type T.
+template <class T>
+T value_of(const ReductionValue& v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(v.float_value);
+  else
+    return static_cast<T>(v.int_value);
+}
+
+}  // namespace canopy::backends
