@@ -1,0 +1,129 @@
+#include "equality.hpp"
+
+#include <bit>
+#include <functional>
+
+namespace canopy::ir::passes_internal {
+
+namespace {
+
+bool equal_all(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!equal(a[i], b[i])) return false;
+  return true;
+}
+
+std::size_t combine(std::size_t seed, std::size_t value) {
+  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+}
+
+}  // namespace
+
+bool equal(const Expr& a, const Expr& b) {
+  if (a == b) return true;
+  if (!a || !b || a->kind != b->kind || a->type != b->type) return false;
+  switch (a->kind) {
+    case ExprKind::Const: {
+      const auto& x = a->as<Const>();
+      const auto& y = b->as<Const>();
+      return x.int_value == y.int_value &&
+             std::bit_cast<std::uint64_t>(x.float_value) == std::bit_cast<std::uint64_t>(y.float_value);
+    }
+    case ExprKind::Index: return a->as<Index>().dim == b->as<Index>().dim;
+    case ExprKind::Param: return a->as<ParamRef>().param == b->as<ParamRef>().param;
+    case ExprKind::Var: return a->as<VarRef>().name == b->as<VarRef>().name;
+    case ExprKind::Extent:
+      return a->as<Extent>().param == b->as<Extent>().param && a->as<Extent>().dim == b->as<Extent>().dim;
+    case ExprKind::Load:
+      return a->as<Load>().param == b->as<Load>().param && equal_all(a->as<Load>().indices, b->as<Load>().indices);
+    case ExprKind::Unary:
+      return a->as<Unary>().op == b->as<Unary>().op && equal(a->as<Unary>().operand, b->as<Unary>().operand);
+    case ExprKind::Binary: {
+      const auto& x = a->as<Binary>();
+      const auto& y = b->as<Binary>();
+      return x.op == y.op && equal(x.lhs, y.lhs) && equal(x.rhs, y.rhs);
+    }
+    case ExprKind::Compare: {
+      const auto& x = a->as<Compare>();
+      const auto& y = b->as<Compare>();
+      return x.op == y.op && equal(x.lhs, y.lhs) && equal(x.rhs, y.rhs);
+    }
+    case ExprKind::Cast: return equal(a->as<Cast>().operand, b->as<Cast>().operand);
+    case ExprKind::Call:
+      return a->as<Call>().fn == b->as<Call>().fn && equal_all(a->as<Call>().args, b->as<Call>().args);
+    case ExprKind::Select: {
+      const auto& x = a->as<Select>();
+      const auto& y = b->as<Select>();
+      return equal(x.cond, y.cond) && equal(x.if_true, y.if_true) && equal(x.if_false, y.if_false);
+    }
+  }
+  return false;
+}
+
+std::size_t hash_of(const Expr& e) {
+  std::size_t h = combine(static_cast<std::size_t>(e->kind), static_cast<std::size_t>(e->type));
+  switch (e->kind) {
+    case ExprKind::Const: {
+      const auto& c = e->as<Const>();
+      h = combine(h, static_cast<std::size_t>(c.int_value));
+      return combine(h, std::bit_cast<std::uint64_t>(c.float_value));
+    }
+    case ExprKind::Index: return combine(h, static_cast<std::size_t>(e->as<Index>().dim));
+    case ExprKind::Param: return combine(h, static_cast<std::size_t>(e->as<ParamRef>().param));
+    case ExprKind::Var: return combine(h, std::hash<std::string>{}(e->as<VarRef>().name));
+    case ExprKind::Extent:
+      return combine(combine(h, static_cast<std::size_t>(e->as<Extent>().param)),
+                     static_cast<std::size_t>(e->as<Extent>().dim));
+    case ExprKind::Load:
+      h = combine(h, static_cast<std::size_t>(e->as<Load>().param));
+      for (const auto& i : e->as<Load>().indices) h = combine(h, hash_of(i));
+      return h;
+    case ExprKind::Unary:
+      return combine(combine(h, static_cast<std::size_t>(e->as<Unary>().op)), hash_of(e->as<Unary>().operand));
+    case ExprKind::Binary: {
+      const auto& b = e->as<Binary>();
+      return combine(combine(combine(h, static_cast<std::size_t>(b.op)), hash_of(b.lhs)), hash_of(b.rhs));
+    }
+    case ExprKind::Compare: {
+      const auto& c = e->as<Compare>();
+      return combine(combine(combine(h, static_cast<std::size_t>(c.op)), hash_of(c.lhs)), hash_of(c.rhs));
+    }
+    case ExprKind::Cast: return combine(h, hash_of(e->as<Cast>().operand));
+    case ExprKind::Call:
+      h = combine(h, static_cast<std::size_t>(e->as<Call>().fn));
+      for (const auto& a : e->as<Call>().args) h = combine(h, hash_of(a));
+      return h;
+    case ExprKind::Select: {
+      const auto& s = e->as<Select>();
+      return combine(combine(combine(h, hash_of(s.cond)), hash_of(s.if_true)), hash_of(s.if_false));
+    }
+  }
+  return h;
+}
+
+std::size_t size_of(const Expr& e) {
+  switch (e->kind) {
+    case ExprKind::Load: {
+      std::size_t n = 1;
+      for (const auto& i : e->as<Load>().indices) n += size_of(i);
+      return n;
+    }
+    case ExprKind::Unary: return 1 + size_of(e->as<Unary>().operand);
+    case ExprKind::Binary: return 1 + size_of(e->as<Binary>().lhs) + size_of(e->as<Binary>().rhs);
+    case ExprKind::Compare: return 1 + size_of(e->as<Compare>().lhs) + size_of(e->as<Compare>().rhs);
+    case ExprKind::Cast: return 1 + size_of(e->as<Cast>().operand);
+    case ExprKind::Call: {
+      std::size_t n = 1;
+      for (const auto& a : e->as<Call>().args) n += size_of(a);
+      return n;
+    }
+    case ExprKind::Select: {
+      const auto& s = e->as<Select>();
+      return 1 + size_of(s.cond) + size_of(s.if_true) + size_of(s.if_false);
+    }
+    default: return 1;
+  }
+}
+
+}  // namespace canopy::ir::passes_internal

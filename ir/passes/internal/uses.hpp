@@ -1,0 +1,47 @@
+// What an expression reads and what a statement writes, and fresh local names:
+// the facts the passes need to know whether moving or sharing a computation
+// keeps its value (CSE, LICM) and whether a local is ever needed (DCE).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "../../kernel.hpp"
+
+namespace canopy::ir::passes_internal {
+
+/// Everything the value of an expression depends on.
+struct ExprReads {
+  std::set<std::string> locals;   ///< locals and loop counters it reads
+  std::set<int> arrays;           ///< array parameters it loads from
+  bool integer_division = false;  ///< it contains an integer / or %
+};
+ExprReads reads_of(const Expr& expr);
+
+/// Everything a statement (with its children) may change or introduce.
+struct StmtWrites {
+  std::set<std::string> assigned;  ///< targets of Assign
+  std::set<std::string> declared;  ///< names of Decls and loop counters
+  std::set<int> arrays;            ///< array parameters it stores to or atomically adds to
+};
+StmtWrites writes_of(const Stmt& stmt);
+
+/// How many Decls and loops bind each name anywhere in the kernel. A name
+/// bound once can move to an enclosing block without clashing with another.
+std::map<std::string, int> binding_counts(const Kernel& kernel);
+
+/// Hands out names `<prefix>0`, `<prefix>1`, ... that no parameter, local or
+/// loop counter of the kernel uses (and that it has not handed out before).
+class FreshNames {
+ public:
+  FreshNames(const Kernel& kernel, std::string prefix);
+  std::string next();
+
+ private:
+  std::set<std::string> taken_;
+  std::string prefix_;
+  int counter_ = 0;
+};
+
+}  // namespace canopy::ir::passes_internal
