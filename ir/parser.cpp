@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "error.hpp"
 #include "printer.hpp"
 #include "verifier.hpp"
@@ -186,8 +188,8 @@ class Parser {
    public:
     DepthGuard(Parser& parser, const Token& at) : parser_(parser) {
       if (++parser_.depth_ > kMaxParseDepth)
-        parser_.fail(at, "text nests deeper than " + std::to_string(kMaxParseDepth) +
-                             " levels; split the expression with `var` locals");
+        parser_.fail(at, fmt::format("text nests deeper than {} levels; split the expression with `var` locals",
+                                     kMaxParseDepth));
     }
     ~DepthGuard() { --parser_.depth_; }
     DepthGuard(const DepthGuard&) = delete;
@@ -214,7 +216,7 @@ class Parser {
     return true;
   }
   const Token& expect(std::string_view text) {
-    if (!peek_is(text)) fail_expected("'" + std::string(text) + "'", peek());
+    if (!peek_is(text)) fail_expected(fmt::format("'{}'", text), peek());
     return next();
   }
   const Token& expect_name(std::string_view what) {
@@ -223,11 +225,10 @@ class Parser {
   }
 
   [[noreturn]] void fail(const Token& at, const std::string& problem) const {
-    throw Error(std::string(source_) + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": " +
-                problem);
+    throw Error(fmt::format("{}:{}:{}: {}", source_, at.line, at.column, problem));
   }
   [[noreturn]] void fail_expected(std::string_view what, const Token& found) const {
-    fail(found, "expected " + std::string(what) + ", found " + describe(found));
+    fail(found, fmt::format("expected {}, found {}", what, describe(found)));
   }
 
   // A non-negative decimal integer without a type suffix (dims, ranks, dimension numbers).
@@ -262,11 +263,11 @@ class Parser {
   int array_param(const Token& token) {
     auto param = param_named(token.text);
     if (!param) {
-      if (local_named(token.text)) fail(token, "'" + std::string(token.text) + "' is a local, not an array parameter");
-      fail(token, "unknown name '" + std::string(token.text) + "'");
+      if (local_named(token.text)) fail(token, fmt::format("'{}' is a local, not an array parameter", token.text));
+      fail(token, fmt::format("unknown name '{}'", token.text));
     }
     if (!kernel_.params[static_cast<std::size_t>(*param)].is_array())
-      fail(token, "'" + std::string(token.text) + "' is not an array parameter");
+      fail(token, fmt::format("'{}' is not an array parameter", token.text));
     return *param;
   }
 
@@ -328,7 +329,7 @@ class Parser {
       const Token& name = expect_name("reduction name");
       auto param = param_named(name.text);
       if (!param || !kernel_.params[static_cast<std::size_t>(*param)].is_reduction())
-        fail(name, "'" + std::string(name.text) + "' is not a reduction parameter");
+        fail(name, fmt::format("'{}' is not a reduction parameter", name.text));
       expect("<-");
       return make_reduce(*param, expression());
     }
@@ -355,10 +356,13 @@ class Parser {
     }
     const Local* local = local_named(first.text);
     if (!local) {
-      if (param_named(first.text)) fail(first, "cannot assign to parameter '" + std::string(first.text) + "'");
-      fail(first, "unknown name '" + std::string(first.text) + "'");
+      if (param_named(first.text))
+        fail(first,
+             fmt::format("cannot assign to parameter '{}'; only locals declared with var can be assigned", first.text));
+      fail(first, fmt::format("unknown name '{}'", first.text));
     }
-    if (local->is_loop_var) fail(first, "cannot assign to loop variable '" + std::string(first.text) + "'");
+    if (local->is_loop_var)
+      fail(first, fmt::format("cannot assign to loop variable '{}'; loop variables are read-only", first.text));
     expect("=");
     return make_assign(std::string(first.text), expression());
   }
@@ -392,7 +396,6 @@ class Parser {
   // ---- expressions
 
   std::vector<Expr> index_list() {
-    DepthGuard guard(*this, peek());
     expect("[");
     std::vector<Expr> indices{expression()};
     while (accept(",")) indices.push_back(expression());
@@ -478,15 +481,15 @@ class Parser {
     if (auto param = param_named(name.text)) {
       const Param& p = kernel_.params[static_cast<std::size_t>(*param)];
       if (p.is_array()) {
-        if (!peek_is("[")) fail_expected("'[' after array '" + std::string(name.text) + "'", peek());
+        if (!peek_is("[")) fail_expected(fmt::format("'[' after array '{}'", name.text), peek());
         return make_load(p.type, *param, index_list());
       }
       if (p.is_reduction())
-        fail(name, "reduction '" + std::string(name.text) + "' cannot be read; only `reduce` can use it");
+        fail(name, fmt::format("reduction '{}' cannot be read; only `reduce` can use it", name.text));
       return make_param(p.type, *param);
     }
     if (const Local* local = local_named(name.text)) return make_var(local->type, std::string(name.text));
-    fail(name, "unknown name '" + std::string(name.text) + "'");
+    fail(name, fmt::format("unknown name '{}'", name.text));
   }
 
   Expr infix() {
@@ -522,11 +525,11 @@ class Parser {
         std::int64_t value = 0;
         auto [end, error] = std::from_chars(first, last, value);
         if (end != last || (error != std::errc() && error != std::errc::result_out_of_range))
-          fail_expected("integer literal for " + std::string(name_of(literal_type)), number);
+          fail_expected(fmt::format("integer literal for {}", name_of(literal_type)), number);
         if (error == std::errc::result_out_of_range ||
             (literal_type == ScalarType::I32 && (value < INT32_MIN || value > INT32_MAX)))
           fail(number,
-               "integer literal " + describe(number) + " is out of range for " + std::string(name_of(literal_type)));
+               fmt::format("integer literal {} is out of range for {}", describe(number), name_of(literal_type)));
         return make_int(literal_type, value);
       }
       case ScalarType::F32: {
@@ -547,7 +550,7 @@ class Parser {
 
   void check_float(const Token& number, bool whole, std::errc error, ScalarType literal_type) const {
     if (error == std::errc::result_out_of_range)
-      fail(number, "float literal " + describe(number) + " is out of range for " + std::string(name_of(literal_type)));
+      fail(number, fmt::format("float literal {} is out of range for {}", describe(number), name_of(literal_type)));
     if (!whole || error != std::errc()) fail_expected("float literal", number);
   }
 
@@ -566,7 +569,7 @@ Kernel parse(std::string_view text, std::string_view source) {
   try {
     verify(kernel);
   } catch (const Error& error) {
-    throw Error(std::string(source) + ": " + error.what());
+    throw Error(fmt::format("{}: {}", source, error.what()));
   }
   return kernel;
 }

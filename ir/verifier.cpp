@@ -14,6 +14,12 @@ namespace {
 
 std::string type_name(ScalarType type) { return std::string(name_of(type)); }
 
+// Why `name` (which is_valid_name rejects) cannot be a name, as the end of a sentence.
+std::string name_problem(const std::string& name) {
+  if (is_keyword(name)) return " is a keyword of the IR's text form; rename it";
+  return " is not a valid identifier; use letters, digits, '_' and '.', starting with a letter or '_'";
+}
+
 // Walks a kernel once, checking every rule of verifier.hpp; the first broken
 // rule throws. Every node is checked for null children before anything reads
 // them, so a malformed tree gives a message, never a crash.
@@ -22,8 +28,7 @@ class Verifier {
   explicit Verifier(const Kernel& kernel) : kernel_(kernel), prefix_("kernel '" + kernel.name + "': ") {}
 
   void run() {
-    if (!is_valid_name(kernel_.name))
-      fail("the name is not a valid identifier; use [A-Za-z_][A-Za-z0-9_.]* and not a keyword");
+    if (!is_valid_name(kernel_.name)) fail("the kernel's name" + name_problem(kernel_.name));
     if (kernel_.dims < 1 || kernel_.dims > 3)
       fail("dims is " + std::to_string(kernel_.dims) + "; a kernel has 1 to 3 index dimensions");
     std::set<std::string> param_names;
@@ -56,9 +61,7 @@ class Verifier {
   // ---- parameters
 
   void check_param(const Param& param, std::set<std::string>& seen) const {
-    if (!is_valid_name(param.name))
-      fail("parameter name '" + param.name +
-           "' is not a valid identifier; use [A-Za-z_][A-Za-z0-9_.]* and not a keyword");
+    if (!is_valid_name(param.name)) fail("parameter name '" + param.name + "'" + name_problem(param.name));
     if (!seen.insert(param.name).second) fail("two parameters are named '" + param.name + "'; rename one");
     if (param.is_array() && (param.rank < 1 || param.rank > 3))
       fail("array '" + param.name + "' has rank " + std::to_string(param.rank) + "; arrays have 1 to 3 dimensions");
@@ -302,8 +305,7 @@ class Verifier {
 
   // A new local or loop variable: a valid name, used nowhere else in the kernel.
   void declare_name(const std::string& name, const std::string& what, const Stmt& at) {
-    if (!is_valid_name(name))
-      fail(what + " name '" + name + "' is not a valid identifier; use [A-Za-z_][A-Za-z0-9_.]* and not a keyword", at);
+    if (!is_valid_name(name)) fail(what + " name '" + name + "'" + name_problem(name), at);
     if (kernel_.param_index(name)) fail(what + " '" + name + "' has the name of a parameter; rename it", at);
     if (!all_locals_.insert(name).second)
       fail(what + " '" + name + "' reuses a name declared before; locals and loop variables need unique names", at);

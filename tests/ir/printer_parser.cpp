@@ -73,6 +73,77 @@ TEST_CASE("printer: triad built with make_* prints the documented text") {
   CHECK(print(parse(expected)) == expected);
 }
 
+TEST_CASE("printer: a kernel built with make_* from every node kind prints the expected text") {
+  Kernel k;
+  k.name = "every_node";
+  k.params = {Param::array("x", F64, 1, Access::In),
+              Param::array("m", I32, 2, Access::InOut),
+              Param::array("v", F32, 3, Access::Out),
+              Param::scalar("n", I64),
+              Param::scalar("on", Bool),
+              Param::reduction("peak", I32, ReduceOp::Max),
+              Param::reduction("low", F32, ReduceOp::Min),
+              Param::reduction("total", F64, ReduceOp::Sum)};
+  k.dims = 3;
+  auto i = make_index(0);
+  auto j = make_index(1);
+  auto xi = make_load(F64, 0, {i});
+  auto mij = make_load(I32, 1, {i, j});
+  auto a = make_var(F64, "a");
+  auto t = make_var(I64, "t");
+  auto q = make_var(I32, "q");
+  k.body = make_block({
+      make_decl("a", make_call(MathFn::Sqrt, {make_call(MathFn::Abs, {xi})})),
+      make_assign("a", make_call(MathFn::Pow, {a, make_const(F64, 0.5)})),
+      make_decl("b", make_select(make_compare(CompareOp::Le, a, make_const(F64, 1.0)), make_unary(UnaryOp::Neg, a),
+                                 make_binary(BinaryOp::Max, a, make_call(MathFn::Floor, {a})))),
+      make_decl("flags", make_binary(BinaryOp::Xor, make_param(Bool, 4),
+                                     make_unary(UnaryOp::Not, make_compare(CompareOp::Ne, j, make_extent(0, 0))))),
+      make_if(make_var(Bool, "flags"),
+              make_block({make_store(1, {i, j}, make_binary(BinaryOp::Shl, mij, make_int(I32, 2)))}),
+              make_block({make_if(make_compare(CompareOp::Gt, make_param(I64, 3), i),
+                                  make_block({make_atomic_add(1, {i, j}, make_int(I32, -1))}))})),
+      make_for("t", make_int(I64, 0), make_extent(2, 2),
+               make_block({make_store(2, {i, j, t}, make_cast(F32, make_binary(BinaryOp::Rem, make_var(F64, "b"), a))),
+                           make_reduce(6, make_call(MathFn::Exp, {make_cast(F32, make_cast(I32, t))}))})),
+      make_for("q", make_int(I32, 10), make_int(I32, 0), make_int(I32, 3), make_block({})),
+      make_reduce(5, make_binary(BinaryOp::Min, mij, make_int(I32, 7))),
+      make_reduce(
+          7, make_binary(BinaryOp::Div, make_call(MathFn::Log, {make_call(MathFn::Sin, {make_call(MathFn::Cos, {a})})}),
+                         make_binary(BinaryOp::Sub, make_const(F64, 3.25), make_cast(F64, make_index(2))))),
+  });
+  const std::string expected =
+      "kernel every_node(in f64[1] x, inout i32[2] m, out f32[3] v, val i64 n, val bool on, max i32 peak, "
+      "min f32 low, sum f64 total) dims 3 {\n"
+      "  var a: f64 = sqrt(abs(x[index(0)]))\n"
+      "  a = pow(a, 0.5:f64)\n"
+      "  var b: f64 = select((a <= 1:f64), neg(a), max(a, floor(a)))\n"
+      "  var flags: bool = (on ^ not((index(1) != extent(x, 0))))\n"
+      "  if flags {\n"
+      "    m[index(0), index(1)] = (m[index(0), index(1)] << 2:i32)\n"
+      "  } else {\n"
+      "    if (n > index(0)) {\n"
+      "      atomic m[index(0), index(1)] += -1:i32\n"
+      "    }\n"
+      "  }\n"
+      "  for t in 0:i64 .. extent(v, 2) {\n"
+      "    v[index(0), index(1), t] = f32((b % a))\n"
+      "    reduce low <- exp(f32(i32(t)))\n"
+      "  }\n"
+      "  for q in 10:i32 .. 0:i32 step 3:i32 {\n"
+      "  }\n"
+      "  reduce peak <- min(m[index(0), index(1)], 7:i32)\n"
+      "  reduce total <- (log(sin(cos(a))) / (3.25:f64 - f64(index(2))))\n"
+      "}\n";
+  CHECK_NOTHROW(verify(k));
+  CHECK(print(k) == expected);
+  const Kernel parsed = parse(expected);
+  CHECK(print(parsed) == expected);
+  CHECK(parsed.dims == 3);
+  CHECK(parsed.params.size() == 8);
+  CHECK(parsed.params[6].reduce == ReduceOp::Min);
+}
+
 TEST_CASE("parser: every statement kind round-trips") {
   check_round_trip(
       "kernel every_stmt(inout f64[2] grid, in i32[1] ids, out i64[3] cube, inout f32[1] hist, val i32 n, val bool "
@@ -106,4 +177,200 @@ TEST_CASE("parser: every statement kind round-trips") {
       "  reduce lowest <- index(1)\n"
       "  reduce highest <- f32(x)\n"
       "}\n");
+}
+
+TEST_CASE("parser: every operator on every type it allows round-trips") {
+  // Binary operators: arithmetic and min/max on all numeric types, bitwise on
+  // bool and integers, shifts on integers.
+  std::string body;
+  int counter = 0;
+  auto line = [&](std::string_view type, std::string_view expr) {
+    body += fmt::format("  var v{}: {} = {}\n", counter++, type, expr);
+  };
+  for (std::string_view type : {"i32", "i64", "f32", "f64"}) {
+    for (std::string_view op : {"+", "-", "*", "/", "%"}) line(type, fmt::format("(s_{0} {1} s_{0})", type, op));
+    line(type, fmt::format("min(s_{0}, 1:{0})", type));
+    line(type, fmt::format("max(2:{0}, s_{0})", type));
+    line(type, fmt::format("neg(s_{0})", type));
+    line(type, fmt::format("abs(s_{0})", type));
+    for (std::string_view cmp : {"==", "!=", "<", "<=", ">", ">="})
+      line("bool", fmt::format("(s_{0} {1} s_{0})", type, cmp));
+    for (std::string_view to : {"bool", "i32", "i64", "f32", "f64"}) line(to, fmt::format("{}(s_{})", to, type));
+    line(type, fmt::format("select(s_bool, s_{0}, s_{0})", type));
+  }
+  for (std::string_view type : {"bool", "i32", "i64"}) {
+    for (std::string_view op : {"&", "|", "^"}) line(type, fmt::format("(s_{0} {1} s_{0})", type, op));
+    line(type, fmt::format("not(s_{})", type));
+  }
+  for (std::string_view type : {"i32", "i64"})
+    for (std::string_view op : {"<<", ">>"}) line(type, fmt::format("(s_{0} {1} s_{0})", type, op));
+  for (std::string_view type : {"f32", "f64"}) {
+    for (std::string_view fn : {"sqrt", "exp", "log", "sin", "cos", "floor"})
+      line(type, fmt::format("{}(s_{})", fn, type));
+    line(type, fmt::format("pow(s_{0}, s_{0})", type));
+  }
+  line("bool", "(s_bool == s_bool)");
+  line("bool", "(s_bool != true)");
+  line("i64", "(((index(0) + index(1)) + index(2)) * extent(a, 0))");
+  line("i64", "(extent(a, 1) - extent(a, 2))");
+  line("f64", "a[index(0), index(1), (extent(a, 2) - 1:i64)]");
+  check_round_trip(
+      "kernel ops(in f64[3] a, val bool s_bool, val i32 s_i32, val i64 s_i64, val f32 s_f32, val f64 s_f64) dims 3 "
+      "{\n" +
+      body + "}\n");
+  CHECK(counter > 100);
+}
+
+TEST_CASE("printer: literal edge cases print exactly and parse back to the same bits") {
+  struct Case {
+    Expr literal;
+    std::string text;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const Case cases[] = {
+      {make_bool(true), "true"},
+      {make_bool(false), "false"},
+      {make_int(I32, 5), "5:i32"},
+      {make_int(I64, -7), "-7:i64"},
+      {make_int(I32, std::numeric_limits<std::int32_t>::min()), "-2147483648:i32"},
+      {make_int(I32, std::numeric_limits<std::int32_t>::max()), "2147483647:i32"},
+      {make_int(I64, std::numeric_limits<std::int64_t>::min()), "-9223372036854775808:i64"},
+      {make_int(I64, std::numeric_limits<std::int64_t>::max()), "9223372036854775807:i64"},
+      {make_const(F64, 0.4), "0.4:f64"},
+      {make_const(F32, 1.0), "1:f32"},
+      {make_const(F64, -0.0), "-0:f64"},
+      {make_const(F32, -0.0), "-0:f32"},
+      {make_const(F64, inf), "inf:f64"},
+      {make_const(F32, -inf), "-inf:f32"},
+      {make_const(F64, std::nan("")), "nan:f64"},
+      {make_const(F32, std::nan("")), "nan:f32"},
+      {make_const(F64, -std::nan("")), "-nan:f64"},
+      {make_const(F64, 1e300), "1e+300:f64"},
+      {make_const(F64, 1e-310), "1e-310:f64"},
+      {make_const(F64, std::numeric_limits<double>::denorm_min()), "5e-324:f64"},
+      {make_const(F64, std::numeric_limits<double>::max()), "1.7976931348623157e+308:f64"},
+      {make_const(F32, 0.1f), "0.1:f32"},
+      {make_const(F32, 0.1), "0.1:f32"},
+      {make_const(F64, static_cast<double>(0.1f)), "0.10000000149011612:f64"},
+      {make_const(F32, std::numeric_limits<float>::max()), "3.4028235e+38:f32"},
+      {make_const(F32, std::numeric_limits<float>::denorm_min()), "1e-45:f32"},
+      {make_const(F64, 123456789012.0), "123456789012:f64"},
+  };
+  Kernel k;
+  k.name = "literals";
+  k.params = {Param::reduction("acc", F64, ReduceOp::Sum)};
+  std::vector<Stmt> stmts;
+  for (std::size_t n = 0; n < std::size(cases); ++n) {
+    const Case& c = cases[n];
+    CAPTURE(c.text);
+    CHECK(print(c.literal, k) == c.text);
+    stmts.push_back(make_decl("v" + std::to_string(n), c.literal));
+  }
+  k.body = make_block(std::move(stmts));
+  REQUIRE_NOTHROW(verify(k));
+  const std::string text = print(k);
+  const Kernel parsed = parse(text);
+  CHECK(print(parsed) == text);
+  const auto& parsed_stmts = parsed.body->as<Block>().stmts;
+  REQUIRE(parsed_stmts.size() == std::size(cases));
+  for (std::size_t n = 0; n < std::size(cases); ++n) {
+    const auto& original = cases[n].literal->as<Const>();
+    const Expr& init = parsed_stmts[n]->as<Decl>().init;
+    CAPTURE(cases[n].text);
+    REQUIRE(init->kind == ExprKind::Const);
+    const auto& read = init->as<Const>();
+    CHECK(read.type == original.type);
+    CHECK(read.int_value == original.int_value);
+    if (std::isnan(original.float_value)) {
+      CHECK(std::isnan(read.float_value));
+      CHECK(std::signbit(read.float_value) == std::signbit(original.float_value));
+    } else {
+      CHECK(read.float_value == original.float_value);
+      CHECK(std::signbit(read.float_value) == std::signbit(original.float_value));
+    }
+  }
+}
+
+TEST_CASE("printer: nesting, else holding one if, flattened blocks, loop steps") {
+  Kernel k;
+  k.name = "shape";
+  k.params = {Param::array("a", I64, 1, Access::InOut)};
+  auto i = make_index(0);
+  auto cond = make_compare(CompareOp::Lt, i, make_int(I64, 4));
+  // The else holds an If directly (no Block): printed nested all the same.
+  auto inner_if = make_if(cond, make_store(0, {i}, make_int(I64, 1)));
+  k.body = make_block({
+      make_if(cond, make_block({}), inner_if),
+      make_block({make_decl("nested", make_int(I64, 3)), make_block({})}),
+      make_for("u", make_int(I64, 0), make_int(I64, 8), make_int(I64, 1), make_store(0, {make_var(I64, "u")}, i)),
+      make_for("w", make_int(I64, 0), make_int(I64, 8), make_int(I64, 4), make_block({})),
+  });
+  const std::string expected =
+      "kernel shape(inout i64[1] a) dims 1 {\n"
+      "  if (index(0) < 4:i64) {\n"
+      "  } else {\n"
+      "    if (index(0) < 4:i64) {\n"
+      "      a[index(0)] = 1:i64\n"
+      "    }\n"
+      "  }\n"
+      "  var nested: i64 = 3:i64\n"
+      "  for u in 0:i64 .. 8:i64 {\n"
+      "    a[u] = index(0)\n"
+      "  }\n"
+      "  for w in 0:i64 .. 8:i64 step 4:i64 {\n"
+      "  }\n"
+      "}\n";
+  REQUIRE_NOTHROW(verify(k));
+  CHECK(print(k) == expected);
+  const Kernel parsed = parse(expected);
+  CHECK(print(parsed) == expected);
+  // The parsed else is a Block holding the If.
+  const auto& top = parsed.body->as<Block>().stmts;
+  REQUIRE(top.size() == 4);
+  const auto& else_body = top[0]->as<If>().else_body;
+  REQUIRE(else_body->kind == StmtKind::Block);
+  REQUIRE(else_body->as<Block>().stmts.size() == 1);
+  CHECK(else_body->as<Block>().stmts[0]->kind == StmtKind::If);
+  // A step written as 1 is the default step: the same text either way.
+  CHECK(print(parse("kernel s(inout i64[1] a) dims 1 {\n  for u in 0:i64 .. 8:i64 step 1:i64 {\n  }\n}\n")) ==
+        "kernel s(inout i64[1] a) dims 1 {\n  for u in 0:i64 .. 8:i64 {\n  }\n}\n");
+  // A statement printed alone, at an indent.
+  CHECK(print(top[2], parsed, 2) == "    for u in 0:i64 .. 8:i64 {\n      a[u] = index(0)\n    }\n");
+  CHECK(print(make_block({}), parsed, 1).empty());
+}
+
+TEST_CASE("parser: blank lines, comments and free spacing give the canonical text") {
+  const std::string messy =
+      "# a kernel with comments\n"
+      "\n"
+      "kernel  triad ( out f64[1] a,in f64 [ 1 ] b , in f64[1] c, val f64 s )  dims 1{ # header\n"
+      "\n"
+      "\ta[index(0)]=(b[index(0)]+(s*c[index(0)]))   # the work\n"
+      "  # a comment line\n"
+      "}\n"
+      "# trailing comment";
+  CHECK(print(parse(messy)) == print(triad()));
+  CHECK(print(parse("kernel e() dims 2 {}")) == "kernel e() dims 2 {\n}\n");
+}
+
+TEST_CASE("parser: names with dots and underscores, names that look like literals") {
+  check_round_trip(
+      "kernel my.kernel_2(in f64[1] _x.y, sum f64 inf) dims 1 {\n"
+      "  var nan: f64 = _x.y[index(0)]\n"
+      "  var t.0: f64 = (nan * -inf:f64)\n"
+      "  reduce inf <- (t.0 + inf:f64)\n"
+      "}\n");
+}
+
+TEST_CASE("printer: malformed trees print placeholders instead of crashing") {
+  Kernel k;
+  k.name = "bad";
+  k.params = {Param::scalar("s", F64)};
+  CHECK(print(Expr{}, k) == "<null>");
+  CHECK(print(make_param(F64, 9), k) == "<param 9>");
+  CHECK(print(make_binary(BinaryOp::Add, make_param(F64, 0), make_load(F64, -1, {Expr{}})), k) ==
+        "(s + <param -1>[<null>])");
+  CHECK(print(Stmt{}, k, 1) == "  <null>\n");
+  CHECK(print(make_if(make_bool(true), Stmt{}), k) == "if true {\n  <null>\n}\n");
+  CHECK(print(k) == "kernel bad(val f64 s) dims 1 {\n}\n");
 }
