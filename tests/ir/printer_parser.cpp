@@ -374,3 +374,113 @@ TEST_CASE("printer: malformed trees print placeholders instead of crashing") {
   CHECK(print(make_if(make_bool(true), Stmt{}), k) == "if true {\n  <null>\n}\n");
   CHECK(print(k) == "kernel bad(val f64 s) dims 1 {\n}\n");
 }
+
+TEST_CASE("parser: malformed text gives the position and the token at fault") {
+  // Header problems.
+  CHECK(parse_error("") == "k.ir:1:1: expected 'kernel', found end of input");
+  CHECK(parse_error("kernal k() dims 1 {}") == "k.ir:1:1: expected 'kernel', found 'kernal'");
+  CHECK(parse_error("kernel for() dims 1 {}") == "k.ir:1:8: expected kernel name, found 'for'");
+  CHECK(parse_error("kernel k(in f64 a) dims 1 {}") == "k.ir:1:17: expected '[', found 'a'");
+  CHECK(parse_error("kernel k(in f65[1] a) dims 1 {}") == "k.ir:1:13: expected element type, found 'f65'");
+  CHECK(parse_error("kernel k(ref f64[1] a) dims 1 {}") ==
+        "k.ir:1:10: expected parameter (in, out, inout, val, sum, min or max), found 'ref'");
+  CHECK(parse_error("kernel k(val f64 s) dims x {}") == "k.ir:1:26: expected number of dimensions, found 'x'");
+  CHECK(parse_error("kernel k() dims 1 {\n}\n}") == "k.ir:3:1: expected end of input, found '}'");
+  // Statements, with the line and column of the offending token.
+  const std::string head = "kernel k(inout f64[1] a, val f64 s, sum f64 r) dims 1 {\n";
+  CHECK(parse_error(head + "  a[index(0)] = s\n  s = 1:f64\n}\n") ==
+        "k.ir:3:3: cannot assign to parameter 's'; only locals declared with var can be assigned");
+  CHECK(parse_error(head + "  a[index(0)] = (s + q)\n}\n") == "k.ir:2:22: unknown name 'q'");
+  CHECK(parse_error(head + "  a[index(0)] = (s s)\n}\n") == "k.ir:2:20: expected operator, found 's'");
+  CHECK(parse_error(head + "  a[index(0)] = (s + 1:f64\n}\n") == "k.ir:3:1: expected ')', found '}'");
+  CHECK(parse_error(head + "  a[index(0)] = s +\n}\n") == "k.ir:2:19: expected statement, found '+'");
+  CHECK(parse_error(head + "  a[index(0)] = 1.5:i32\n}\n") ==
+        "k.ir:2:17: expected integer literal for i32, found '1.5'");
+  CHECK(parse_error(head + "  a[index(0)] = 1:bool\n}\n") ==
+        "k.ir:2:19: expected literal type (i32, i64, f32 or f64), found 'bool'");
+  CHECK(parse_error(head + "  a[index(0)] = 1\n}\n") == "k.ir:3:1: expected ':', found '}'");
+  CHECK(parse_error(head + "  var x: i32 = 2147483648:i32\n}\n") ==
+        "k.ir:2:16: integer literal '2147483648' is out of range for i32");
+  CHECK(parse_error(head + "  var x: i64 = 9223372036854775808:i64\n}\n") ==
+        "k.ir:2:16: integer literal '9223372036854775808' is out of range for i64");
+  CHECK(parse_error(head + "  var x: f32 = 1e39:f32\n}\n") ==
+        "k.ir:2:16: float literal '1e39' is out of range for f32");
+  CHECK(parse_error(head + "  var x: f64 = a\n}\n") == "k.ir:3:1: expected '[' after array 'a', found '}'");
+  CHECK(parse_error(head + "  var x: f64 = r\n}\n") ==
+        "k.ir:2:16: reduction 'r' cannot be read; only `reduce` can use it");
+  CHECK(parse_error(head + "  reduce s <- 1:f64\n}\n") == "k.ir:2:10: 's' is not a reduction parameter");
+  CHECK(parse_error(head + "  s[index(0)] = 1:f64\n}\n") == "k.ir:2:3: 's' is not an array parameter");
+  CHECK(parse_error(head + "  for i in 0:i64 .. 4:i64 {\n    i = 1:i64\n  }\n}\n") ==
+        "k.ir:3:5: cannot assign to loop variable 'i'; loop variables are read-only");
+  CHECK(parse_error(head + "  if true {\n    var t: f64 = s\n  }\n  a[index(0)] = t\n}\n") ==
+        "k.ir:5:17: unknown name 't'");
+  CHECK(parse_error(head + "  a[index(0)] = s @\n}\n") == "k.ir:2:19: expected statement, found '@'");
+  CHECK(parse_error(head + "  a[index(0)] = \x01\n}\n") == "k.ir:2:17: expected expression, found '\\x01'");
+  CHECK(parse_error(head + "  if true {\n") == "k.ir:3:1: expected statement, found end of input");
+  CHECK(parse_error(head + "  a[index(-1)] = s\n}\n") == "k.ir:2:11: expected dimension number, found '-1'");
+  // Text that parses but does not verify: the verifier's message after the source name.
+  CHECK(parse_error(head + "  a[index(0)] = 1:i32\n}\n") ==
+        "k.ir: kernel 'k': stores i32 into array 'a' of f64 in `a[index(0)] = 1:i32`");
+  CHECK(parse_error("kernel k(in f64[1] a) dims 1 {\n  a[index(0)] = 1:f64\n}\n") ==
+        "k.ir: kernel 'k': writes array 'a' declared in; declare it out or inout in `a[index(0)] = 1:f64`");
+}
+
+TEST_CASE("parser: nesting is bounded") {
+  const std::string head = "kernel k(out i64[1] a) dims 1 {\n  a[index(0)] = ";
+  auto nested_sum = [&](int depth) {
+    std::string text = head;
+    for (int n = 0; n < depth; ++n) text += "(1:i64 + ";
+    text += "1:i64";
+    text += std::string(static_cast<std::size_t>(depth), ')');
+    return text + "\n}\n";
+  };
+  // The body's block is one level, each parenthesis one more, and the literal
+  // inside the innermost one the last. Up to the limit the text parses and
+  // prints back to itself; past it, the error points at the first token too deep.
+  const std::string deep = nested_sum(kMaxParseDepth - 2);
+  CHECK(print(parse(deep)) == deep);
+  CHECK(parse_error(nested_sum(kMaxParseDepth + 10)) ==
+        fmt::format("k.ir:2:{}: text nests deeper than {} levels; split the expression with `var` locals",
+                    18 + 9 * (kMaxParseDepth - 2), kMaxParseDepth));
+  // Far deeper than the stack could take without the bound.
+  CHECK(parse_error(head + std::string(1000000, '(')).find("text nests deeper than") != std::string::npos);
+  CHECK(parse_error(head + std::string(1000000, '[')).find("expected expression, found '['") != std::string::npos);
+  std::string blocks = "kernel k() dims 1 {\n";
+  for (int n = 0; n < 100000; ++n) blocks += "if true {\n";
+  CHECK(parse_error(blocks).find("text nests deeper than") != std::string::npos);
+}
+
+TEST_CASE("parser: truncated and mutated text never crashes") {
+  const std::string text =
+      "kernel every_stmt(inout f64[2] grid, in i32[1] ids, val i32 n, sum f64 total) dims 2 {\n"
+      "  var x: f64 = select((grid[index(0), index(1)] >= -0.5:f64), 1e+300:f64, -inf:f64)\n"
+      "  for j in 0:i32 .. n step 2:i32 {\n"
+      "    if (j != ids[i64(j)]) {\n"
+      "      x = max(pow(x, 2:f64), neg(f64(extent(grid, 1))))\n"
+      "    } else {\n"
+      "      atomic grid[index(0), index(1)] += x\n"
+      "    }\n"
+      "  }\n"
+      "  reduce total <- x\n"
+      "}\n";
+  REQUIRE(print(parse(text)) == text);
+  int parsed = 0;
+  int rejected = 0;
+  auto attempt = [&](const std::string& input) {
+    try {
+      const Kernel k = parse(input);
+      // Whatever parses must print canonically and parse again.
+      CHECK(print(parse(print(k))) == print(k));
+      ++parsed;
+    } catch (const canopy::Error&) {
+      ++rejected;
+    }
+  };
+  for (std::size_t n = 0; n < text.size(); ++n) attempt(text.substr(0, n));
+  const std::string replacements[] = {"", " ", "(", ")", "[", "]", "{", "}", ",", "-", "x", "0", ":", "#", "\n", ".."};
+  for (std::size_t n = 0; n < text.size(); ++n)
+    for (const auto& r : replacements) attempt(text.substr(0, n) + r + text.substr(n + 1));
+  CHECK(rejected > 0);
+  CHECK(parsed > 0);
+  CHECK(parsed + rejected == static_cast<int>(text.size() * (1 + std::size(replacements))));
+}
