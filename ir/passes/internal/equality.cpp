@@ -102,28 +102,4 @@ std::size_t hash_of(const Expr& e) {
   return h;
 }
 
-std::size_t size_of(const Expr& e) {
-  switch (e->kind) {
-    case ExprKind::Load: {
-      std::size_t n = 1;
-      for (const auto& i : e->as<Load>().indices) n += size_of(i);
-      return n;
-    }
-    case ExprKind::Unary: return 1 + size_of(e->as<Unary>().operand);
-    case ExprKind::Binary: return 1 + size_of(e->as<Binary>().lhs) + size_of(e->as<Binary>().rhs);
-    case ExprKind::Compare: return 1 + size_of(e->as<Compare>().lhs) + size_of(e->as<Compare>().rhs);
-    case ExprKind::Cast: return 1 + size_of(e->as<Cast>().operand);
-    case ExprKind::Call: {
-      std::size_t n = 1;
-      for (const auto& a : e->as<Call>().args) n += size_of(a);
-      return n;
-    }
-    case ExprKind::Select: {
-      const auto& s = e->as<Select>();
-      return 1 + size_of(s.cond) + size_of(s.if_true) + size_of(s.if_false);
-    }
-    default: return 1;
-  }
-}
-
 }  // namespace canopy::ir::passes_internal

@@ -18,9 +18,6 @@ bool equal(const Expr& a, const Expr& b);
 /// A hash consistent with `equal`.
 std::size_t hash_of(const Expr& e);
 
-/// Number of nodes in the tree (a literal counts 1).
-std::size_t size_of(const Expr& e);
-
 /// Functors for unordered containers keyed by expression structure.
 struct ExprHash {
   std::size_t operator()(const Expr& e) const { return hash_of(e); }

@@ -1,0 +1,354 @@
+#include "cse.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "../mutator.hpp"
+#include "internal/equality.hpp"
+#include "internal/uses.hpp"
+
+namespace canopy::ir {
+
+namespace {
+
+using passes_internal::ExprEqual;
+using passes_internal::ExprHash;
+using passes_internal::ExprReads;
+using passes_internal::FreshNames;
+
+bool is_trivial(const Expr& e) {
+  switch (e->kind) {
+    case ExprKind::Const:
+    case ExprKind::Index:
+    case ExprKind::Param:
+    case ExprKind::Var:
+    case ExprKind::Extent: return true;
+    default: return false;
+  }
+}
+
+// Statements whose expressions are evaluated unconditionally, in order, and
+// that may sit in the middle of a run.
+bool is_simple(const Stmt& s) {
+  switch (s->kind) {
+    case StmtKind::Decl:
+    case StmtKind::Assign:
+    case StmtKind::Store:
+    case StmtKind::AtomicAdd:
+    case StmtKind::Reduce: return true;
+    default: return false;
+  }
+}
+
+// The expressions a statement of a run evaluates (an If: its condition only).
+std::vector<Expr> expressions_of(const Stmt& s) {
+  switch (s->kind) {
+    case StmtKind::Decl: return {s->as<Decl>().init};
+    case StmtKind::Assign: return {s->as<Assign>().value};
+    case StmtKind::Store: {
+      auto exprs = s->as<Store>().indices;
+      exprs.push_back(s->as<Store>().value);
+      return exprs;
+    }
+    case StmtKind::AtomicAdd: {
+      auto exprs = s->as<AtomicAdd>().indices;
+      exprs.push_back(s->as<AtomicAdd>().value);
+      return exprs;
+    }
+    case StmtKind::Reduce: return {s->as<Reduce>().value};
+    case StmtKind::If: return {s->as<If>().cond};
+    default: return {};
+  }
+}
+
+// One expression that may be shared: the statements (within the run) of its
+// first and last counted occurrence, and how often it occurs there.
+struct Candidate {
+  Expr expr;
+  std::size_t first = 0, last = 0;
+  int count = 0;
+  std::size_t finished = 0;  // post-order position of the first occurrence: parts before wholes
+  ExprReads reads;
+  std::string var;  // set when shared
+};
+
+using ExprToVar = std::unordered_map<Expr, Expr, ExprHash, ExprEqual>;
+
+// Replaces, top-down, each subexpression found in the map by its variable.
+class ReplaceShared final : public Mutator {
+ public:
+  explicit ReplaceShared(const ExprToVar& shared) : shared_(shared) {}
+  Expr replace(const Expr& e) { return mutate(e); }
+  /// `e` itself kept, its operands replaced (the definition of e's variable).
+  Expr replace_inside(const Expr& e) {
+    keep_ = e.get();
+    return mutate(e);
+  }
+
+ protected:
+  Expr visit(const Load& node, const Expr& self) override {
+    return or_else(self, [&] { return Mutator::visit(node, self); });
+  }
+  Expr visit(const Unary& node, const Expr& self) override {
+    return or_else(self, [&] { return Mutator::visit(node, self); });
+  }
+  Expr visit(const Binary& node, const Expr& self) override {
+    return or_else(self, [&] { return Mutator::visit(node, self); });
+  }
+  Expr visit(const Compare& node, const Expr& self) override {
+    return or_else(self, [&] { return Mutator::visit(node, self); });
+  }
+  Expr visit(const Cast& node, const Expr& self) override {
+    return or_else(self, [&] { return Mutator::visit(node, self); });
+  }
+  Expr visit(const Call& node, const Expr& self) override {
+    return or_else(self, [&] { return Mutator::visit(node, self); });
+  }
+  Expr visit(const Select& node, const Expr& self) override {
+    return or_else(self, [&] { return Mutator::visit(node, self); });
+  }
+
+ private:
+  // The shared variable for `self`, or else `self` with its operands replaced.
+  template <class Recurse>
+  Expr or_else(const Expr& self, Recurse recurse) {
+    if (self.get() != keep_) {
+      auto it = shared_.find(self);
+      if (it != shared_.end()) return it->second;
+    }
+    return recurse();
+  }
+
+  const ExprToVar& shared_;
+  const ExprNode* keep_ = nullptr;
+};
+
+// One straight-line run: count, choose, then rewrite.
+class RunRewriter {
+ public:
+  RunRewriter(const std::vector<Stmt>& run, FreshNames& names) : run_(run), names_(names) {}
+
+  std::vector<Stmt> rewrite() {
+    for (std::size_t k = 0; k < run_.size(); ++k) {
+      for (const auto& e : expressions_of(run_[k])) count(e, k);
+      end_ranges_written_by(run_[k]);
+    }
+    std::vector<Candidate*> chosen;
+    for (auto& c : candidates_)
+      if (c.count >= 2) chosen.push_back(&c);
+    if (chosen.empty()) return run_;
+    std::sort(chosen.begin(), chosen.end(), [](const Candidate* a, const Candidate* b) {
+      return a->first != b->first ? a->first < b->first : a->finished < b->finished;
+    });
+    for (auto* c : chosen) c->var = names_.next();
+
+    std::vector<Stmt> out;
+    std::size_t next_decl = 0;
+    for (std::size_t k = 0; k < run_.size(); ++k) {
+      ExprToVar active;
+      for (auto* c : chosen)
+        if (c->first <= k && k <= c->last) active.emplace(c->expr, make_var(c->expr->type, c->var));
+      for (; next_decl < chosen.size() && chosen[next_decl]->first == k; ++next_decl) {
+        const auto* c = chosen[next_decl];
+        out.push_back(make_decl(c->var, ReplaceShared(active).replace_inside(c->expr)));
+      }
+      out.push_back(rewrite_statement(run_[k], active));
+    }
+    return out;
+  }
+
+ private:
+  void count(const Expr& e, std::size_t k) {
+    if (is_trivial(e)) return;
+    auto it = live_.find(e);
+    if (it != live_.end()) {  // a repeat: its operands were counted with the first one
+      auto& c = candidates_[it->second];
+      ++c.count;
+      c.last = k;
+      return;
+    }
+    Candidate c;
+    c.expr = e;
+    c.first = c.last = k;
+    c.count = 1;
+    c.reads = passes_internal::reads_of(e);
+    const std::size_t index = candidates_.size();
+    live_.emplace(e, index);
+    candidates_.push_back(std::move(c));
+    count_children(e, k);
+    candidates_[index].finished = finished_++;
+  }
+
+  void count_children(const Expr& e, std::size_t k) {
+    switch (e->kind) {
+      case ExprKind::Load:
+        for (const auto& i : e->as<Load>().indices) count(i, k);
+        break;
+      case ExprKind::Unary: count(e->as<Unary>().operand, k); break;
+      case ExprKind::Binary:
+        count(e->as<Binary>().lhs, k);
+        count(e->as<Binary>().rhs, k);
+        break;
+      case ExprKind::Compare:
+        count(e->as<Compare>().lhs, k);
+        count(e->as<Compare>().rhs, k);
+        break;
+      case ExprKind::Cast: count(e->as<Cast>().operand, k); break;
+      case ExprKind::Call:
+        for (const auto& a : e->as<Call>().args) count(a, k);
+        break;
+      case ExprKind::Select:
+        count(e->as<Select>().cond, k);
+        count(e->as<Select>().if_true, k);
+        count(e->as<Select>().if_false, k);
+        break;
+      default: break;
+    }
+  }
+
+  // After statement `s` runs, expressions reading what it wrote have new
+  // values: their current ranges end, and a later occurrence starts anew.
+  void end_ranges_written_by(const Stmt& s) {
+    std::string local;
+    int array = -1;
+    switch (s->kind) {
+      case StmtKind::Decl: local = s->as<Decl>().name; break;
+      case StmtKind::Assign: local = s->as<Assign>().name; break;
+      case StmtKind::Store: array = s->as<Store>().param; break;
+      case StmtKind::AtomicAdd: array = s->as<AtomicAdd>().param; break;
+      default: return;
+    }
+    for (auto it = live_.begin(); it != live_.end();) {
+      const auto& reads = candidates_[it->second].reads;
+      const bool stale = array >= 0 ? reads.arrays.count(array) > 0 : reads.locals.count(local) > 0;
+      it = stale ? live_.erase(it) : std::next(it);
+    }
+  }
+
+  static Stmt rewrite_statement(const Stmt& s, const ExprToVar& active) {
+    if (active.empty()) return s;
+    ReplaceShared replacer(active);
+    bool changed = false;
+    auto replace = [&](const Expr& e) {
+      auto r = replacer.replace(e);
+      changed = changed || r != e;
+      return r;
+    };
+    auto replace_all = [&](const std::vector<Expr>& exprs) {
+      std::vector<Expr> out;
+      for (const auto& e : exprs) out.push_back(replace(e));
+      return out;
+    };
+    switch (s->kind) {
+      case StmtKind::Decl: {
+        const auto& d = s->as<Decl>();
+        auto init = replace(d.init);
+        return changed ? std::make_shared<Decl>(d.name, d.type, init) : s;
+      }
+      case StmtKind::Assign: {
+        auto value = replace(s->as<Assign>().value);
+        return changed ? make_assign(s->as<Assign>().name, value) : s;
+      }
+      case StmtKind::Store: {
+        const auto& st = s->as<Store>();
+        auto indices = replace_all(st.indices);
+        auto value = replace(st.value);
+        return changed ? make_store(st.param, indices, value) : s;
+      }
+      case StmtKind::AtomicAdd: {
+        const auto& st = s->as<AtomicAdd>();
+        auto indices = replace_all(st.indices);
+        auto value = replace(st.value);
+        return changed ? make_atomic_add(st.param, indices, value) : s;
+      }
+      case StmtKind::Reduce: {
+        auto value = replace(s->as<Reduce>().value);
+        return changed ? make_reduce(s->as<Reduce>().param, value) : s;
+      }
+      case StmtKind::If: {
+        const auto& i = s->as<If>();
+        auto cond = replace(i.cond);
+        return changed ? make_if(cond, i.then_body, i.else_body) : s;
+      }
+      default: return s;
+    }
+  }
+
+  const std::vector<Stmt>& run_;
+  FreshNames& names_;
+  std::vector<Candidate> candidates_;
+  std::size_t finished_ = 0;
+  std::unordered_map<Expr, std::size_t, ExprHash, ExprEqual> live_;
+};
+
+class CommonSubexpressionEliminator final : public Mutator {
+ public:
+  explicit CommonSubexpressionEliminator(const Kernel& kernel) : names_(kernel, "cse") {}
+
+ protected:
+  Stmt visit(const Block& node, const Stmt& self) override {
+    std::vector<Stmt> children;
+    bool changed = false;
+    for (const auto& s : node.stmts) {
+      auto m = mutate(s);
+      changed = changed || m != s;
+      if (m) children.push_back(std::move(m));
+    }
+    auto out = share_within_runs(children);
+    if (!changed && out.size() == children.size()) return self;
+    return make_block(std::move(out));
+  }
+
+  Stmt visit(const If& node, const Stmt& self) override {
+    auto then_body = body(node.then_body);
+    auto else_body = node.else_body ? body(node.else_body) : nullptr;
+    if (then_body == node.then_body && else_body == node.else_body) return self;
+    return make_if(node.cond, std::move(then_body), std::move(else_body));
+  }
+
+  Stmt visit(const For& node, const Stmt& self) override {
+    auto new_body = body(node.body);
+    if (new_body == node.body) return self;
+    return make_for(node.var, node.begin, node.end, node.step, std::move(new_body));
+  }
+
+ private:
+  // A body that is a single statement gets a block only if it needs one.
+  Stmt body(const Stmt& b) {
+    auto m = mutate_body(b);
+    if (m->kind == StmtKind::Block) return m;
+    auto out = share_within_runs({m});
+    return out.size() == 1 ? out[0] : make_block(std::move(out));
+  }
+
+  std::vector<Stmt> share_within_runs(const std::vector<Stmt>& stmts) {
+    std::vector<Stmt> out, run;
+    auto flush = [&] {
+      for (auto& s : RunRewriter(run, names_).rewrite()) out.push_back(std::move(s));
+      run.clear();
+    };
+    for (const auto& s : stmts) {
+      if (is_simple(s)) {
+        run.push_back(s);
+      } else if (s->kind == StmtKind::If) {  // its condition closes the run
+        run.push_back(s);
+        flush();
+      } else {
+        flush();
+        out.push_back(s);
+      }
+    }
+    flush();
+    return out;
+  }
+
+  FreshNames names_;
+};
+
+}  // namespace
+
+Kernel eliminate_common_subexpressions(const Kernel& kernel) {
+  return CommonSubexpressionEliminator(kernel).mutate(kernel);
+}
+
+}  // namespace canopy::ir
