@@ -1,0 +1,163 @@
+#include "cpu_compiler.hpp"
+
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <mutex>
+#include <unordered_map>
+
+#include <llvm/Config/llvm-config.h>
+
+#include <canopy/ir/error.hpp>
+#include <canopy/ir/printer.hpp>
+#include <canopy/ir/verifier.hpp>
+
+#include "hash.hpp"
+#include "internal/cpu_jit.hpp"
+#include "internal/cpu_target.hpp"
+
+#ifndef CANOPY_VERSION_STRING
+#define CANOPY_VERSION_STRING "unknown"
+#endif
+
+namespace canopy::jit {
+
+namespace {
+
+/// Changes whenever the code CpuCompiler generates for one kernel text
+/// changes in a way the other key parts do not show (the ArgSlot layout, the
+/// lowering's semantics): cached objects of older versions are then ignored.
+constexpr int kCpuAbiVersion = 1;
+
+std::string resolve_cache_dir(const std::string& option) {
+  if (!option.empty()) return option;
+  if (const char* dir = std::getenv("CANOPY_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/canopy";
+  return "off";
+}
+
+/// `canopy_<name>_<16 hex of key>`, with every character a C identifier may
+/// not hold replaced by '_'.
+std::string symbol_name(const std::string& kernel_name, const std::string& key) {
+  std::string symbol = "canopy_";
+  for (char c : kernel_name) symbol += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return symbol + "_" + key.substr(0, 16);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+struct CpuCompiler::State {
+  std::unique_ptr<DiskCache> disk;
+  std::string key_prefix;  ///< everything in the key but the kernel's text
+
+  std::mutex mutex;
+  llvm::orc::JITDylib* library = nullptr;  ///< created on the first compile; guarded by mutex
+  /// Every kernel this compiler returned or is compiling, by key; guarded by mutex.
+  std::unordered_map<std::string, std::shared_future<CpuEntry>> entries;
+
+  llvm::orc::JITDylib& jit_library() {
+    std::lock_guard lock(mutex);
+    if (!library) library = &CpuJit::instance().create_library("canopy.cpu");
+    return *library;
+  }
+
+  CpuEntry link(std::string_view object, const std::string& symbol) {
+    return reinterpret_cast<CpuEntry>(CpuJit::instance().link(jit_library(), object, symbol));
+  }
+
+  /// The entry of a kernel this compiler has not seen: from disk, else compiled.
+  CpuEntry load_or_compile(const ir::Kernel& kernel, const std::string& key, Source& source) {
+    const std::string symbol = symbol_name(kernel.name, key);
+    if (disk) {
+      if (auto object = disk->get(key)) {
+        try {
+          source = Source::Disk;
+          return link(*object, symbol);
+        } catch (const Error&) {
+          // An object that passed the checksum but does not load: compile afresh.
+        }
+      }
+    }
+    const std::string object = compile_for_host(kernel, symbol);
+    if (disk) disk->put(key, object);
+    source = Source::Compiled;
+    return link(object, symbol);
+  }
+};
+
+CpuCompiler::CpuCompiler(Options options) : state_(std::make_unique<State>()) {
+  const std::string dir = resolve_cache_dir(options.cache_dir);
+  if (dir != "off") state_->disk = std::make_unique<DiskCache>(dir);
+  state_->key_prefix = "canopy cpu kernel\nabi " + std::to_string(kCpuAbiVersion) + "\ncanopy " +
+                       CANOPY_VERSION_STRING + "\nllvm " + LLVM_VERSION_STRING + "\ntarget " + target_description() +
+                       "\n";
+}
+
+CpuCompiler::~CpuCompiler() = default;
+
+std::string CpuCompiler::cache_key(const ir::Kernel& kernel) const {
+  return hash_hex(state_->key_prefix + ir::print(kernel));
+}
+
+std::string CpuCompiler::target_description() const { return HostTarget::get().description(); }
+
+const DiskCache* CpuCompiler::disk_cache() const { return state_->disk.get(); }
+
+CpuCompiler::Compiled CpuCompiler::compile(const ir::Kernel& kernel) {
+  const auto start = std::chrono::steady_clock::now();
+  ir::verify(kernel);
+  Compiled result;
+  result.key = cache_key(kernel);
+
+  std::promise<CpuEntry> promise;
+  std::shared_future<CpuEntry> known;
+  {
+    std::lock_guard lock(state_->mutex);
+    auto [slot, inserted] = state_->entries.try_emplace(result.key);
+    if (inserted)
+      slot->second = promise.get_future().share();
+    else
+      known = slot->second;
+  }
+  if (known.valid()) {
+    result.entry = known.get();  // waits while another thread compiles it; rethrows its error
+    result.source = Source::Memory;
+    result.seconds = seconds_since(start);
+    return result;
+  }
+  try {
+    result.entry = state_->load_or_compile(kernel, result.key, result.source);
+    promise.set_value(result.entry);
+  } catch (...) {
+    {
+      std::lock_guard lock(state_->mutex);
+      state_->entries.erase(result.key);  // a later call tries again
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+CpuCompiler& CpuCompiler::shared() {
+  // Never destroyed, like the JIT it feeds: kernels may run until the process ends.
+  static CpuCompiler* const compiler = new CpuCompiler();
+  return *compiler;
+}
+
+std::string_view name_of(CpuCompiler::Source source) {
+  switch (source) {
+    case CpuCompiler::Source::Memory: return "memory";
+    case CpuCompiler::Source::Disk: return "disk";
+    case CpuCompiler::Source::Compiled: return "compiled";
+  }
+  return "?";
+}
+
+}  // namespace canopy::jit

@@ -1,0 +1,81 @@
+// CpuCompiler: turns a kernel into a function this process can call, through
+// LLVM for the host CPU. It is the CPU backend's only view of LLVM: kernel in,
+// CpuEntry out (see cpu_abi.hpp for how to call it).
+//
+// Each compile looks for the kernel in three places, cheapest first: the
+// compiler's memory (kernels it already returned), the disk cache (objects an
+// earlier run compiled for this same CPU, LLVM and Canopy), and only then
+// compiles: lowering to LLVM IR, the O3 pipeline tuned for this CPU, machine
+// code into an object file, which goes to the disk cache and is linked into
+// the process.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <canopy/ir/kernel.hpp>
+
+#include "cpu_abi.hpp"
+#include "disk_cache.hpp"
+
+namespace canopy::jit {
+
+class CpuCompiler {
+ public:
+  struct Options {
+    /// Where compiled kernels are kept between runs. Empty: $CANOPY_CACHE_DIR,
+    /// else $HOME/.cache/canopy (no disk cache when neither is set). "off":
+    /// no disk cache.
+    std::string cache_dir;
+  };
+
+  /// Where compile() found the kernel it returned.
+  enum class Source {
+    Memory,    ///< this compiler had already returned it (or was compiling it on another thread)
+    Disk,      ///< the disk cache had its object file
+    Compiled,  ///< it was compiled by this call
+  };
+
+  /// A compiled kernel.
+  struct Compiled {
+    CpuEntry entry = nullptr;  ///< valid until the process exits
+    std::string key;           ///< the cache key: 32 hex characters
+    Source source = Source::Compiled;
+    double seconds = 0.0;  ///< time this compile() call took
+  };
+
+  explicit CpuCompiler(Options options = {});
+  ~CpuCompiler();
+  CpuCompiler(const CpuCompiler&) = delete;
+  CpuCompiler& operator=(const CpuCompiler&) = delete;
+
+  /// Verifies `kernel` (ir::verify; throws canopy::Error when it is not well
+  /// formed) and returns its entry. `kernel` should already be optimized by
+  /// the IR passes: this compiles it as it is. Thread-safe; a kernel that
+  /// several threads ask for at once is compiled once. Throws canopy::Error
+  /// when LLVM cannot compile or link the kernel.
+  Compiled compile(const ir::Kernel& kernel);
+
+  /// The cache key of `kernel` on this machine: it changes with the kernel's
+  /// text, the CPU, LLVM's version, Canopy's version and the CPU ABI version.
+  std::string cache_key(const ir::Kernel& kernel) const;
+
+  /// The host CPU this compiler generates code for: target triple, CPU name
+  /// and the CPU features LLVM enables (e.g. "+avx2,+avx512f,...").
+  std::string target_description() const;
+
+  /// The disk cache in use, or null when there is none.
+  const DiskCache* disk_cache() const;
+
+  /// The process-wide compiler the runtime uses (default Options).
+  static CpuCompiler& shared();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// "memory", "disk" or "compiled".
+std::string_view name_of(CpuCompiler::Source source);
+
+}  // namespace canopy::jit

@@ -1,0 +1,45 @@
+// The host CPU as an LLVM target: what it is (triple, CPU name, features),
+// and the three steps from an LLVM module to machine code for it: the O3
+// pipeline, optional text dumps, and an object file in memory. The object
+// file is what the disk cache stores and what CpuJit links.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <canopy/ir/kernel.hpp>
+
+namespace canopy::jit {
+
+/// The host CPU, detected once per process.
+class HostTarget {
+ public:
+  /// The host (initializes LLVM's native target on first use).
+  static const HostTarget& get();
+
+  /// "triple;cpu;features", e.g. "x86_64-pc-linux-gnu;sapphirerapids;+avx2,+avx512f,...".
+  const std::string& description() const { return description_; }
+  const std::string& triple() const { return triple_; }
+  const std::string& cpu() const { return cpu_; }
+  const std::string& features() const { return features_; }
+
+  /// A new TargetMachine for the host at the aggressive codegen level. Each
+  /// compilation makes its own: a TargetMachine is not safe to share between
+  /// threads that generate code at once.
+  std::unique_ptr<llvm::TargetMachine> create_target_machine() const;
+
+ private:
+  HostTarget();
+  std::string triple_, cpu_, features_, description_;
+};
+
+/// Lowers `kernel` into a function `symbol`, optimizes it for the host (O3,
+/// loop and SLP vectorization, the host's TargetLibraryInfo) and returns the
+/// object file that defines it. Writes CANOPY_DUMP=llvm (optimized IR) and
+/// CANOPY_DUMP=asm (assembly) dumps named after the kernel.
+std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol);
+
+}  // namespace canopy::jit

@@ -1,0 +1,141 @@
+// LlvmLowering: kernel IR to LLVM IR with IRBuilder, for every target that
+// Canopy reaches through LLVM. The base class lowers for the host CPU's entry
+// convention (cpu_abi.hpp): arguments from an ArgSlot block, the index space
+// as a loop nest, reductions into a local accumulator stored at the end.
+// A target whose code runs differently (spir64 for SPIR-V: kernel arguments
+// in address space 1, the index from get_global_id, OpenCL math builtins)
+// subclasses it and overrides only the hooks below.
+//
+// Everything else, the IR's arithmetic semantics (ir/expr.hpp) included, is
+// shared: wrapping integers, guarded division, masked shifts, saturating
+// float-to-int casts, C's fmin/fmax and fmod. No fast-math flags are used
+// except `reassoc` on the combine of a float sum reduction, so the loop
+// vectorizer may reorder that one sum; every other result matches plain C++.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <canopy/ir/kernel.hpp>
+#include <canopy/ir/visitor.hpp>
+
+namespace canopy::jit {
+
+/// A kernel parameter as LLVM values, made once at the function's start.
+struct LoweredParam {
+  llvm::Value* base = nullptr;              ///< arrays: pointer to element 0
+  std::vector<llvm::Value*> extents;        ///< arrays: the extents (i64), outermost first
+  llvm::Value* value = nullptr;             ///< scalars: the value
+  llvm::Value* partial = nullptr;           ///< reductions: where the partial result goes
+  llvm::AllocaInst* accumulator = nullptr;  ///< reductions: the running value (CPU lowering)
+};
+
+class LlvmLowering : protected ir::Visitor {
+ public:
+  /// Lowers into `module`, whose data layout and triple are already set.
+  LlvmLowering(llvm::Module& module, const ir::Kernel& kernel);
+  ~LlvmLowering() override;
+
+  /// Builds the kernel's function called `symbol` and checks it with LLVM's
+  /// verifier (a failure is a Canopy bug and throws canopy::Error).
+  llvm::Function* lower(const std::string& symbol);
+
+ protected:
+  // ---- hooks: where targets differ --------------------------------------
+
+  /// Declares the entry function. CPU: void (i64 begin, i64 end, ptr args).
+  virtual llvm::Function* declare_entry(const std::string& symbol);
+  /// Fills params_ (and anything the index space needs) in the entry block.
+  /// CPU: loads every slot of the argument block once.
+  virtual void load_params();
+  /// Runs `body` once for every point, with index_ set. CPU: the loop nest,
+  /// dimension 0 outermost.
+  virtual void emit_index_space(const std::function<void()>& body);
+  /// The address space array pointers live in. CPU: 0.
+  virtual unsigned array_address_space() const { return 0; }
+  /// A math function on lowered arguments. CPU: LLVM's intrinsics.
+  virtual llvm::Value* emit_math(ir::MathFn fn, ir::ScalarType type, const std::vector<llvm::Value*>& args);
+  /// Prepares the reductions before the index space. CPU: accumulators set to the identity.
+  virtual void begin_reductions();
+  /// `reduce param(value)`. CPU: combines into the accumulator.
+  virtual void emit_reduce(int param, llvm::Value* value);
+  /// Publishes the reductions after the index space. CPU: stores each accumulator.
+  virtual void finish_reductions();
+  /// `atomic *address += value`. CPU: atomicrmw add/fadd, monotonic.
+  virtual void emit_atomic_add(llvm::Value* address, llvm::Value* value, ir::ScalarType type);
+
+  // ---- helpers for the hooks ----------------------------------------------
+
+  /// The type a value of `type` has in registers (i1 for bool).
+  llvm::Type* value_type(ir::ScalarType type) const;
+  /// The type an element of `type` has in memory (i8 for bool).
+  llvm::Type* memory_type(ir::ScalarType type) const;
+  /// A register value of `type` as it is stored in memory, and back.
+  llvm::Value* to_memory(llvm::Value* value, ir::ScalarType type);
+  llvm::Value* from_memory(llvm::Value* value, ir::ScalarType type);
+  /// Lowers an expression at the builder's insertion point.
+  llvm::Value* lower(const ir::Expr& expr);
+  /// `a op b` for a reduction operator (sum with `reassoc` on floats).
+  llvm::Value* combine(ir::ReduceOp op, ir::ScalarType type, llvm::Value* a, llvm::Value* b);
+  /// A stack slot in the entry block (so that mem2reg promotes it).
+  llvm::AllocaInst* entry_alloca(llvm::Type* type, const std::string& name);
+  /// for (counter = begin; counter < end; counter += step) body(counter),
+  /// signed, evaluating begin and end once; `step` is positive. Never wraps:
+  /// the loop stops when the next value would pass end.
+  void emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
+                         const std::function<void(llvm::Value* counter)>& body);
+  /// Throws canopy::Error for a kernel this lowering cannot handle.
+  [[noreturn]] void fail(const std::string& what) const;
+
+  llvm::LLVMContext& context_;
+  llvm::Module& module_;
+  const ir::Kernel& kernel_;
+  llvm::IRBuilder<> builder_;
+  llvm::Function* function_ = nullptr;
+  llvm::BasicBlock* entry_block_ = nullptr;
+  std::vector<LoweredParam> params_;
+  /// index(d) at the current point, per dimension.
+  std::vector<llvm::Value*> index_;
+  /// CPU: the bounds of dimension d's loop, [0] from the entry's arguments.
+  std::vector<std::pair<llvm::Value*, llvm::Value*>> ranges_;
+
+  // ---- the IR nodes -------------------------------------------------------
+  void visit(const ir::Const& node) override;
+  void visit(const ir::Index& node) override;
+  void visit(const ir::ParamRef& node) override;
+  void visit(const ir::VarRef& node) override;
+  void visit(const ir::Extent& node) override;
+  void visit(const ir::Load& node) override;
+  void visit(const ir::Unary& node) override;
+  void visit(const ir::Binary& node) override;
+  void visit(const ir::Compare& node) override;
+  void visit(const ir::Cast& node) override;
+  void visit(const ir::Call& node) override;
+  void visit(const ir::Select& node) override;
+
+  void visit(const ir::Block& node) override;
+  void visit(const ir::Decl& node) override;
+  void visit(const ir::Assign& node) override;
+  void visit(const ir::Store& node) override;
+  void visit(const ir::AtomicAdd& node) override;
+  void visit(const ir::Reduce& node) override;
+  void visit(const ir::If& node) override;
+  void visit(const ir::For& node) override;
+
+ private:
+  /// Address of array element `indices` of parameter `param` (row-major, i64).
+  llvm::Value* element_address(int param, const std::vector<ir::Expr>& indices);
+  llvm::Value* lower_binary(ir::BinaryOp op, ir::ScalarType type, llvm::Value* a, llvm::Value* b);
+  llvm::Value* lower_cast(llvm::Value* value, ir::ScalarType from, ir::ScalarType to);
+
+  llvm::Value* value_ = nullptr;  ///< the result of the expression just visited
+  std::unordered_map<std::string, llvm::AllocaInst*> locals_;
+  std::unordered_map<std::string, llvm::Value*> loop_counters_;
+};
+
+}  // namespace canopy::jit

@@ -1,0 +1,102 @@
+// Shared by the JIT tests: a fresh cache directory per test, an ArgSlot block
+// filled by parameter position as cpu_arg_layout says, and short names for
+// the IR's types.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <canopy/ir/kernel.hpp>
+#include <canopy/jit/cpu_abi.hpp>
+
+namespace canopy::jit::testing {
+
+inline constexpr auto Bool = ir::ScalarType::Bool;
+inline constexpr auto I32 = ir::ScalarType::I32;
+inline constexpr auto I64 = ir::ScalarType::I64;
+inline constexpr auto F32 = ir::ScalarType::F32;
+inline constexpr auto F64 = ir::ScalarType::F64;
+
+/// A new empty directory under the system's temporary directory, removed
+/// (with its contents) when the object goes.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("canopy-jit-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// The argument block of one kernel call, filled by parameter position.
+class ArgBlock {
+ public:
+  explicit ArgBlock(const ir::Kernel& kernel) : layout_(cpu_arg_layout(kernel)), slots_(layout_.slot_count) {
+    for (auto& slot : slots_) slot.integer = 0;
+  }
+  template <class T>
+  ArgBlock& array(int param, T* data, std::vector<std::int64_t> extents) {
+    const int first = layout_.first_slot.at(param);
+    slots_.at(first).pointer = static_cast<void*>(data);
+    for (std::size_t d = 0; d < extents.size(); ++d) slots_.at(first + 1 + d).integer = extents[d];
+    return *this;
+  }
+  ArgBlock& integer(int param, std::int64_t value) {
+    slots_.at(layout_.first_slot.at(param)).integer = value;
+    return *this;
+  }
+  ArgBlock& f64(int param, double value) {
+    slots_.at(layout_.first_slot.at(param)).f64 = value;
+    return *this;
+  }
+  ArgBlock& f32(int param, float value) {
+    slots_.at(layout_.first_slot.at(param)).f32 = value;
+    return *this;
+  }
+  ArgBlock& partial(int param, void* target) {
+    slots_.at(layout_.first_slot.at(param)).pointer = target;
+    return *this;
+  }
+  /// The range of dimension `dim` (1 or 2).
+  ArgBlock& range(int dim, std::int64_t lo, std::int64_t hi) {
+    slots_.at(layout_.range_slot + 2 * (dim - 1)).integer = lo;
+    slots_.at(layout_.range_slot + 2 * (dim - 1) + 1).integer = hi;
+    return *this;
+  }
+  const ArgSlot* data() const { return slots_.data(); }
+  const CpuArgLayout& layout() const { return layout_; }
+
+ private:
+  CpuArgLayout layout_;
+  std::vector<ArgSlot> slots_;
+};
+
+/// A kernel with the given parts.
+inline ir::Kernel make_kernel(std::string name, std::vector<ir::Param> params, int dims, std::vector<ir::Stmt> body) {
+  ir::Kernel kernel;
+  kernel.name = std::move(name);
+  kernel.params = std::move(params);
+  kernel.dims = dims;
+  kernel.body = ir::make_block(std::move(body));
+  return kernel;
+}
+
+}  // namespace canopy::jit::testing
