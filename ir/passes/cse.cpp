@@ -1,6 +1,8 @@
 #include "cse.hpp"
 
 #include <algorithm>
+#include <set>
+#include <string>
 #include <unordered_map>
 
 #include "../mutator.hpp"
@@ -69,7 +71,8 @@ struct Candidate {
   int count = 0;
   std::size_t finished = 0;  // post-order position of the first occurrence: parts before wholes
   ExprReads reads;
-  std::string var;  // set when shared
+  std::string var;           // set when shared
+  bool reuses_decl = false;  // var is the local that the statement at `first` declares with this value
 };
 
 using ExprToVar = std::unordered_map<Expr, Expr, ExprHash, ExprEqual>;
@@ -126,7 +129,8 @@ class ReplaceShared final : public Mutator {
 // One straight-line run: count, choose, then rewrite.
 class RunRewriter {
  public:
-  RunRewriter(const std::vector<Stmt>& run, FreshNames& names) : run_(run), names_(names) {}
+  RunRewriter(const std::vector<Stmt>& run, const std::set<std::string>& assigned, FreshNames& names)
+      : run_(run), assigned_(assigned), names_(names) {}
 
   std::vector<Stmt> rewrite() {
     for (std::size_t k = 0; k < run_.size(); ++k) {
@@ -140,7 +144,7 @@ class RunRewriter {
     std::sort(chosen.begin(), chosen.end(), [](const Candidate* a, const Candidate* b) {
       return a->first != b->first ? a->first < b->first : a->finished < b->finished;
     });
-    for (auto* c : chosen) c->var = names_.next();
+    for (auto* c : chosen) name_local(*c);
 
     std::vector<Stmt> out;
     std::size_t next_decl = 0;
@@ -148,16 +152,32 @@ class RunRewriter {
       ExprToVar active;
       for (auto* c : chosen)
         if (c->first <= k && k <= c->last) active.emplace(c->expr, make_var(c->expr->type, c->var));
+      bool declares_shared = false;
       for (; next_decl < chosen.size() && chosen[next_decl]->first == k; ++next_decl) {
         const auto* c = chosen[next_decl];
-        out.push_back(make_decl(c->var, ReplaceShared(active).replace_inside(c->expr)));
+        if (c->reuses_decl)
+          declares_shared = true;
+        else
+          out.push_back(make_decl(c->var, ReplaceShared(active).replace_inside(c->expr)));
       }
-      out.push_back(rewrite_statement(run_[k], active));
+      out.push_back(rewrite_statement(run_[k], active, declares_shared));
     }
     return out;
   }
 
  private:
+  // `var x = e` where e is shared and x never changes: x is e's local already.
+  void name_local(Candidate& c) {
+    const auto& s = run_[c.first];
+    if (s->kind == StmtKind::Decl && passes_internal::equal(s->as<Decl>().init, c.expr) &&
+        !assigned_.count(s->as<Decl>().name)) {
+      c.var = s->as<Decl>().name;
+      c.reuses_decl = true;
+    } else {
+      c.var = names_.next();
+    }
+  }
+
   void count(const Expr& e, std::size_t k) {
     if (is_trivial(e)) return;
     auto it = live_.find(e);
@@ -225,7 +245,9 @@ class RunRewriter {
     }
   }
 
-  static Stmt rewrite_statement(const Stmt& s, const ExprToVar& active) {
+  // `declares_shared`: s is a Decl whose value is a shared expression that it
+  // names itself; only that value's operands are replaced.
+  static Stmt rewrite_statement(const Stmt& s, const ExprToVar& active, bool declares_shared) {
     if (active.empty()) return s;
     ReplaceShared replacer(active);
     bool changed = false;
@@ -242,7 +264,8 @@ class RunRewriter {
     switch (s->kind) {
       case StmtKind::Decl: {
         const auto& d = s->as<Decl>();
-        auto init = replace(d.init);
+        auto init = declares_shared ? replacer.replace_inside(d.init) : replace(d.init);
+        changed = changed || init != d.init;
         return changed ? std::make_shared<Decl>(d.name, d.type, init) : s;
       }
       case StmtKind::Assign: {
@@ -275,6 +298,7 @@ class RunRewriter {
   }
 
   const std::vector<Stmt>& run_;
+  const std::set<std::string>& assigned_;
   FreshNames& names_;
   std::vector<Candidate> candidates_;
   std::size_t finished_ = 0;
@@ -283,19 +307,16 @@ class RunRewriter {
 
 class CommonSubexpressionEliminator final : public Mutator {
  public:
-  explicit CommonSubexpressionEliminator(const Kernel& kernel) : names_(kernel, "cse") {}
+  explicit CommonSubexpressionEliminator(const Kernel& kernel)
+      : assigned_(passes_internal::writes_of(kernel.body).assigned), names_(kernel, "cse") {}
 
  protected:
   Stmt visit(const Block& node, const Stmt& self) override {
     std::vector<Stmt> children;
-    bool changed = false;
-    for (const auto& s : node.stmts) {
-      auto m = mutate(s);
-      changed = changed || m != s;
-      if (m) children.push_back(std::move(m));
-    }
+    for (const auto& s : node.stmts)
+      if (auto m = mutate(s)) children.push_back(std::move(m));
     auto out = share_within_runs(children);
-    if (!changed && out.size() == children.size()) return self;
+    if (out == node.stmts) return self;
     return make_block(std::move(out));
   }
 
@@ -324,7 +345,7 @@ class CommonSubexpressionEliminator final : public Mutator {
   std::vector<Stmt> share_within_runs(const std::vector<Stmt>& stmts) {
     std::vector<Stmt> out, run;
     auto flush = [&] {
-      for (auto& s : RunRewriter(run, names_).rewrite()) out.push_back(std::move(s));
+      for (auto& s : RunRewriter(run, assigned_, names_).rewrite()) out.push_back(std::move(s));
       run.clear();
     };
     for (const auto& s : stmts) {
@@ -342,6 +363,7 @@ class CommonSubexpressionEliminator final : public Mutator {
     return out;
   }
 
+  std::set<std::string> assigned_;  // locals assigned anywhere in the kernel
   FreshNames names_;
 };
 

@@ -16,7 +16,9 @@
 //    own). An If's condition belongs to the run that ends with the If; a For
 //    ends a run and its bounds are left alone.
 // Literals, indices, parameters, locals and extents are never worth a local.
-// New names avoid every name the kernel already uses.
+// When the first occurrence is the whole initial value of a `var x = e` whose
+// x is never assigned, x itself serves as the shared local. New names avoid
+// every name the kernel already uses.
 #pragma once
 
 #include "../kernel.hpp"

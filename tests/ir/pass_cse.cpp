@@ -39,9 +39,8 @@ TEST_CASE("cse: the largest repeated expression is shared, and its parts that re
                   "}\n") ==
         "kernel k(out f64[1] a, out f64[1] c, in f64[1] b, val f64 s) dims 1 {\n"
         "  var cse0: f64 = (b[index(0)] * s)\n"
-        "  var cse1: f64 = (cse0 + 1:f64)\n"
-        "  var x: f64 = cse1\n"
-        "  a[index(0)] = (cse1 * x)\n"
+        "  var x: f64 = (cse0 + 1:f64)\n"
+        "  a[index(0)] = (x * x)\n"
         "  c[index(0)] = sqrt(cse0)\n"
         "}\n");
 }
@@ -150,9 +149,8 @@ TEST_CASE("cse: an if condition belongs to the run before it") {
                   "  }\n"
                   "}\n") ==
         "kernel k(out f64[1] a, val f64 s) dims 1 {\n"
-        "  var cse0: f64 = (s * s)\n"
-        "  var x: f64 = cse0\n"
-        "  if (cse0 > 1:f64) {\n"
+        "  var x: f64 = (s * s)\n"
+        "  if (x > 1:f64) {\n"
         "    a[index(0)] = x\n"
         "  }\n"
         "}\n");
@@ -179,11 +177,24 @@ TEST_CASE("cse: literals, indices, parameters, locals and extents are never give
       "}\n";
   CHECK(after_cse(text) ==
         "kernel k(out f64[1] a, val f64 s) dims 1 {\n"
-        "  var cse0: f64 = (s + 1:f64)\n"
+        "  var x: f64 = (s + 1:f64)\n"
+        "  var cse0: f64 = f64(extent(a, 0))\n"
+        "  a[index(0)] = (((s + x) * x) + cse0)\n"
+        "  a[index(0)] = ((x * s) + cse0)\n"
+        "}\n");
+}
+
+TEST_CASE("cse: a local that is assigned later does not stand for its initial value") {
+  CHECK(after_cse("kernel k(out f64[1] a, val f64 s) dims 1 {\n"
+                  "  var x: f64 = (s * s)\n"
+                  "  x = (x + 1:f64)\n"
+                  "  a[index(0)] = ((s * s) + x)\n"
+                  "}\n") ==
+        "kernel k(out f64[1] a, val f64 s) dims 1 {\n"
+        "  var cse0: f64 = (s * s)\n"
         "  var x: f64 = cse0\n"
-        "  var cse1: f64 = f64(extent(a, 0))\n"
-        "  a[index(0)] = (((s + x) * cse0) + cse1)\n"
-        "  a[index(0)] = ((x * s) + cse1)\n"
+        "  x = (x + 1:f64)\n"
+        "  a[index(0)] = (cse0 + x)\n"
         "}\n");
 }
 

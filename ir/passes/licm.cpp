@@ -1,0 +1,176 @@
+#include "licm.hpp"
+
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../mutator.hpp"
+#include "internal/equality.hpp"
+#include "internal/uses.hpp"
+
+namespace canopy::ir {
+
+namespace {
+
+using passes_internal::ExprEqual;
+using passes_internal::ExprHash;
+using passes_internal::FreshNames;
+
+bool is_trivial(const Expr& e) {
+  switch (e->kind) {
+    case ExprKind::Const:
+    case ExprKind::Index:
+    case ExprKind::Param:
+    case ExprKind::Var:
+    case ExprKind::Extent: return true;
+    default: return false;
+  }
+}
+
+// True when `e` may be computed once before the loop whose body changes
+// the locals in `variant`.
+bool is_invariant(const Expr& e, const std::set<std::string>& variant) {
+  const auto reads = passes_internal::reads_of(e);
+  if (!reads.arrays.empty() || reads.integer_division) return false;
+  for (const auto& name : reads.locals)
+    if (variant.count(name)) return false;
+  return true;
+}
+
+// Replaces the largest invariant subexpressions of one loop's body by locals,
+// one local per distinct expression, remembered in order of first use.
+class InvariantReplacer final : public Mutator {
+ public:
+  InvariantReplacer(const std::set<std::string>& variant, FreshNames& names) : variant_(variant), names_(names) {}
+
+  /// (name, value) of every local introduced, in order.
+  const std::vector<std::pair<std::string, Expr>>& hoisted() const { return hoisted_; }
+
+ protected:
+  Expr visit(const Load& node, const Expr& self) override { return Mutator::visit(node, self); }
+  Expr visit(const Unary& node, const Expr& self) override {
+    return hoist_or(self, [&] { return Mutator::visit(node, self); });
+  }
+  Expr visit(const Binary& node, const Expr& self) override {
+    return hoist_or(self, [&] { return Mutator::visit(node, self); });
+  }
+  Expr visit(const Compare& node, const Expr& self) override {
+    return hoist_or(self, [&] { return Mutator::visit(node, self); });
+  }
+  Expr visit(const Cast& node, const Expr& self) override {
+    return hoist_or(self, [&] { return Mutator::visit(node, self); });
+  }
+  Expr visit(const Call& node, const Expr& self) override {
+    return hoist_or(self, [&] { return Mutator::visit(node, self); });
+  }
+  Expr visit(const Select& node, const Expr& self) override {
+    return hoist_or(self, [&] { return Mutator::visit(node, self); });
+  }
+
+ private:
+  template <class Recurse>
+  Expr hoist_or(const Expr& self, Recurse recurse) {
+    if (is_trivial(self) || !is_invariant(self, variant_)) return recurse();
+    auto it = locals_.find(self);
+    if (it != locals_.end()) return it->second;
+    auto name = names_.next();
+    auto var = make_var(self->type, name);
+    locals_.emplace(self, var);
+    hoisted_.emplace_back(name, self);
+    return var;
+  }
+
+  const std::set<std::string>& variant_;
+  FreshNames& names_;
+  std::unordered_map<Expr, Expr, ExprHash, ExprEqual> locals_;
+  std::vector<std::pair<std::string, Expr>> hoisted_;
+};
+
+class LoopInvariantHoister final : public Mutator {
+ public:
+  explicit LoopInvariantHoister(const Kernel& kernel)
+      : names_(kernel, "licm"), bindings_(passes_internal::binding_counts(kernel)) {}
+
+ protected:
+  // Splices the statements a loop turned into (hoisted locals, then the loop).
+  Stmt visit(const Block& node, const Stmt& self) override {
+    std::vector<Stmt> stmts;
+    bool changed = false;
+    for (const auto& s : node.stmts) {
+      auto m = mutate(s);
+      changed = changed || m != s;
+      if (!m) continue;
+      if (splice_.count(m.get())) {
+        for (const auto& inner : m->as<Block>().stmts) stmts.push_back(inner);
+      } else {
+        stmts.push_back(std::move(m));
+      }
+    }
+    return changed ? make_block(std::move(stmts)) : self;
+  }
+
+  Stmt visit(const For& node, const Stmt& self) override {
+    auto body = mutate_body(node.body);  // inner loops first
+    auto loop = body == node.body ? self : make_for(node.var, node.begin, node.end, node.step, body);
+    return hoist_out_of(loop);
+  }
+
+ private:
+  Stmt hoist_out_of(const Stmt& loop_stmt) {
+    const auto& loop = loop_stmt->as<For>();
+    const auto writes = passes_internal::writes_of(loop.body);
+    std::set<std::string> variant = writes.declared;
+    variant.insert(writes.assigned.begin(), writes.assigned.end());
+    variant.insert(loop.var);
+
+    const bool body_is_block = loop.body->kind == StmtKind::Block;
+    const std::vector<Stmt> stmts = body_is_block ? loop.body->as<Block>().stmts : std::vector<Stmt>{loop.body};
+
+    // Whole Decls first: each one moved makes its local invariant for the rest.
+    std::vector<Stmt> before, kept;
+    for (const auto& s : stmts) {
+      if (s->kind == StmtKind::Decl && can_move_decl(s->as<Decl>(), writes.assigned, variant)) {
+        variant.erase(s->as<Decl>().name);
+        before.push_back(s);
+      } else {
+        kept.push_back(s);
+      }
+    }
+
+    InvariantReplacer replacer(variant, names_);
+    bool changed = before.size() > 0;
+    for (auto& s : kept) {
+      auto m = replacer.mutate(s);
+      changed = changed || m != s;
+      s = m;
+    }
+    if (!changed) return loop_stmt;
+    for (const auto& [name, value] : replacer.hoisted()) before.push_back(make_decl(name, value));
+
+    Stmt body = body_is_block || kept.size() != 1 ? make_block(std::move(kept)) : kept[0];
+    before.push_back(make_for(loop.var, loop.begin, loop.end, loop.step, std::move(body)));
+    auto block = make_block(std::move(before));
+    splice_.emplace(block.get(), block);  // held, so no later block reuses the address
+    return block;
+  }
+
+  bool can_move_decl(const Decl& decl, const std::set<std::string>& assigned, const std::set<std::string>& variant) {
+    if (assigned.count(decl.name)) return false;
+    auto it = bindings_.find(decl.name);
+    if (it != bindings_.end() && it->second > 1) return false;
+    return is_invariant(decl.init, variant);
+  }
+
+  FreshNames names_;
+  std::map<std::string, int> bindings_;
+  std::map<const StmtNode*, Stmt> splice_;
+};
+
+}  // namespace
+
+Kernel hoist_loop_invariants(const Kernel& kernel) { return LoopInvariantHoister(kernel).mutate(kernel); }
+
+}  // namespace canopy::ir

@@ -1,0 +1,23 @@
+// The standard optimization pipeline every kernel goes through before a
+// backend sees it.
+//
+// Why it exists: the passes work best in a fixed order (folding feeds the
+// simplifier and the other way round; LICM and CSE need folded, simplified
+// code; DCE sweeps what they leave), and every caller (the JIT, tests, tools)
+// should get the same result, so the order lives in one place:
+//   fold, simplify, repeated until the printed kernel stops changing (at most
+//   4 rounds); then hoist_loop_invariants, eliminate_common_subexpressions,
+//   eliminate_dead_code, and a last fold and simplify.
+// The result is verified (it is cheap), so a pass that breaks a kernel fails
+// here with the verifier's message instead of in a device compiler.
+#pragma once
+
+#include "../kernel.hpp"
+
+namespace canopy::ir {
+
+/// The kernel after the standard pipeline; throws canopy::Error if the result
+/// does not verify (which is a bug in a pass, reported as such).
+Kernel optimize(const Kernel& kernel);
+
+}  // namespace canopy::ir
