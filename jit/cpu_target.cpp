@@ -7,6 +7,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/Host.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/Cloning.h>
@@ -23,6 +24,9 @@ namespace {
 llvm::orc::JITTargetMachineBuilder host_machine_builder() {
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) throw Error("Canopy cannot generate code for this CPU: " + llvm::toString(builder.takeError()));
+  // detectHost() fills in the host's features but leaves the CPU generic;
+  // naming it gives the host's scheduling model and tuning (vector widths).
+  builder->setCPU(llvm::sys::getHostCPUName().str());
   builder->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
   builder->setRelocationModel(llvm::Reloc::PIC_);
   builder->setCodeModel(llvm::CodeModel::Small);

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -44,6 +45,37 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+/// Collects what is written to stderr (file descriptor 2) from construction
+/// until finish(), which restores stderr and returns the text.
+class StderrCapture {
+ public:
+  StderrCapture() {
+    std::fflush(stderr);
+    file_ = std::tmpfile();
+    saved_ = ::dup(2);
+    ::dup2(::fileno(file_), 2);
+  }
+  ~StderrCapture() { finish(); }
+  std::string finish() {
+    if (!file_) return text_;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    std::rewind(file_);
+    char buffer[4096];
+    std::size_t got;
+    while ((got = std::fread(buffer, 1, sizeof(buffer), file_)) > 0) text_.append(buffer, got);
+    std::fclose(file_);
+    file_ = nullptr;
+    return text_;
+  }
+
+ private:
+  std::FILE* file_ = nullptr;
+  int saved_ = -1;
+  std::string text_;
 };
 
 /// The argument block of one kernel call, filled by parameter position.

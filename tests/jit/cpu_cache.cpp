@@ -1,0 +1,244 @@
+// CpuCompiler's caches: the same kernel again comes from memory, a second
+// compiler on the same directory (a second run) loads it from disk and
+// computes the same values, damaged entries are recompiled and replaced, an
+// unusable directory only costs a warning, and threads asking for one kernel
+// at once get it compiled once.
+#include <doctest/doctest.h>
+
+#include <barrier>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <canopy/ir/error.hpp>
+#include <canopy/jit/cpu_compiler.hpp>
+
+#include "jit_test_support.hpp"
+
+using namespace canopy;
+using namespace canopy::ir;
+using namespace canopy::jit;
+using namespace canopy::jit::testing;
+using Source = CpuCompiler::Source;
+
+namespace {
+
+// a[i] = b[i] * s + i, over n elements; the name makes each test's kernel its own.
+Kernel scaled_kernel(const std::string& name, double offset = 0.0) {
+  auto i = make_index(0);
+  return make_kernel(
+      name, {Param::array("a", F64, 1, Access::Out), Param::array("b", F64, 1, Access::In), Param::scalar("s", F64)}, 1,
+      {make_store(0, {i},
+                  make_binary(BinaryOp::Add, make_binary(BinaryOp::Mul, make_load(F64, 1, {i}), make_param(F64, 2)),
+                              make_binary(BinaryOp::Add, make_cast(F64, i), make_const(F64, offset))))});
+}
+
+// Runs a scaled_kernel entry and checks every element; returns whether all matched.
+bool runs_correctly(const Kernel& kernel, CpuEntry entry, double offset = 0.0) {
+  const std::int64_t n = 333;
+  std::vector<double> a(n, -1.0), b(n);
+  for (std::int64_t i = 0; i < n; ++i) b[i] = std::sqrt(static_cast<double>(i));
+  ArgBlock args(kernel);
+  args.array(0, a.data(), {n}).array(1, b.data(), {n}).f64(2, 1.5);
+  entry(0, n, args.data());
+  for (std::int64_t i = 0; i < n; ++i)
+    if (a[i] != b[i] * 1.5 + (static_cast<double>(i) + offset)) return false;
+  return true;
+}
+
+// An entry as an address doctest can print.
+const void* address(CpuEntry entry) { return reinterpret_cast<const void*>(entry); }
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_all(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("the same kernel again comes from memory; a second compiler on the directory loads it from disk") {
+  TempDir dir;
+  Kernel kernel = scaled_kernel("cache_roundtrip");
+  CpuCompiler first(CpuCompiler::Options{dir.str()});
+  auto compiled = first.compile(kernel);
+  CHECK(compiled.source == Source::Compiled);
+  CHECK(compiled.key.size() == 32);
+  CHECK(compiled.key == first.cache_key(kernel));
+  CHECK(compiled.seconds > 0.0);
+  CHECK(runs_correctly(kernel, compiled.entry));
+  CHECK(std::filesystem::exists(first.disk_cache()->path_of(compiled.key)));
+
+  auto again = first.compile(kernel);
+  CHECK(again.source == Source::Memory);
+  CHECK(address(again.entry) == address(compiled.entry));
+
+  CpuCompiler second(CpuCompiler::Options{dir.str()});  // a second run of the program
+  auto loaded = second.compile(kernel);
+  CHECK(loaded.source == Source::Disk);
+  CHECK(loaded.key == compiled.key);
+  CHECK(address(loaded.entry) != address(compiled.entry));  // its own copy, in its own JIT library
+  CHECK(runs_correctly(kernel, loaded.entry));
+  CHECK(second.disk_cache()->counters().hits == 1);
+  CHECK(second.compile(kernel).source == Source::Memory);
+
+  // A different kernel is a different entry.
+  Kernel other = scaled_kernel("cache_roundtrip", 2.0);
+  auto other_compiled = second.compile(other);
+  CHECK(other_compiled.source == Source::Compiled);
+  CHECK(other_compiled.key != compiled.key);
+  CHECK(runs_correctly(other, other_compiled.entry, 2.0));
+}
+
+TEST_CASE("a damaged cache entry is recompiled, counted, and replaced by a valid one") {
+  struct Damage {
+    const char* what;
+    std::string (*apply)(std::string);
+  };
+  const Damage damages[] = {
+      {"bytes flipped in the middle",
+       [](std::string file) {
+         for (std::size_t i = file.size() / 2; i < file.size() / 2 + 16; ++i) file[i] = static_cast<char>(~file[i]);
+         return file;
+       }},
+      {"truncated to half", [](std::string file) { return file.substr(0, file.size() / 2); }},
+      {"truncated to 3 bytes", [](std::string file) { return file.substr(0, 3); }},
+      {"emptied", [](std::string) { return std::string(); }},
+  };
+  for (const Damage& damage : damages) {
+    CAPTURE(damage.what);
+    TempDir dir;
+    Kernel kernel = scaled_kernel("cache_damage");
+    std::string path, good;
+    {
+      CpuCompiler first(CpuCompiler::Options{dir.str()});
+      auto compiled = first.compile(kernel);
+      REQUIRE(compiled.source == Source::Compiled);
+      path = first.disk_cache()->path_of(compiled.key);
+      good = read_all(path);
+    }
+    write_all(path, damage.apply(good));
+
+    CpuCompiler second(CpuCompiler::Options{dir.str()});
+    auto recompiled = second.compile(kernel);
+    CHECK(recompiled.source == Source::Compiled);
+    CHECK(runs_correctly(kernel, recompiled.entry));
+    CHECK(second.disk_cache()->counters().corrupt == 1);
+    CHECK(second.disk_cache()->counters().hits == 0);
+    CHECK(read_all(path).size() == good.size());
+
+    CpuCompiler third(CpuCompiler::Options{dir.str()});
+    auto loaded = third.compile(kernel);
+    CHECK(loaded.source == Source::Disk);
+    CHECK(runs_correctly(kernel, loaded.entry));
+  }
+}
+
+TEST_CASE("an unusable cache directory still compiles and runs, with one warning") {
+  TempDir dir;
+  write_all((dir.path() / "regular-file").string(), "a file, not a directory");
+  const std::string cache_dir = (dir.path() / "regular-file" / "cache").string();
+  CpuCompiler compiler(CpuCompiler::Options{cache_dir});
+  StderrCapture captured;
+  Kernel first = scaled_kernel("unusable_one"), second = scaled_kernel("unusable_two", 1.0);
+  auto one = compiler.compile(first);
+  auto two = compiler.compile(second);
+  const std::string warnings = captured.finish();
+  CHECK(one.source == Source::Compiled);
+  CHECK(two.source == Source::Compiled);
+  CHECK(runs_correctly(first, one.entry));
+  CHECK(runs_correctly(second, two.entry, 1.0));
+  CHECK(compiler.disk_cache()->counters().write_failures == 2);
+  CHECK(warnings.find("canopy: kernel cache at " + cache_dir + " is not usable (") == 0);
+  CHECK(warnings.find("kernels will be compiled on every run\n") != std::string::npos);
+  CHECK(warnings.find("canopy:", 1) == std::string::npos);  // once
+}
+
+TEST_CASE("threads compiling the same kernel at once all get a working entry, compiled once") {
+  TempDir dir;
+  CpuCompiler compiler(CpuCompiler::Options{dir.str()});
+  const int threads = 4;
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    Kernel kernel = scaled_kernel("concurrent" + std::to_string(round));
+    std::vector<CpuCompiler::Compiled> results(threads);
+    std::barrier start(threads);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back([&, t] {
+        start.arrive_and_wait();
+        results[t] = compiler.compile(kernel);
+      });
+    for (auto& worker : workers) worker.join();
+    int compiled = 0;
+    for (const auto& result : results) {
+      compiled += result.source == Source::Compiled;
+      CHECK(result.source != Source::Disk);
+      CHECK(address(result.entry) == address(results[0].entry));
+      CHECK(runs_correctly(kernel, result.entry));
+    }
+    CHECK(compiled == 1);
+  }
+  // Different kernels compile in parallel on different threads.
+  std::vector<CpuCompiler::Compiled> results(threads);
+  std::vector<Kernel> kernels;
+  for (int t = 0; t < threads; ++t) kernels.push_back(scaled_kernel("parallel" + std::to_string(t), t));
+  std::barrier start(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      start.arrive_and_wait();
+      results[t] = compiler.compile(kernels[t]);
+    });
+  for (auto& worker : workers) worker.join();
+  for (int t = 0; t < threads; ++t) {
+    CHECK(results[t].source == Source::Compiled);
+    CHECK(runs_correctly(kernels[t], results[t].entry, t));
+  }
+}
+
+TEST_CASE("cache directory choice: \"off\", $CANOPY_CACHE_DIR, and the target in the key") {
+  CpuCompiler off(CpuCompiler::Options{"off"});
+  CHECK(off.disk_cache() == nullptr);
+  Kernel kernel = scaled_kernel("cache_off");
+  auto compiled = off.compile(kernel);
+  CHECK(compiled.source == Source::Compiled);
+  CHECK(runs_correctly(kernel, compiled.entry));
+
+  TempDir dir;
+  const char* previous = std::getenv("CANOPY_CACHE_DIR");
+  const std::string saved = previous ? previous : "";
+  setenv("CANOPY_CACHE_DIR", dir.str().c_str(), 1);
+  CpuCompiler from_environment;
+  if (previous)
+    setenv("CANOPY_CACHE_DIR", saved.c_str(), 1);
+  else
+    unsetenv("CANOPY_CACHE_DIR");
+  REQUIRE(from_environment.disk_cache() != nullptr);
+  CHECK(from_environment.disk_cache()->directory() == dir.str());
+
+  // Keys: equal for equal kernels, 32 hex characters, and the target is described.
+  CHECK(off.cache_key(scaled_kernel("k")) == off.cache_key(scaled_kernel("k")));
+  CHECK(off.cache_key(scaled_kernel("k")) != off.cache_key(scaled_kernel("k", 1.0)));
+  CHECK(off.cache_key(scaled_kernel("k")).find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(off.target_description().find(';') != std::string::npos);
+  CHECK(name_of(Source::Disk) == "disk");
+}
+
+TEST_CASE("a kernel that does not verify is refused with canopy::Error before anything compiles") {
+  // Stores an f64 into an i32 array.
+  Kernel kernel = make_kernel("wrong_type", {Param::array("a", I32, 1, Access::Out)}, 1,
+                              {make_store(0, {make_index(0)}, make_const(F64, 1.0))});
+  TempDir dir;
+  CpuCompiler compiler(CpuCompiler::Options{dir.str()});
+  CHECK_THROWS_AS(compiler.compile(kernel), canopy::Error);
+  CHECK(compiler.disk_cache()->counters().misses == 0);
+}
