@@ -187,9 +187,7 @@ class Parser {
   class DepthGuard {
    public:
     DepthGuard(Parser& parser, const Token& at) : parser_(parser) {
-      if (++parser_.depth_ > kMaxParseDepth)
-        parser_.fail(at, fmt::format("text nests deeper than {} levels; split the expression with `var` locals",
-                                     kMaxParseDepth));
+      if (++parser_.depth_ > kMaxParseDepth) parser_.fail_too_deep(at);
     }
     ~DepthGuard() { --parser_.depth_; }
     DepthGuard(const DepthGuard&) = delete;
@@ -224,10 +222,13 @@ class Parser {
     return next();
   }
 
-  [[noreturn]] void fail(const Token& at, const std::string& problem) const {
+  [[noreturn, gnu::noinline, gnu::cold]] void fail(const Token& at, const std::string& problem) const {
     throw Error(fmt::format("{}:{}:{}: {}", source_, at.line, at.column, problem));
   }
-  [[noreturn]] void fail_expected(std::string_view what, const Token& found) const {
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_too_deep(const Token& at) const {
+    fail(at, fmt::format("text nests deeper than {} levels; split the expression with `var` locals", kMaxParseDepth));
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_expected(std::string_view what, const Token& found) const {
     fail(found, fmt::format("expected {}, found {}", what, describe(found)));
   }
 
@@ -313,41 +314,53 @@ class Parser {
     return make_block(std::move(stmts));
   }
 
+  // One statement, chosen by its first word. Like expression(), each kind has
+  // its own out-of-line function so that nested blocks cost little stack.
   Stmt statement() {
     const Token& first = peek();
     if (first.kind != TokenKind::Name) fail_expected("statement", first);
     if (first.text == "var") return declaration();
-    if (first.text == "atomic") {
-      next();
-      int param = array_param(expect_name("array name"));
-      auto indices = index_list();
-      expect("+=");
-      return make_atomic_add(param, std::move(indices), expression());
-    }
-    if (first.text == "reduce") {
-      next();
-      const Token& name = expect_name("reduction name");
-      auto param = param_named(name.text);
-      if (!param || !kernel_.params[static_cast<std::size_t>(*param)].is_reduction())
-        fail(name, fmt::format("'{}' is not a reduction parameter", name.text));
-      expect("<-");
-      return make_reduce(*param, expression());
-    }
-    if (first.text == "if") {
-      next();
-      Expr cond = expression();
-      expect("{");
-      Stmt then_body = block();
-      Stmt else_body;
-      if (accept("else")) {
-        expect("{");
-        else_body = block();
-      }
-      return make_if(std::move(cond), std::move(then_body), std::move(else_body));
-    }
+    if (first.text == "atomic") return atomic_add();
+    if (first.text == "reduce") return reduction();
+    if (first.text == "if") return conditional();
     if (first.text == "for") return loop();
     if (is_keyword(first.text)) fail_expected("statement", first);
-    next();
+    return store_or_assign();
+  }
+
+  [[gnu::noinline]] Stmt atomic_add() {
+    next();  // atomic
+    int param = array_param(expect_name("array name"));
+    auto indices = index_list();
+    expect("+=");
+    return make_atomic_add(param, std::move(indices), expression());
+  }
+
+  [[gnu::noinline]] Stmt reduction() {
+    next();  // reduce
+    const Token& name = expect_name("reduction name");
+    auto param = param_named(name.text);
+    if (!param || !kernel_.params[static_cast<std::size_t>(*param)].is_reduction())
+      fail(name, fmt::format("'{}' is not a reduction parameter", name.text));
+    expect("<-");
+    return make_reduce(*param, expression());
+  }
+
+  [[gnu::noinline]] Stmt conditional() {
+    next();  // if
+    Expr cond = expression();
+    expect("{");
+    Stmt then_body = block();
+    Stmt else_body;
+    if (accept("else")) {
+      expect("{");
+      else_body = block();
+    }
+    return make_if(std::move(cond), std::move(then_body), std::move(else_body));
+  }
+
+  [[gnu::noinline]] Stmt store_or_assign() {
+    const Token& first = next();
     if (peek_is("[")) {
       int param = array_param(first);
       auto indices = index_list();
@@ -367,7 +380,7 @@ class Parser {
     return make_assign(std::string(first.text), expression());
   }
 
-  Stmt declaration() {
+  [[gnu::noinline]] Stmt declaration() {
     next();  // var
     const Token& name = expect_name("variable name");
     expect(":");
@@ -378,7 +391,7 @@ class Parser {
     return std::make_shared<Decl>(std::string(name.text), declared, std::move(init));
   }
 
-  Stmt loop() {
+  [[gnu::noinline]] Stmt loop() {
     next();  // for
     const Token& var = expect_name("loop variable name");
     expect("in");
@@ -395,7 +408,7 @@ class Parser {
 
   // ---- expressions
 
-  std::vector<Expr> index_list() {
+  [[gnu::noinline]] std::vector<Expr> index_list() {
     expect("[");
     std::vector<Expr> indices{expression()};
     while (accept(",")) indices.push_back(expression());
@@ -404,7 +417,7 @@ class Parser {
   }
 
   // `(` e `,` e ... `)` with exactly `count` arguments.
-  std::vector<Expr> arguments(std::size_t count) {
+  [[gnu::noinline]] std::vector<Expr> arguments(std::size_t count) {
     expect("(");
     std::vector<Expr> args;
     for (std::size_t i = 0; i < count; ++i) {
@@ -415,69 +428,96 @@ class Parser {
     return args;
   }
 
+  // Every expression passes through here, so this frame (and those of the
+  // helpers it calls on the way down) is what each nesting level costs on the
+  // stack. The helpers stay out of line to keep it small, sanitizers included.
   Expr expression() {
     DepthGuard guard(*this, peek());
     const Token& token = peek();
     if (token.kind == TokenKind::Number) return literal();
     if (token.kind == TokenKind::Punct && token.text == "(") return infix();
     if (token.kind != TokenKind::Name) fail_expected("expression", token);
+    if (is_keyword(token.text) || is_word_literal()) return builtin();
+    return named(next());
+  }
+
+  // inf and nan lex as names; followed by ':' they are literals.
+  bool is_word_literal() const {
+    const Token& after = tokens_[position_ + 1];
+    return (peek().text == "inf" || peek().text == "nan") && after.kind == TokenKind::Punct && after.text == ":";
+  }
+
+  // An expression that starts with a keyword (or is an inf/nan literal).
+  [[gnu::noinline]] Expr builtin() {
+    const Token& token = peek();
     const std::string_view word = token.text;
-    if ((word == "inf" || word == "nan") && tokens_[position_ + 1].text == ":" &&
-        tokens_[position_ + 1].kind == TokenKind::Punct)
-      return literal();
+    if (is_word_literal()) return literal();
     if (word == "true" || word == "false") {
       next();
       return make_bool(word == "true");
     }
-    if (word == "index") {
-      next();
-      expect("(");
-      int dim = small_number("dimension number");
-      expect(")");
-      return make_index(dim);
-    }
-    if (word == "extent") {
-      next();
-      expect("(");
-      int param = array_param(expect_name("array name"));
-      expect(",");
-      int dim = small_number("dimension number");
-      expect(")");
-      return make_extent(param, dim);
-    }
-    if (word == "select") {
-      next();
-      auto args = arguments(3);
-      return make_select(args[0], args[1], args[2]);
-    }
-    if (word == "neg" || word == "not") {
-      next();
-      auto args = arguments(1);
-      return make_unary(word == "neg" ? UnaryOp::Neg : UnaryOp::Not, args[0]);
-    }
-    if (word == "min" || word == "max") {
-      next();
-      auto args = arguments(2);
-      return make_binary(word == "min" ? BinaryOp::Min : BinaryOp::Max, args[0], args[1]);
-    }
-    if (auto to = scalar_type_named(word)) {
-      next();
-      return make_cast(*to, arguments(1)[0]);
-    }
-    if (auto fn = math_fn_named(word)) {
-      next();
-      expect("(");
-      std::vector<Expr> args{expression()};
-      while (accept(",")) args.push_back(expression());
-      expect(")");
-      return make_call(*fn, std::move(args));
-    }
-    if (is_keyword(word)) fail_expected("expression", token);
-    return named(next());
+    if (word == "index") return index_expr();
+    if (word == "extent") return extent_expr();
+    if (word == "select") return select_expr();
+    if (word == "neg" || word == "not") return unary_expr(word == "neg" ? UnaryOp::Neg : UnaryOp::Not);
+    if (word == "min" || word == "max") return min_max_expr(word == "min" ? BinaryOp::Min : BinaryOp::Max);
+    if (auto to = scalar_type_named(word)) return cast_expr(*to);
+    if (auto fn = math_fn_named(word)) return call_expr(*fn);
+    fail_expected("expression", token);
+  }
+
+  [[gnu::noinline]] Expr index_expr() {
+    next();
+    expect("(");
+    int dim = small_number("dimension number");
+    expect(")");
+    return make_index(dim);
+  }
+
+  [[gnu::noinline]] Expr extent_expr() {
+    next();
+    expect("(");
+    int param = array_param(expect_name("array name"));
+    expect(",");
+    int dim = small_number("dimension number");
+    expect(")");
+    return make_extent(param, dim);
+  }
+
+  [[gnu::noinline]] Expr select_expr() {
+    next();
+    auto args = arguments(3);
+    return make_select(std::move(args[0]), std::move(args[1]), std::move(args[2]));
+  }
+
+  [[gnu::noinline]] Expr unary_expr(UnaryOp op) {
+    next();
+    return make_unary(op, std::move(arguments(1)[0]));
+  }
+
+  [[gnu::noinline]] Expr min_max_expr(BinaryOp op) {
+    next();
+    auto args = arguments(2);
+    return make_binary(op, std::move(args[0]), std::move(args[1]));
+  }
+
+  [[gnu::noinline]] Expr cast_expr(ScalarType to) {
+    next();
+    return make_cast(to, std::move(arguments(1)[0]));
+  }
+
+  // A math function with any number of arguments (the verifier checks the arity).
+  [[gnu::noinline]] Expr call_expr(MathFn fn) {
+    next();
+    expect("(");
+    std::vector<Expr> args{expression()};
+    while (accept(",")) args.push_back(expression());
+    expect(")");
+    return make_call(fn, std::move(args));
   }
 
   // A parameter or local used in an expression.
-  Expr named(const Token& name) {
+  [[gnu::noinline]] Expr named(const Token& name) {
     if (auto param = param_named(name.text)) {
       const Param& p = kernel_.params[static_cast<std::size_t>(*param)];
       if (p.is_array()) {
@@ -492,7 +532,7 @@ class Parser {
     fail(name, fmt::format("unknown name '{}'", name.text));
   }
 
-  Expr infix() {
+  [[gnu::noinline]] Expr infix() {
     next();  // (
     Expr lhs = expression();
     const Token& op = peek();
@@ -511,7 +551,7 @@ class Parser {
   }
 
   // NUMBER `:` TYPE (also inf/nan, which lex as names).
-  Expr literal() {
+  [[gnu::noinline]] Expr literal() {
     const Token& number = next();
     expect(":");
     const Token& suffix = peek();

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <cstdint>
 #include <string>
 
 namespace canopy::ir {
@@ -24,7 +25,7 @@ class Printer {
       case ExprKind::Const: return literal(e->as<Const>());
       case ExprKind::Index:
         out_ += "index(";
-        out_ += std::to_string(e->as<Index>().dim);
+        number(e->as<Index>().dim);
         out_ += ')';
         return;
       case ExprKind::Param: return param_name(e->as<ParamRef>().param);
@@ -34,7 +35,7 @@ class Printer {
         out_ += "extent(";
         param_name(node.param);
         out_ += ", ";
-        out_ += std::to_string(node.dim);
+        number(node.dim);
         out_ += ')';
         return;
       }
@@ -171,21 +172,29 @@ class Printer {
            node.step->as<Const>().int_value == 1;
   }
 
+  // Kept out of line, like the other helpers that need buffers, so that the
+  // recursive expr() stays a small stack frame.
+  [[gnu::noinline]] void number(std::int64_t value) {
+    std::array<char, 24> buffer{};
+    auto written = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+    out_.append(buffer.data(), written.ptr);
+  }
+
   void line_start(int indent) {
     if (indent > 0) out_.append(static_cast<std::size_t>(indent) * 2, ' ');
   }
 
-  void param_name(int param) {
+  [[gnu::noinline]] void param_name(int param) {
     if (param >= 0 && static_cast<std::size_t>(param) < kernel_.params.size()) {
       out_ += kernel_.params[static_cast<std::size_t>(param)].name;
     } else {
       out_ += "<param ";
-      out_ += std::to_string(param);
+      number(param);
       out_ += '>';
     }
   }
 
-  void literal(const Const& node) {
+  [[gnu::noinline]] void literal(const Const& node) {
     std::array<char, 64> buffer{};
     std::to_chars_result written{};
     switch (node.type) {
