@@ -168,8 +168,7 @@ class Printer {
  private:
   // The step a `for` line leaves out: the literal 1 of the loop's type.
   static bool is_unit_step(const For& node) {
-    return node.begin && is_const(node.step) && node.step->type == node.begin->type && is_int(node.step->type) &&
-           node.step->as<Const>().int_value == 1;
+    return node.begin && is_const_value(node.step, 1.0) && node.step->type == node.begin->type;
   }
 
   // Kept out of line, like the other helpers that need buffers, so that the

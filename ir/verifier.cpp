@@ -407,8 +407,8 @@ class Verifier {
   [[gnu::noinline]] void check_decl(const Stmt& s) {
     const auto& node = s->as<Decl>();
     if (!node.init) fail(fmt::format("variable '{}' has a null initial value", node.name), s);
+    expr(node.init);  // before the name exists: `var x: f64 = x` reads an undeclared x
     declare_name(node.name, "variable", s);
-    expr(node.init);
     if (node.init->type != node.type)
       fail(fmt::format("variable '{}' is declared {} but initialised with {}", node.name, name_of(node.type),
                        name_of(node.init->type)),
@@ -493,10 +493,10 @@ class Verifier {
     const auto& node = s->as<For>();
     if (!node.begin || !node.end || !node.step) fail("loop with a null bound or step", s);
     if (!node.body) fail("loop with a null body; use an empty Block", s);
-    declare_name(node.var, "loop variable", s);
     expr(node.begin);
     expr(node.end);
     expr(node.step);
+    declare_name(node.var, "loop variable", s);
     const ScalarType type = node.begin->type;
     if (!is_int(type)) fail(fmt::format("loop bounds are {}; they must be i32 or i64", name_of(type)), s);
     if (node.end->type != type)
