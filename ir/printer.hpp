@@ -7,6 +7,12 @@
 //     a[index(0)] = (b[index(0)] + (s * c[index(0)]))
 //   }
 //
+// Choices the format makes: a Block nested in a Block has no text of its own
+// (its statements print in place); an If or For body that is a single
+// statement prints like a Block holding it; a For's step is left out when it
+// is the literal 1 of the loop's type; floats print the shortest text that
+// reads back to the same value (std::to_chars), NaN as `nan` or `-nan`.
+//
 // The printer never fails: a malformed tree (null children, parameter numbers
 // out of range) prints with `<null>` or `<param N>` in place of the bad part,
 // so that the verifier can show it in its messages.

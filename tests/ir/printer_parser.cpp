@@ -418,6 +418,10 @@ TEST_CASE("parser: malformed text gives the position and the token at fault") {
   CHECK(parse_error(head + "  a[index(0)] = \x01\n}\n") == "k.ir:2:17: expected expression, found '\\x01'");
   CHECK(parse_error(head + "  if true {\n") == "k.ir:3:1: expected statement, found end of input");
   CHECK(parse_error(head + "  a[index(-1)] = s\n}\n") == "k.ir:2:11: expected dimension number, found '-1'");
+  CHECK(parse_error(head + "  if true {\n  } else if false {\n  }\n}\n") == "k.ir:3:10: expected '{', found 'if'");
+  CHECK(parse_error(head + "  var x: f64 = (x + 1:f64)\n}\n") == "k.ir:2:17: unknown name 'x'");
+  CHECK(parse_error(head + "  var x: f64 = f64(extent(q, 0))\n}\n") == "k.ir:2:27: unknown name 'q'");
+  CHECK(parse_error(head + "  var x: f64 = pow(s, s s)\n}\n") == "k.ir:2:25: expected ')', found 's'");
   // Text that parses but does not verify: the verifier's message after the source name.
   CHECK(parse_error(head + "  a[index(0)] = 1:i32\n}\n") ==
         "k.ir: kernel 'k': stores i32 into array 'a' of f64 in `a[index(0)] = 1:i32`");
