@@ -100,7 +100,9 @@ void ThreadPool::run_erased(std::int64_t begin, std::int64_t end, int chunks, Er
 
 void ThreadPool::worker(int member) {
   bind_current_thread(pus_[static_cast<std::size_t>(member)]);
-  std::uint32_t seen = generation_.load(std::memory_order_acquire);
+  // Generation 0 is the pool's start: a job or a stop posted before this
+  // thread got here is still seen as new.
+  std::uint32_t seen = 0;
   for (;;) {
     for (int spin = 0;; ++spin) {
       auto now = generation_.load(std::memory_order_acquire);

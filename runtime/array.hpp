@@ -1,0 +1,120 @@
+// Array<T, Rank>: a handle to an array the runtime manages. Handles are
+// cheap to copy and share one storage; the memory is freed when the last
+// handle and the last region using it are gone. `host()` gives a view on the
+// host whose contents are current (it waits for the regions using the array).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <canopy/ir/type.hpp>
+
+#include "completion.hpp"
+#include "shape.hpp"
+#include "traits.hpp"
+
+namespace canopy {
+
+namespace runtime {
+
+/// One array's memory and bookkeeping, shared by its handles and by the
+/// regions in flight that use it.
+class ArrayStorage {
+ public:
+  ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location);
+  ~ArrayStorage();
+  ArrayStorage(const ArrayStorage&) = delete;
+  ArrayStorage& operator=(const ArrayStorage&) = delete;
+
+  ir::ScalarType type() const { return type_; }
+  const Shape& shape() const { return shape_; }
+  std::size_t bytes() const { return bytes_; }
+  const MemoryTraits& traits() const { return traits_; }
+  /// The location the array is placed at.
+  const std::string& location() const { return location_; }
+  /// The host copy of the elements (row-major).
+  void* host_data() const { return host_; }
+
+  /// Records a region piece that reads and/or writes the array and returns
+  /// the earlier pieces it must wait for (read after write, write after read
+  /// or write).
+  std::vector<CompletionPtr> add_use(const CompletionPtr& use, bool reads, bool writes);
+  /// Waits for every piece in flight that uses the array.
+  void wait_idle();
+
+ private:
+  ir::ScalarType type_;
+  Shape shape_;
+  std::size_t bytes_;
+  MemoryTraits traits_;
+  std::string location_;
+  void* host_ = nullptr;
+
+  std::mutex mutex_;
+  CompletionPtr last_writer_;
+  std::vector<CompletionPtr> readers_;  ///< since the last writer
+};
+
+}  // namespace runtime
+
+/// A view of an array's elements in host memory.
+template <class T, int Rank>
+class HostView {
+ public:
+  HostView(T* data, Shape shape) : data_(data), shape_(shape) {}
+
+  T* data() const { return data_; }
+  std::int64_t size() const { return shape_.size(); }
+  const Shape& shape() const { return shape_; }
+  T* begin() const { return data_; }
+  T* end() const { return data_ + size(); }
+
+  T& operator[](std::int64_t i) const requires(Rank == 1) { return data_[i]; }
+  T& operator()(std::int64_t i) const requires(Rank == 1) { return data_[i]; }
+  T& operator()(std::int64_t i, std::int64_t j) const requires(Rank == 2) { return data_[i * shape_[1] + j]; }
+  T& operator()(std::int64_t i, std::int64_t j, std::int64_t k) const requires(Rank == 3) {
+    return data_[(i * shape_[1] + j) * shape_[2] + k];
+  }
+
+ private:
+  T* data_;
+  Shape shape_;
+};
+
+/// A handle to an array of T with Rank dimensions, made by Runtime::array.
+template <class T, int Rank = 1>
+class Array {
+  static_assert(ir::is_kernel_scalar_v<T>, "array elements are bool, int32_t, int64_t, float or double");
+  static_assert(Rank >= 1 && Rank <= 3, "arrays have 1, 2 or 3 dimensions");
+
+ public:
+  using element_type = T;
+  static constexpr int rank = Rank;
+
+  /// A handle to no array.
+  Array() = default;
+  explicit Array(std::shared_ptr<runtime::ArrayStorage> storage) : storage_(std::move(storage)) {}
+
+  explicit operator bool() const { return storage_ != nullptr; }
+  const Shape& shape() const { return storage_->shape(); }
+  std::int64_t extent(int dim) const { return storage_->shape()[dim]; }
+  std::int64_t size() const { return storage_->shape().size(); }
+  const std::string& location() const { return storage_->location(); }
+
+  /// The elements on the host, current: waits for the regions that use the
+  /// array. Writes through the view are seen by the regions launched after.
+  HostView<T, Rank> host() const {
+    storage_->wait_idle();
+    return HostView<T, Rank>(static_cast<T*>(storage_->host_data()), storage_->shape());
+  }
+
+  const std::shared_ptr<runtime::ArrayStorage>& storage() const { return storage_; }
+
+ private:
+  std::shared_ptr<runtime::ArrayStorage> storage_;
+};
+
+}  // namespace canopy

@@ -1,0 +1,17 @@
+// Host memory for arrays: large blocks come straight from the kernel (mmap),
+// zero-filled lazily, so each page is first touched by the thread of the
+// region that first writes it (NUMA-friendly), and backed by huge pages where
+// the system allows; small ones from the heap, cache-line aligned.
+#pragma once
+
+#include <cstddef>
+
+namespace canopy::runtime {
+
+/// `bytes` of zeroed memory aligned to at least 64 bytes; throws canopy::Error
+/// naming the size when the system has no memory for it.
+void* allocate_host(std::size_t bytes);
+/// Frees what allocate_host returned (`bytes` must be the same).
+void free_host(void* data, std::size_t bytes);
+
+}  // namespace canopy::runtime

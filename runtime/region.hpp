@@ -1,0 +1,168 @@
+// Region: one launch of a kernel over an index range, built step by step:
+//
+//   rt.region(triad).over(n).policy("static").launch(a, b, c, 0.4);  // asynchronous
+//   double d = rt.region(dot).over(n).reduce(a, b);                   // waits, returns the sum
+//
+// launch() takes one argument per array and scalar parameter of the kernel,
+// in order (reduction parameters take none); their types are checked against
+// the kernel's signature when the program compiles.
+#pragma once
+
+#include <array>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <canopy/dsl/kernel.hpp>
+#include <canopy/ir/error.hpp>
+
+#include "array.hpp"
+#include "engine.hpp"
+
+namespace canopy {
+
+namespace runtime {
+
+/// For each parameter of Ps..., its position among launch()'s arguments, or
+/// -1 for a reduction parameter (which takes no argument).
+template <class... Ps>
+constexpr std::array<int, sizeof...(Ps)> launch_positions() {
+  std::array<int, sizeof...(Ps)> positions{};
+  int next = 0;
+  std::size_t k = 0;
+  ((positions[k++] = dsl::is_reduction_param_v<Ps> ? -1 : next++), ...);
+  return positions;
+}
+
+template <class... Ps>
+constexpr int launch_arity() {
+  return (0 + ... + (dsl::is_reduction_param_v<Ps> ? 0 : 1));
+}
+
+/// The argument `a` for parameter type P, checked at compile time.
+template <class P, class A>
+ArgRef bind_argument(const A& a) {
+  using Arg = std::decay_t<A>;
+  if constexpr (dsl::is_array_param_v<P>) {
+    using T = typename P::element_type;
+    static_assert(std::is_same_v<Arg, Array<T, P::rank>>,
+                  "an array parameter takes an Array of the same element type and rank");
+    if (!a) throw Error("an empty Array handle was passed to a kernel");
+    return a.storage();
+  } else {
+    using T = typename P::value_type;
+    static_assert(std::is_arithmetic_v<Arg>, "a scalar parameter (Val<T>) takes a number");
+    static_assert(!(std::is_integral_v<T> && std::is_floating_point_v<Arg>),
+                  "an integer scalar parameter takes an integer, not a floating-point number");
+    return backends::scalar_arg<T>(static_cast<T>(a));
+  }
+}
+
+template <class... Ts>
+struct type_list {};
+
+/// The reduction parameter types among Ps..., appended to the list Found.
+template <class Found, class... Ps>
+struct reductions_of {
+  using type = Found;
+};
+template <class... Found, class P, class... Rest>
+struct reductions_of<type_list<Found...>, P, Rest...> {
+  using type = typename reductions_of<
+      std::conditional_t<dsl::is_reduction_param_v<P>, type_list<Found..., P>, type_list<Found...>>, Rest...>::type;
+};
+
+}  // namespace runtime
+
+template <class Signature>
+class Region;
+
+template <class... Ps>
+class Region<void(Ps...)> {
+ public:
+  Region(runtime::Engine& engine, const Kernel<void(Ps...)>& kernel) : engine_(&engine) {
+    request_.kernel = kernel.ir_ptr();
+  }
+
+  /// The index range: n, (n0, n1) or (n0, n1, n2); the kernel's number of
+  /// index dimensions must match. Without over(), a region runs one point.
+  Region& over(Shape range) {
+    request_.range = range;
+    return *this;
+  }
+  Region& over(std::int64_t n0, std::int64_t n1) { return over(Shape(n0, n1)); }
+  Region& over(std::int64_t n0, std::int64_t n1, std::int64_t n2) { return over(Shape(n0, n1, n2)); }
+  /// How the range is split over the leaves ("static", "flatten", ...).
+  Region& policy(std::string policy) {
+    request_.policy = std::move(policy);
+    return *this;
+  }
+  /// Runs the region at `location` instead of where its arguments point.
+  Region& at(std::string location) {
+    request_.location = std::move(location);
+    return *this;
+  }
+
+  /// Queues the region and returns at once; Runtime::pause() waits for it.
+  template <class... As>
+  void launch(const As&... args) {
+    submit(args...);
+  }
+
+  /// Runs the region, waits for it and returns its reduction results: the
+  /// value of the one Sum/Min/Max parameter, or a tuple of them in order.
+  template <class... As>
+  auto reduce(const As&... args) {
+    auto handle = submit(args...);
+    handle.completion->wait();
+    return results(*handle.results);
+  }
+
+ private:
+  template <class... As>
+  runtime::RegionHandle submit(const As&... args) {
+    static_assert(sizeof...(As) == runtime::launch_arity<Ps...>(),
+                  "launch() takes one argument per array and scalar parameter of the kernel, in order");
+    auto bound = std::forward_as_tuple(args...);
+    constexpr auto positions = runtime::launch_positions<Ps...>();
+    runtime::RegionRequest request = request_;
+    request.args.reserve(sizeof...(Ps));
+    [&]<std::size_t... K>(std::index_sequence<K...>) { (request.args.push_back(bind_at<K, positions[K]>(bound)), ...); }
+    (std::index_sequence_for<Ps...>{});
+    return engine_->submit(std::move(request));
+  }
+
+  template <std::size_t K, int Position, class Tuple>
+  static runtime::ArgRef bind_at(const Tuple& bound) {
+    using P = std::tuple_element_t<K, std::tuple<Ps...>>;
+    if constexpr (Position < 0)
+      return backends::ReductionArg{};
+    else
+      return runtime::bind_argument<P>(std::get<Position>(bound));
+  }
+
+  static auto results(const std::vector<backends::ReductionValue>& values) {
+    return reduction_values(values, typename runtime::reductions_of<runtime::type_list<>, Ps...>::type{});
+  }
+
+  template <class... Rs>
+  static auto reduction_values(const std::vector<backends::ReductionValue>& values, runtime::type_list<Rs...>) {
+    if constexpr (sizeof...(Rs) == 0) {
+      return;
+    } else if constexpr (sizeof...(Rs) == 1) {
+      return backends::value_of<typename Rs::result_type...>(values.at(0));
+    } else {
+      return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return std::tuple<typename Rs::result_type...>(backends::value_of<typename Rs::result_type>(values.at(K))...);
+      }
+      (std::index_sequence_for<Rs...>{});
+    }
+  }
+
+  runtime::Engine* engine_;
+  runtime::RegionRequest request_;
+};
+
+}  // namespace canopy

@@ -1,0 +1,119 @@
+// Small pieces of the public runtime types: shapes, traits, completions,
+// array storage.
+#include <algorithm>
+#include <sstream>
+
+#include <canopy/ir/error.hpp>
+
+#include "array.hpp"
+#include "completion.hpp"
+#include "host_memory.hpp"
+#include "shape.hpp"
+#include "traits.hpp"
+
+namespace canopy {
+
+std::string Shape::to_string() const {
+  std::string s;
+  for (int d = 0; d < rank_; ++d) s += (d ? "x" : "") + std::to_string(extents_[static_cast<std::size_t>(d)]);
+  return s;
+}
+
+std::ostream& operator<<(std::ostream& out, const Shape& shape) { return out << shape.to_string(); }
+
+MemoryTraits MemoryTraits::operator|(const MemoryTraits& other) const {
+  MemoryTraits t = *this;
+  if (!other.location.empty()) t.location = other.location;
+  if (other.distance) t.distance = other.distance;
+  return t;
+}
+
+MemoryTraits at(std::string location) {
+  MemoryTraits t;
+  t.location = std::move(location);
+  return t;
+}
+
+MemoryTraits close() {
+  MemoryTraits t;
+  t.distance = 0;
+  return t;
+}
+
+MemoryTraits far(int levels) {
+  if (levels < 0) throw Error("far(" + std::to_string(levels) + "): the distance must be 0 or more levels");
+  MemoryTraits t;
+  t.distance = levels;
+  return t;
+}
+
+std::ostream& operator<<(std::ostream& out, const MemoryTraits& traits) {
+  if (traits.distance)
+    return out << (*traits.distance == 0 ? "close" : "far(" + std::to_string(*traits.distance) + ")");
+  return out << "at(" << (traits.location.empty() ? "root" : traits.location) << ")";
+}
+
+namespace runtime {
+
+void Completion::finish(std::exception_ptr error) {
+  {
+    std::lock_guard lock(mutex_);
+    error_ = std::move(error);
+    done_.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+void Completion::wait(bool rethrow) const {
+  if (!done()) {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return done(); });
+  }
+  if (rethrow && error_) std::rethrow_exception(error_);
+}
+
+std::exception_ptr Completion::error() const {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+
+ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location)
+    : type_(type), shape_(shape), traits_(std::move(traits)), location_(std::move(location)) {
+  for (int d = 0; d < shape_.rank(); ++d)
+    if (shape_[d] < 0) throw Error("an array cannot have a negative extent (" + shape_.to_string() + ")");
+  bytes_ = static_cast<std::size_t>(shape_.size()) * ir::size_of(type_);
+  host_ = allocate_host(bytes_);
+}
+
+ArrayStorage::~ArrayStorage() { free_host(host_, bytes_); }
+
+std::vector<CompletionPtr> ArrayStorage::add_use(const CompletionPtr& use, bool reads, bool writes) {
+  std::lock_guard lock(mutex_);
+  std::vector<CompletionPtr> deps;
+  if (last_writer_ && !last_writer_->done()) deps.push_back(last_writer_);
+  if (writes) {
+    for (auto& r : readers_)
+      if (!r->done()) deps.push_back(r);
+    readers_.clear();
+    last_writer_ = use;
+  } else if (reads) {
+    std::erase_if(readers_, [](const CompletionPtr& r) { return r->done(); });
+    readers_.push_back(use);
+  }
+  // A region that passes one array twice must not wait for itself.
+  std::erase(deps, use);
+  return deps;
+}
+
+void ArrayStorage::wait_idle() {
+  std::vector<CompletionPtr> pending;
+  {
+    std::lock_guard lock(mutex_);
+    if (last_writer_) pending.push_back(last_writer_);
+    pending.insert(pending.end(), readers_.begin(), readers_.end());
+  }
+  for (auto& c : pending) c->wait(false);
+}
+
+}  // namespace runtime
+}  // namespace canopy
