@@ -264,7 +264,7 @@ TEST_CASE("printer: literal edge cases print exactly and parse back to the same 
     const Case& c = cases[n];
     CAPTURE(c.text);
     CHECK(print(c.literal, k) == c.text);
-    stmts.push_back(make_decl("v" + std::to_string(n), c.literal));
+    stmts.push_back(make_decl(fmt::format("v{}", n), c.literal));
   }
   k.body = make_block(std::move(stmts));
   REQUIRE_NOTHROW(verify(k));

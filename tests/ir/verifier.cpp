@@ -30,18 +30,14 @@ constexpr int kBits = 5;  // inout bool[1] bits
 constexpr int kN = 6;     // val i32 n
 
 Kernel with_body(std::vector<Stmt> stmts) {
-  Kernel k;
-  k.name = "k";
-  k.params = {Param::array("a", F64, 1, Access::Out),
-              Param::array("b", F64, 1, Access::In),
-              Param::array("m", I32, 2, Access::InOut),
-              Param::scalar("s", F64),
-              Param::reduction("r", F64, ReduceOp::Sum),
-              Param::array("bits", Bool, 1, Access::InOut),
-              Param::scalar("n", I32)};
-  k.dims = 1;
-  k.body = make_block(std::move(stmts));
-  return k;
+  std::vector<Param> params = {Param::array("a", F64, 1, Access::Out),
+                               Param::array("b", F64, 1, Access::In),
+                               Param::array("m", I32, 2, Access::InOut),
+                               Param::scalar("s", F64),
+                               Param::reduction("r", F64, ReduceOp::Sum),
+                               Param::array("bits", Bool, 1, Access::InOut),
+                               Param::scalar("n", I32)};
+  return Kernel{std::string(1, 'k'), std::move(params), 1, make_block(std::move(stmts))};
 }
 
 // The message verify(kernel) throws, or "" when the kernel verifies.
