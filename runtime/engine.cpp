@@ -151,6 +151,19 @@ std::string join(const std::vector<std::string>& items) {
   return s;
 }
 
+// "x86_64-pc-linux-gnu, znver4, AVX-512" from the JIT's long target description
+// ("triple;cpu;+feature,-feature,...").
+std::string short_target(const std::string& description) {
+  auto first = description.find(';');
+  auto second = description.find(';', first == std::string::npos ? first : first + 1);
+  if (first == std::string::npos || second == std::string::npos) return description;
+  const std::string features = description.substr(second) + ",";
+  std::string vector_isa = features.find("+avx512f,") != std::string::npos ? "AVX-512"
+                           : features.find("+avx2,") != std::string::npos  ? "AVX2"
+                                                                           : "SSE";
+  return description.substr(0, first) + ", " + description.substr(first + 1, second - first - 1) + ", " + vector_isa;
+}
+
 }  // namespace
 
 struct Engine::State {
@@ -268,7 +281,7 @@ std::string Engine::describe() const {
   out << ", " << node.numa_nodes << " NUMA node(s)\n";
   out << "  cpu0: CPU leaf, " << state_->cpu->device().threads() << " thread(s) on PUs";
   for (auto pu : state_->cpu->device().pus()) out << ' ' << pu;
-  out << "\n  JIT target: " << jit::CpuCompiler::shared().target_description() << "\n";
+  out << "\n  JIT target: " << short_target(jit::CpuCompiler::shared().target_description()) << "\n";
   return out.str();
 }
 

@@ -1,0 +1,27 @@
+// Plain C++ baselines that canopy-bench runs beside Canopy in the same
+// process, on arrays of the same size: what a careful programmer writes by
+// hand with OpenMP (compiled -O3 -march=native -fopenmp).
+#pragma once
+
+#include <cstdint>
+
+namespace canopy::bench::openmp {
+
+/// BabelStream's kernels, OpenMP `parallel for` (static schedule) over n elements.
+template <class T>
+void init(T* a, T* b, T* c, T va, T vb, T vc, std::int64_t n);
+template <class T>
+void copy(T* c, const T* a, std::int64_t n);
+template <class T>
+void mul(T* b, const T* c, T scalar, std::int64_t n);
+template <class T>
+void add(T* c, const T* a, const T* b, std::int64_t n);
+template <class T>
+void triad(T* a, const T* b, const T* c, T scalar, std::int64_t n);
+template <class T>
+T dot(const T* a, const T* b, std::int64_t n);
+
+/// The number of threads an OpenMP parallel region uses.
+int threads();
+
+}  // namespace canopy::bench::openmp

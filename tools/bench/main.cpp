@@ -1,0 +1,41 @@
+// canopy-bench: Canopy's benchmarks. Each command runs Canopy and a plain
+// baseline side by side in one process and prints the ratio.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <canopy/ir/error.hpp>
+
+namespace canopy::bench {
+int stream_command(int argc, char** argv);
+}
+
+namespace {
+
+void usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: canopy-bench COMMAND [options]\n"
+               "commands:\n"
+               "  stream   BabelStream's kernels (copy, mul, add, triad, dot)\n"
+               "           --size N (2^25)  --repeat K (20)  --float  --compare (with the OpenMP baseline)\n"
+               "           --device cpu  --policy P  --json FILE\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  try {
+    if (command == "stream") return canopy::bench::stream_command(argc - 2, argv + 2);
+  } catch (const canopy::Error& e) {
+    std::fprintf(stderr, "canopy-bench %s: %s\n", command.c_str(), e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "canopy-bench: unknown command '%s'\n", command.c_str());
+  usage(stderr);
+  return 2;
+}

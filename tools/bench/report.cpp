@@ -1,0 +1,109 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+namespace canopy::bench {
+
+Args::Args(int argc, char** argv, std::vector<std::string> switches) {
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) {
+      words_.push_back(arg);
+      continue;
+    }
+    if (auto eq = arg.find('='); eq != std::string::npos) {
+      values_[arg.substr(0, eq)] = arg.substr(eq + 1);
+    } else if (std::find(switches.begin(), switches.end(), arg) != switches.end()) {
+      values_[arg] = "";
+    } else {
+      if (i + 1 >= argc) fail(arg + " needs a value");
+      values_[arg] = argv[++i];
+    }
+  }
+}
+
+bool Args::has(const std::string& flag) const { return values_.count(flag) > 0; }
+
+std::string Args::get(const std::string& flag, const std::string& fallback) const {
+  auto it = values_.find(flag);
+  return it == values_.end() ? fallback : it->second;
+}
+
+std::int64_t Args::count(const std::string& flag, std::int64_t fallback) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  char* end = nullptr;
+  long long value = std::strtoll(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end || value < 1) fail(flag + " takes a positive whole number, got '" + it->second + "'");
+  return value;
+}
+
+void fail(const std::string& message) {
+  std::fprintf(stderr, "canopy-bench: %s\n", message.c_str());
+  std::exit(2);
+}
+
+Row& Row::set(const std::string& key, std::string value) {
+  fields.emplace_back(key, std::move(value));
+  return *this;
+}
+
+Row& Row::set(const std::string& key, double value) {
+  fields.emplace_back(key, value);
+  return *this;
+}
+
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+      out += buffer;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string number(double x) {
+  if (!std::isfinite(x)) return "null";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", x);
+  return buffer;
+}
+
+}  // namespace
+
+void write_json(const std::string& path, const std::vector<Row>& rows,
+                const std::vector<std::pair<std::string, double>>& extra) {
+  std::ofstream out(path);
+  if (!out) fail("cannot write " + path);
+  out << "{\"results\":[";
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    out << (r ? ",\n  {" : "\n  {");
+    for (std::size_t f = 0; f < rows[r].fields.size(); ++f) {
+      const auto& [key, value] = rows[r].fields[f];
+      out << (f ? "," : "") << quoted(key) << ":";
+      if (auto* s = std::get_if<std::string>(&value))
+        out << quoted(*s);
+      else
+        out << number(std::get<double>(value));
+    }
+    out << "}";
+  }
+  out << "\n]";
+  for (const auto& [key, value] : extra) out << ",\n" << quoted(key) << ":" << number(value);
+  out << "}\n";
+  if (!out) fail("cannot write " + path);
+}
+
+}  // namespace canopy::bench

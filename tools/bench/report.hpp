@@ -1,0 +1,45 @@
+// What every canopy-bench command shares: its command line, the rows of
+// results it prints as a table and writes as JSON.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace canopy::bench {
+
+/// A command line: flags with values (--size 100) and switches (--compare).
+class Args {
+ public:
+  /// `switches` lists the flags that take no value; any other --flag takes one.
+  Args(int argc, char** argv, std::vector<std::string> switches);
+  bool has(const std::string& flag) const;
+  std::string get(const std::string& flag, const std::string& fallback) const;
+  /// A positive whole number; exits with a message when the value is not one.
+  std::int64_t count(const std::string& flag, std::int64_t fallback) const;
+  /// Words that are not flags, in order.
+  const std::vector<std::string>& words() const { return words_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> words_;
+};
+
+/// Prints "canopy-bench: MESSAGE" and exits with status 2.
+[[noreturn]] void fail(const std::string& message);
+
+/// One result: ordered fields, each a string or a number.
+struct Row {
+  std::vector<std::pair<std::string, std::variant<std::string, double>>> fields;
+  Row& set(const std::string& key, std::string value);
+  Row& set(const std::string& key, const char* value) { return set(key, std::string(value)); }
+  Row& set(const std::string& key, double value);
+};
+
+/// Writes {"results":[rows...]} (plus extra top-level numbers) to `path`; exits on failure.
+void write_json(const std::string& path, const std::vector<Row>& rows,
+                const std::vector<std::pair<std::string, double>>& extra = {});
+
+}  // namespace canopy::bench

@@ -1,0 +1,196 @@
+// canopy-bench stream: BabelStream's kernels through Canopy and, with
+// --compare, through the in-binary OpenMP baseline in the same run, on arrays
+// of the same size; plus what the JIT costs cold and from the disk cache.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <canopy/ir/passes/optimize.hpp>
+#include <canopy/jit/cpu_compiler.hpp>
+#include <canopy/runtime/host_memory.hpp>
+
+#include "../../examples/stream/babelstream.hpp"
+#include "baselines.hpp"
+#include "report.hpp"
+
+namespace canopy::bench {
+
+namespace {
+
+using babelstream::kernel_names;
+using babelstream::seconds_since;
+
+// The JIT's cost for the five kernels: cold (fresh cache directory, the
+// compiler and its LLJIT created for it) and from the disk cache.
+struct JitFigures {
+  double cold_total = 0;
+  std::array<double, 5> cold{}, disk_hit{};
+  bool all_from_disk = true;
+};
+
+template <class T>
+JitFigures measure_jit() {
+  JitFigures figures;
+  char pattern[] = "/tmp/canopy-bench-cache-XXXXXX";
+  if (!mkdtemp(pattern)) fail("cannot create a temporary cache directory under /tmp");
+  const std::string dir = pattern;
+  {
+    const auto start = std::chrono::steady_clock::now();
+    babelstream::Kernels<T> kernels;
+    jit::CpuCompiler cold({dir});
+    auto ir = kernels.ir();
+    for (int k = 0; k < 5; ++k) {
+      auto t = std::chrono::steady_clock::now();
+      cold.compile(ir::optimize(*ir[k]));
+      figures.cold[k] = seconds_since(t);
+    }
+    figures.cold_total = seconds_since(start);
+  }
+  {
+    babelstream::Kernels<T> kernels;
+    jit::CpuCompiler warm({dir});
+    auto ir = kernels.ir();
+    for (int k = 0; k < 5; ++k) {
+      auto t = std::chrono::steady_clock::now();
+      auto compiled = warm.compile(ir::optimize(*ir[k]));
+      figures.disk_hit[k] = seconds_since(t);
+      figures.all_from_disk = figures.all_from_disk && compiled.source == jit::CpuCompiler::Source::Disk;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return figures;
+}
+
+// The OpenMP baseline on its own arrays, allocated as Canopy allocates its own.
+template <class T>
+class OpenMpStream {
+ public:
+  explicit OpenMpStream(std::int64_t n) : n_(n), bytes_(static_cast<std::size_t>(n) * sizeof(T)) {
+    a_ = static_cast<T*>(runtime::allocate_host(bytes_));
+    b_ = static_cast<T*>(runtime::allocate_host(bytes_));
+    c_ = static_cast<T*>(runtime::allocate_host(bytes_));
+    openmp::init(a_, b_, c_, T(babelstream::start_a), T(babelstream::start_b), T(babelstream::start_c), n_);
+  }
+  ~OpenMpStream() {
+    runtime::free_host(a_, bytes_);
+    runtime::free_host(b_, bytes_);
+    runtime::free_host(c_, bytes_);
+  }
+  double run(int k) {
+    const T scalar = T(babelstream::start_scalar);
+    auto start = std::chrono::steady_clock::now();
+    switch (k) {
+      case 0: openmp::copy(c_, a_, n_); break;
+      case 1: openmp::mul(b_, c_, scalar, n_); break;
+      case 2: openmp::add(c_, a_, b_, n_); break;
+      case 3: openmp::triad(a_, b_, c_, scalar, n_); break;
+      default: sum_ = openmp::dot(a_, b_, n_); break;
+    }
+    return seconds_since(start);
+  }
+  std::string check(int repeats) const { return babelstream::Stream<T>::check_results(a_, b_, c_, n_, sum_, repeats); }
+
+ private:
+  std::int64_t n_;
+  std::size_t bytes_;
+  T *a_, *b_, *c_;
+  T sum_ = 0;
+};
+
+template <class T>
+int run(const Args& args) {
+  const std::int64_t n = args.count("--size", std::int64_t{1} << 25);
+  const int repeat = static_cast<int>(args.count("--repeat", 20));
+  const bool compare = args.has("--compare");
+  const std::string device = args.get("--device", "cpu");
+  const std::string policy = args.get("--policy", "static");
+  if (device != "cpu") fail("--device " + device + ": this build runs STREAM on the CPU only (--device cpu)");
+  const char* type_name = sizeof(T) == 4 ? "float" : "double";
+
+  auto jit = measure_jit<T>();
+
+  Runtime rt;
+  std::printf("%s", rt.describe().c_str());
+  std::printf("STREAM: %lld %ss per array (%.1f MB), %d repetitions, best time of each kernel\n",
+              static_cast<long long>(n), type_name, double(n) * sizeof(T) * 1e-6, repeat);
+  babelstream::Stream<T> canopy(rt, n, policy);
+  std::unique_ptr<OpenMpStream<T>> baseline;
+  if (compare) baseline = std::make_unique<OpenMpStream<T>>(n);
+
+  // One untimed round each (first touch, JIT), then the timed rounds, interleaved.
+  babelstream::Timings canopy_times, baseline_times;
+  for (int k = 0; k < 5; ++k) {
+    canopy.run(k);
+    if (baseline) baseline->run(k);
+  }
+  for (int r = 0; r < repeat; ++r) {
+    for (int k = 0; k < 5; ++k) canopy_times.add(k, canopy.run(k));
+    if (baseline)
+      for (int k = 0; k < 5; ++k) baseline_times.add(k, baseline->run(k));
+  }
+  const auto canopy_check = canopy.check(repeat + 1);
+  const auto baseline_check = baseline ? baseline->check(repeat + 1) : std::string();
+
+  std::vector<Row> rows;
+  if (compare)
+    std::printf("%-8s %14s %14s %15s\n", "kernel", "canopy MB/s", "openmp MB/s", "canopy/openmp");
+  else
+    std::printf("%-8s %14s\n", "kernel", "canopy MB/s");
+  for (int k = 0; k < 5; ++k) {
+    const double bytes = double(babelstream::arrays_touched[k]) * sizeof(T) * double(n);
+    const double mine = bytes / canopy_times.best[k] * 1e-6;
+    rows.push_back(Row()
+                       .set("kernel", kernel_names[k])
+                       .set("impl", "canopy")
+                       .set("device", "cpu")
+                       .set("type", type_name)
+                       .set("bytes", bytes)
+                       .set("best_s", canopy_times.best[k])
+                       .set("mean_s", canopy_times.total[k] / repeat)
+                       .set("mbps", mine)
+                       .set("check", canopy_check.empty() ? "ok" : canopy_check));
+    if (!compare) {
+      std::printf("%-8s %14.1f\n", kernel_names[k], mine);
+      continue;
+    }
+    const double theirs = bytes / baseline_times.best[k] * 1e-6;
+    rows.push_back(Row()
+                       .set("kernel", kernel_names[k])
+                       .set("impl", "openmp")
+                       .set("device", "cpu")
+                       .set("type", type_name)
+                       .set("bytes", bytes)
+                       .set("best_s", baseline_times.best[k])
+                       .set("mean_s", baseline_times.total[k] / repeat)
+                       .set("mbps", theirs)
+                       .set("check", baseline_check.empty() ? "ok" : baseline_check));
+    std::printf("%-8s %14.1f %14.1f %14.3fx\n", kernel_names[k], mine, theirs, mine / theirs);
+  }
+  std::printf("JIT cold (fresh cache, 5 kernels, LLJIT start included): %.1f ms total (", jit.cold_total * 1e3);
+  for (int k = 0; k < 5; ++k) std::printf("%s%s %.1f", k ? ", " : "", kernel_names[k], jit.cold[k] * 1e3);
+  std::printf(" ms)\nJIT disk-cache hit%s: ", jit.all_from_disk ? "" : " (NOT all from disk)");
+  for (int k = 0; k < 5; ++k) std::printf("%s%s %.2f", k ? ", " : "", kernel_names[k], jit.disk_hit[k] * 1e3);
+  std::printf(" ms\n");
+  std::printf("check: canopy %s%s%s\n", canopy_check.empty() ? "ok" : canopy_check.c_str(), compare ? ", openmp " : "",
+              compare ? (baseline_check.empty() ? "ok" : baseline_check.c_str()) : "");
+
+  if (args.has("--json")) {
+    std::vector<std::pair<std::string, double>> extra{{"jit_cold_total_s", jit.cold_total}};
+    for (int k = 0; k < 5; ++k) extra.emplace_back(std::string("jit_disk_hit_s_") + kernel_names[k], jit.disk_hit[k]);
+    write_json(args.get("--json", ""), rows, extra);
+  }
+  return canopy_check.empty() && baseline_check.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+int stream_command(int argc, char** argv) {
+  Args args(argc, argv, {"--compare", "--float"});
+  return args.has("--float") ? run<float>(args) : run<double>(args);
+}
+
+}  // namespace canopy::bench
