@@ -115,7 +115,7 @@ void LlvmLowering::begin_reductions() {
     const ir::Param& param = kernel_.params[p];
     if (!param.is_reduction()) continue;
     params_[p].accumulator = entry_alloca(value_type(param.type), param.name + ".acc");
-    builder_.CreateStore(lower(ir::identity_of(param.reduce, param.type)), params_[p].accumulator);
+    builder_.CreateStore(value_of(ir::identity_of(param.reduce, param.type)), params_[p].accumulator);
   }
 }
 
@@ -188,7 +188,7 @@ llvm::Value* LlvmLowering::from_memory(llvm::Value* value, ScalarType type) {
   return type == ScalarType::Bool ? builder_.CreateICmpNE(value, builder_.getInt8(0)) : value;
 }
 
-llvm::Value* LlvmLowering::lower(const ir::Expr& expr) {
+llvm::Value* LlvmLowering::value_of(const ir::Expr& expr) {
   if (!expr) fail("an expression is missing");
   value_ = nullptr;
   walk(expr);
@@ -261,7 +261,7 @@ llvm::Value* LlvmLowering::element_address(int param, const std::vector<ir::Expr
   auto* i64 = builder_.getInt64Ty();
   llvm::Value* linear = nullptr;
   for (std::size_t d = 0; d < indices.size(); ++d) {
-    llvm::Value* index = builder_.CreateSExtOrTrunc(lower(indices[d]), i64);
+    llvm::Value* index = builder_.CreateSExtOrTrunc(value_of(indices[d]), i64);
     linear = d == 0 ? index : builder_.CreateAdd(builder_.CreateMul(linear, lowered.extents[d]), index);
   }
   // In bounds: a kernel never addresses outside its arrays (checked mode says so when it would).
@@ -317,7 +317,7 @@ void LlvmLowering::visit(const ir::Load& node) {
 }
 
 void LlvmLowering::visit(const ir::Unary& node) {
-  llvm::Value* x = lower(node.operand);
+  llvm::Value* x = value_of(node.operand);
   if (node.op == ir::UnaryOp::Not) {
     value_ = builder_.CreateNot(x);  // logical on i1, bitwise on integers
   } else {
@@ -326,8 +326,8 @@ void LlvmLowering::visit(const ir::Unary& node) {
 }
 
 void LlvmLowering::visit(const ir::Binary& node) {
-  llvm::Value* a = lower(node.lhs);
-  llvm::Value* b = lower(node.rhs);
+  llvm::Value* a = value_of(node.lhs);
+  llvm::Value* b = value_of(node.rhs);
   value_ = lower_binary(node.op, node.type, a, b);
 }
 
@@ -385,8 +385,8 @@ llvm::Value* LlvmLowering::lower_binary(ir::BinaryOp op, ScalarType type, llvm::
 }
 
 void LlvmLowering::visit(const ir::Compare& node) {
-  llvm::Value* a = lower(node.lhs);
-  llvm::Value* b = lower(node.rhs);
+  llvm::Value* a = value_of(node.lhs);
+  llvm::Value* b = value_of(node.rhs);
   using P = llvm::CmpInst::Predicate;
   using ir::CompareOp;
   const ScalarType type = node.lhs->type;
@@ -418,7 +418,7 @@ void LlvmLowering::visit(const ir::Compare& node) {
 }
 
 void LlvmLowering::visit(const ir::Cast& node) {
-  value_ = lower_cast(lower(node.operand), node.operand->type, node.type);
+  value_ = lower_cast(value_of(node.operand), node.operand->type, node.type);
 }
 
 llvm::Value* LlvmLowering::lower_cast(llvm::Value* value, ScalarType from, ScalarType to) {
@@ -444,14 +444,14 @@ void LlvmLowering::visit(const ir::Call& node) {
     fail("math function " + std::string(ir::name_of(node.fn)) + " with " + std::to_string(node.args.size()) +
          " arguments");
   std::vector<llvm::Value*> args;
-  for (const auto& arg : node.args) args.push_back(lower(arg));
+  for (const auto& arg : node.args) args.push_back(value_of(arg));
   value_ = emit_math(node.fn, node.type, args);
 }
 
 void LlvmLowering::visit(const ir::Select& node) {
-  llvm::Value* cond = lower(node.cond);
-  llvm::Value* if_true = lower(node.if_true);
-  llvm::Value* if_false = lower(node.if_false);
+  llvm::Value* cond = value_of(node.cond);
+  llvm::Value* if_true = value_of(node.if_true);
+  llvm::Value* if_false = value_of(node.if_false);
   value_ = builder_.CreateSelect(cond, if_true, if_false);
 }
 
@@ -462,7 +462,7 @@ void LlvmLowering::visit(const ir::Block& node) {
 }
 
 void LlvmLowering::visit(const ir::Decl& node) {
-  llvm::Value* init = lower(node.init);
+  llvm::Value* init = value_of(node.init);
   auto [slot, inserted] = locals_.try_emplace(node.name, nullptr);
   if (inserted) slot->second = entry_alloca(value_type(node.type), node.name);
   builder_.CreateStore(init, slot->second);
@@ -471,26 +471,26 @@ void LlvmLowering::visit(const ir::Decl& node) {
 void LlvmLowering::visit(const ir::Assign& node) {
   auto local = locals_.find(node.name);
   if (local == locals_.end()) fail("assignment to undeclared variable '" + node.name + "'");
-  builder_.CreateStore(lower(node.value), local->second);
+  builder_.CreateStore(value_of(node.value), local->second);
 }
 
 void LlvmLowering::visit(const ir::Store& node) {
-  llvm::Value* value = lower(node.value);
+  llvm::Value* value = value_of(node.value);
   llvm::Value* address = element_address(node.param, node.indices);
   builder_.CreateStore(to_memory(value, node.value->type), address);
 }
 
 void LlvmLowering::visit(const ir::AtomicAdd& node) {
-  llvm::Value* value = lower(node.value);
+  llvm::Value* value = value_of(node.value);
   llvm::Value* address = element_address(node.param, node.indices);
   if (!ir::is_numeric(node.value->type)) fail("atomic add of a bool");
   emit_atomic_add(address, value, node.value->type);
 }
 
-void LlvmLowering::visit(const ir::Reduce& node) { emit_reduce(node.param, lower(node.value)); }
+void LlvmLowering::visit(const ir::Reduce& node) { emit_reduce(node.param, value_of(node.value)); }
 
 void LlvmLowering::visit(const ir::If& node) {
-  llvm::Value* cond = lower(node.cond);
+  llvm::Value* cond = value_of(node.cond);
   auto* then_block = llvm::BasicBlock::Create(context_, "then", function_);
   auto* else_block = node.else_body ? llvm::BasicBlock::Create(context_, "else", function_) : nullptr;
   auto* merge = llvm::BasicBlock::Create(context_, "endif", function_);
@@ -509,8 +509,8 @@ void LlvmLowering::visit(const ir::If& node) {
 void LlvmLowering::visit(const ir::For& node) {
   if (!ir::is_const(node.step) || !ir::is_int(node.step->type) || node.step->as<ir::Const>().int_value <= 0)
     fail("loop over '" + node.var + "' whose step is not a positive integer literal");
-  llvm::Value* begin = lower(node.begin);
-  llvm::Value* end = lower(node.end);
+  llvm::Value* begin = value_of(node.begin);
+  llvm::Value* end = value_of(node.end);
   emit_counted_loop(begin, end, node.step->as<ir::Const>().int_value, node.var, [&](llvm::Value* counter) {
     loop_counters_[node.var] = counter;
     walk(node.body);

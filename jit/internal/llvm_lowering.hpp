@@ -79,7 +79,7 @@ class LlvmLowering : protected ir::Visitor {
   llvm::Value* to_memory(llvm::Value* value, ir::ScalarType type);
   llvm::Value* from_memory(llvm::Value* value, ir::ScalarType type);
   /// Lowers an expression at the builder's insertion point.
-  llvm::Value* lower(const ir::Expr& expr);
+  llvm::Value* value_of(const ir::Expr& expr);
   /// `a op b` for a reduction operator (sum with `reassoc` on floats).
   llvm::Value* combine(ir::ReduceOp op, ir::ScalarType type, llvm::Value* a, llvm::Value* b);
   /// A stack slot in the entry block (so that mem2reg promotes it).
