@@ -8,6 +8,12 @@
 // compiles: lowering to LLVM IR, the O3 pipeline tuned for this CPU, machine
 // code into an object file, which goes to the disk cache and is linked into
 // the process.
+//
+// All compilers link into the one process-wide LLVM JIT, each into a library
+// of its own: two compilers (say, a second one on the same cache directory,
+// standing in for a second run) never define a symbol twice. Linked code
+// stays until the process exits, so an entry remains callable after the
+// compiler that returned it is gone.
 #pragma once
 
 #include <memory>

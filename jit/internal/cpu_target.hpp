@@ -2,6 +2,14 @@
 // and the three steps from an LLVM module to machine code for it: the O3
 // pipeline, optional text dumps, and an object file in memory. The object
 // file is what the disk cache stores and what CpuJit links.
+//
+// Math functions stay calls to the scalar C library (sin, exp, ...): glibc's
+// vector library (libmvec) would let loops that call them vectorize, but its
+// results may differ from the scalar functions in the last bits, and a kernel's
+// results must match plain C++ element by element.
+//
+// LLVM 15 names only the CPUs it knows; on a newer one (e.g. AMD Zen 4) the
+// CPU is "generic" with every feature of the host enabled (AVX2, AVX-512).
 #pragma once
 
 #include <memory>
