@@ -27,9 +27,10 @@ enum class TokenKind : std::uint8_t {
 
 struct Token {
   TokenKind kind = TokenKind::End;
-  std::string_view text;
+  std::string_view text;  ///< for an escaped name ($word), the word alone
   int line = 1;
   int column = 1;
+  bool escaped = false;  ///< a name written $word: never a keyword
 };
 
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
@@ -71,6 +72,10 @@ std::vector<Token> tokenize(std::string_view text) {
     if (is_name_start(c)) {
       token.kind = TokenKind::Name;
       length = word_at(i).size();
+    } else if (c == '$' && i + 1 < text.size() && is_name_start(text[i + 1])) {
+      token.kind = TokenKind::Name;
+      token.escaped = true;
+      length = 1 + word_at(i + 1).size();
     } else if (is_digit(c) || (c == '-' && i + 1 < text.size() && is_digit(text[i + 1]))) {
       token.kind = TokenKind::Number;
       std::size_t end = c == '-' ? i + 1 : i;
@@ -102,7 +107,7 @@ std::vector<Token> tokenize(std::string_view text) {
       if (token.kind == TokenKind::Bad && kOneCharPuncts.find(c) != std::string_view::npos)
         token.kind = TokenKind::Punct;
     }
-    token.text = text.substr(i, length);
+    token.text = token.escaped ? text.substr(i + 1, length - 1) : text.substr(i, length);
     tokens.push_back(token);
     i += length;
     column += static_cast<int>(length);
@@ -206,7 +211,8 @@ class Parser {
     return token;
   }
   bool peek_is(std::string_view text) const {
-    return (peek().kind == TokenKind::Punct || peek().kind == TokenKind::Name) && peek().text == text;
+    return (peek().kind == TokenKind::Punct || (peek().kind == TokenKind::Name && !peek().escaped)) &&
+           peek().text == text;
   }
   bool accept(std::string_view text) {
     if (!peek_is(text)) return false;
@@ -218,7 +224,7 @@ class Parser {
     return next();
   }
   const Token& expect_name(std::string_view what) {
-    if (peek().kind != TokenKind::Name || is_keyword(peek().text)) fail_expected(what, peek());
+    if (peek().kind != TokenKind::Name || (!peek().escaped && is_keyword(peek().text))) fail_expected(what, peek());
     return next();
   }
 
@@ -245,7 +251,7 @@ class Parser {
 
   ScalarType type(std::string_view what = "type") {
     auto found = scalar_type_named(peek().text);
-    if (peek().kind != TokenKind::Name || !found) fail_expected(what, peek());
+    if (peek().kind != TokenKind::Name || peek().escaped || !found) fail_expected(what, peek());
     next();
     return *found;
   }
@@ -319,6 +325,7 @@ class Parser {
   Stmt statement() {
     const Token& first = peek();
     if (first.kind != TokenKind::Name) fail_expected("statement", first);
+    if (first.escaped) return store_or_assign();
     if (first.text == "var") return declaration();
     if (first.text == "atomic") return atomic_add();
     if (first.text == "reduce") return reduction();
@@ -437,7 +444,7 @@ class Parser {
     if (token.kind == TokenKind::Number) return literal();
     if (token.kind == TokenKind::Punct && token.text == "(") return infix();
     if (token.kind != TokenKind::Name) fail_expected("expression", token);
-    if (is_keyword(token.text) || is_word_literal()) return builtin();
+    if (!token.escaped && (is_keyword(token.text) || is_word_literal())) return builtin();
     return named(next());
   }
 

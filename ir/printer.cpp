@@ -29,7 +29,7 @@ class Printer {
         out_ += ')';
         return;
       case ExprKind::Param: return param_name(e->as<ParamRef>().param);
-      case ExprKind::Var: out_ += e->as<VarRef>().name; return;
+      case ExprKind::Var: append_name(out_, e->as<VarRef>().name); return;
       case ExprKind::Extent: {
         const auto& node = e->as<Extent>();
         out_ += "extent(";
@@ -89,7 +89,7 @@ class Printer {
       case StmtKind::Decl: {
         const auto& node = s->as<Decl>();
         out_ += "var ";
-        out_ += node.name;
+        append_name(out_, node.name);
         out_ += ": ";
         out_ += name_of(node.type);
         out_ += " = ";
@@ -98,7 +98,7 @@ class Printer {
       }
       case StmtKind::Assign: {
         const auto& node = s->as<Assign>();
-        out_ += node.name;
+        append_name(out_, node.name);
         out_ += " = ";
         expr(node.value);
         break;
@@ -146,7 +146,7 @@ class Printer {
       case StmtKind::For: {
         const auto& node = s->as<For>();
         out_ += "for ";
-        out_ += node.var;
+        append_name(out_, node.var);
         out_ += " in ";
         expr(node.begin);
         out_ += " .. ";
@@ -185,7 +185,7 @@ class Printer {
 
   [[gnu::noinline]] void param_name(int param) {
     if (param >= 0 && static_cast<std::size_t>(param) < kernel_.params.size()) {
-      out_ += kernel_.params[static_cast<std::size_t>(param)].name;
+      append_name(out_, kernel_.params[static_cast<std::size_t>(param)].name);
     } else {
       out_ += "<param ";
       number(param);
@@ -283,7 +283,7 @@ void print_param(std::string& out, const Param& param) {
       out += ' ';
       break;
   }
-  out += param.name;
+  append_name(out, param.name);
 }
 
 constexpr std::string_view kKeywords[] = {
@@ -306,12 +306,17 @@ bool is_valid_name(std::string_view name) {
   if (!is_letter(name[0])) return false;
   for (char c : name.substr(1))
     if (!is_letter(c) && !(c >= '0' && c <= '9') && c != '.') return false;
-  return !is_keyword(name);
+  return true;
+}
+
+void append_name(std::string& out, std::string_view name) {
+  if (is_keyword(name) || name == "inf" || name == "nan") out += '$';
+  out += name;
 }
 
 std::string print(const Kernel& kernel) {
   std::string out = "kernel ";
-  out += kernel.name;
+  append_name(out, kernel.name);
   out += '(';
   for (std::size_t i = 0; i < kernel.params.size(); ++i) {
     if (i > 0) out += ", ";

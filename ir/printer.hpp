@@ -37,14 +37,17 @@ std::string print(const Expr& expr, const Kernel& kernel);
 /// other at the same indent (a nested Block has no text of its own).
 std::string print(const Stmt& stmt, const Kernel& kernel, int indent = 0);
 
-/// True for the words of the text form that cannot name a kernel, parameter or
-/// local: kernel dims var if else for in step atomic reduce true false val out
-/// inout sum min max index extent select neg not, the type names and the math
-/// function names.
+/// True for the words of the text form: kernel dims var if else for in step
+/// atomic reduce true false val out inout sum min max index extent select neg
+/// not, the type names and the math function names. A kernel, parameter or
+/// local may still be called so: the text form writes such a name with a `$`
+/// in front (`$sum`), and the parser reads `$word` as a name whatever the word.
 bool is_keyword(std::string_view word);
-/// True when `name` can name a kernel, parameter or local in the text form:
-/// [A-Za-z_][A-Za-z0-9_.]* and not a keyword.
+/// True when `name` can name a kernel, parameter or local: [A-Za-z_][A-Za-z0-9_.]*.
 bool is_valid_name(std::string_view name);
+/// Appends `name` as the text form writes it: `$name` for a keyword (and for
+/// inf and nan, which could read as literals), else the name itself.
+void append_name(std::string& out, std::string_view name);
 
 std::ostream& operator<<(std::ostream& out, const Kernel& kernel);
 

@@ -15,8 +15,7 @@ namespace canopy::ir {
 namespace {
 
 // Why `name` (which is_valid_name rejects) cannot be a name, as the end of a sentence.
-std::string name_problem(const std::string& name) {
-  if (is_keyword(name)) return " is a keyword of the IR's text form; rename it";
+std::string name_problem(const std::string&) {
   return " is not a valid identifier; use letters, digits, '_' and '.', starting with a letter or '_'";
 }
 

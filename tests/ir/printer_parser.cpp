@@ -355,11 +355,33 @@ TEST_CASE("parser: blank lines, comments and free spacing give the canonical tex
 
 TEST_CASE("parser: names with dots and underscores, names that look like literals") {
   check_round_trip(
-      "kernel my.kernel_2(in f64[1] _x.y, sum f64 inf) dims 1 {\n"
-      "  var nan: f64 = _x.y[index(0)]\n"
-      "  var t.0: f64 = (nan * -inf:f64)\n"
-      "  reduce inf <- (t.0 + inf:f64)\n"
+      "kernel my.kernel_2(in f64[1] _x.y, sum f64 $inf) dims 1 {\n"
+      "  var $nan: f64 = _x.y[index(0)]\n"
+      "  var t.0: f64 = ($nan * -inf:f64)\n"
+      "  reduce $inf <- (t.0 + inf:f64)\n"
       "}\n");
+  // Written without the $, inf and nan not followed by ':' still read as names.
+  CHECK(print(parse("kernel k(sum f64 inf) dims 1 {\n  reduce inf <- 1:f64\n}\n")) ==
+        "kernel k(sum f64 $inf) dims 1 {\n  reduce $inf <- 1:f64\n}\n");
+}
+
+TEST_CASE("keywords name kernels, parameters and locals when written with $") {
+  const std::string text =
+      "kernel $step(inout f64[1] $in, val f64 $sum, max f64 $max) dims 1 {\n"
+      "  var $if: f64 = ($in[index(0)] * $sum)\n"
+      "  for $for in 0:i64 .. 3:i64 {\n"
+      "    $if = ($if + f64($for))\n"
+      "  }\n"
+      "  $in[index(0)] = $if\n"
+      "  reduce $max <- $if\n"
+      "}\n";
+  check_round_trip(text);
+  Kernel k = parse(text);
+  CHECK(k.name == "step");
+  CHECK(k.params[0].name == "in");
+  CHECK(k.params[1].name == "sum");
+  // Without the $, a keyword where a name belongs is an error.
+  CHECK(parse_error("kernel step() dims 1 {\n}\n") == "k.ir:1:8: expected kernel name, found 'step'");
 }
 
 TEST_CASE("printer: malformed trees print placeholders instead of crashing") {
