@@ -1,6 +1,7 @@
 #include "cse.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -13,10 +14,11 @@ namespace canopy::ir {
 
 namespace {
 
-using passes_internal::ExprEqual;
-using passes_internal::ExprHash;
+using passes_internal::ExprMap;
 using passes_internal::ExprReads;
 using passes_internal::FreshNames;
+using passes_internal::HashCache;
+using passes_internal::ReadsCache;
 
 bool is_trivial(const Expr& e) {
   switch (e->kind) {
@@ -70,12 +72,22 @@ struct Candidate {
   std::size_t first = 0, last = 0;
   int count = 0;
   std::size_t finished = 0;  // post-order position of the first occurrence: parts before wholes
-  ExprReads reads;
+  const ExprReads* reads = nullptr;
   std::string var;           // set when shared
   bool reuses_decl = false;  // var is the local that the statement at `first` declares with this value
 };
 
-using ExprToVar = std::unordered_map<Expr, Expr, ExprHash, ExprEqual>;
+using ExprToVar = ExprMap<Expr>;
+
+// What every run of one pass shares: memoized facts about expressions and the names it hands out.
+struct PassState {
+  PassState(const Kernel& kernel, std::set<std::string> assigned_locals)
+      : reads(assigned_locals), assigned(std::move(assigned_locals)), names(kernel, "cse") {}
+  HashCache hashes;
+  ReadsCache reads;                // only assigned locals can end a range: the only ones tracked
+  std::set<std::string> assigned;  // locals assigned anywhere in the kernel
+  FreshNames names;
+};
 
 // Replaces, top-down, each subexpression found in the map by its variable.
 class ReplaceShared final : public Mutator {
@@ -129,8 +141,8 @@ class ReplaceShared final : public Mutator {
 // One straight-line run: count, choose, then rewrite.
 class RunRewriter {
  public:
-  RunRewriter(const std::vector<Stmt>& run, const std::set<std::string>& assigned, FreshNames& names)
-      : run_(run), assigned_(assigned), names_(names) {}
+  RunRewriter(const std::vector<Stmt>& run, PassState& state)
+      : run_(run), state_(state), live_(passes_internal::make_expr_map<std::size_t>(state.hashes)) {}
 
   std::vector<Stmt> rewrite() {
     for (std::size_t k = 0; k < run_.size(); ++k) {
@@ -146,12 +158,18 @@ class RunRewriter {
     });
     for (auto* c : chosen) name_local(*c);
 
+    // Candidates by the statement after which they are no longer used.
+    std::vector<Candidate*> by_last = chosen;
+    std::sort(by_last.begin(), by_last.end(), [](const Candidate* a, const Candidate* b) { return a->last < b->last; });
+
     std::vector<Stmt> out;
-    std::size_t next_decl = 0;
+    auto active = passes_internal::make_expr_map<Expr>(state_.hashes);
+    std::size_t next_decl = 0, next_end = 0;
     for (std::size_t k = 0; k < run_.size(); ++k) {
-      ExprToVar active;
-      for (auto* c : chosen)
-        if (c->first <= k && k <= c->last) active.emplace(c->expr, make_var(c->expr->type, c->var));
+      // Ranges never overlap for one expression, so a key is in `active` at most once.
+      const std::size_t starting = next_decl;
+      for (std::size_t i = starting; i < chosen.size() && chosen[i]->first == k; ++i)
+        active.emplace(chosen[i]->expr, make_var(chosen[i]->expr->type, chosen[i]->var));
       bool declares_shared = false;
       for (; next_decl < chosen.size() && chosen[next_decl]->first == k; ++next_decl) {
         const auto* c = chosen[next_decl];
@@ -161,6 +179,8 @@ class RunRewriter {
           out.push_back(make_decl(c->var, ReplaceShared(active).replace_inside(c->expr)));
       }
       out.push_back(rewrite_statement(run_[k], active, declares_shared));
+      for (; next_end < by_last.size() && by_last[next_end]->last == k; ++next_end)
+        active.erase(by_last[next_end]->expr);
     }
     return out;
   }
@@ -170,11 +190,11 @@ class RunRewriter {
   void name_local(Candidate& c) {
     const auto& s = run_[c.first];
     if (s->kind == StmtKind::Decl && passes_internal::equal(s->as<Decl>().init, c.expr) &&
-        !assigned_.count(s->as<Decl>().name)) {
+        !state_.assigned.count(s->as<Decl>().name)) {
       c.var = s->as<Decl>().name;
       c.reuses_decl = true;
     } else {
-      c.var = names_.next();
+      c.var = state_.names.next();
     }
   }
 
@@ -191,9 +211,11 @@ class RunRewriter {
     c.expr = e;
     c.first = c.last = k;
     c.count = 1;
-    c.reads = passes_internal::reads_of(e);
+    c.reads = &state_.reads.reads(e);
     const std::size_t index = candidates_.size();
     live_.emplace(e, index);
+    for (const auto& local : c.reads->locals) live_by_local_[local].push_back(index);
+    for (const int array : c.reads->arrays) live_by_array_[array].push_back(index);
     candidates_.push_back(std::move(c));
     count_children(e, k);
     candidates_[index].finished = finished_++;
@@ -227,22 +249,23 @@ class RunRewriter {
   }
 
   // After statement `s` runs, expressions reading what it wrote have new
-  // values: their current ranges end, and a later occurrence starts anew.
+  // values: their current ranges end, and a later occurrence starts anew. (A
+  // Decl ends nothing: no expression can read a local before its Decl.)
   void end_ranges_written_by(const Stmt& s) {
-    std::string local;
-    int array = -1;
     switch (s->kind) {
-      case StmtKind::Decl: local = s->as<Decl>().name; break;
-      case StmtKind::Assign: local = s->as<Assign>().name; break;
-      case StmtKind::Store: array = s->as<Store>().param; break;
-      case StmtKind::AtomicAdd: array = s->as<AtomicAdd>().param; break;
-      default: return;
+      case StmtKind::Assign: end_ranges(live_by_local_[s->as<Assign>().name]); break;
+      case StmtKind::Store: end_ranges(live_by_array_[s->as<Store>().param]); break;
+      case StmtKind::AtomicAdd: end_ranges(live_by_array_[s->as<AtomicAdd>().param]); break;
+      default: break;
     }
-    for (auto it = live_.begin(); it != live_.end();) {
-      const auto& reads = candidates_[it->second].reads;
-      const bool stale = array >= 0 ? reads.arrays.count(array) > 0 : reads.locals.count(local) > 0;
-      it = stale ? live_.erase(it) : std::next(it);
+  }
+
+  void end_ranges(std::vector<std::size_t>& readers) {
+    for (const std::size_t index : readers) {
+      auto it = live_.find(candidates_[index].expr);
+      if (it != live_.end() && it->second == index) live_.erase(it);
     }
+    readers.clear();
   }
 
   // `declares_shared`: s is a Decl whose value is a shared expression that it
@@ -298,17 +321,19 @@ class RunRewriter {
   }
 
   const std::vector<Stmt>& run_;
-  const std::set<std::string>& assigned_;
-  FreshNames& names_;
+  PassState& state_;
   std::vector<Candidate> candidates_;
   std::size_t finished_ = 0;
-  std::unordered_map<Expr, std::size_t, ExprHash, ExprEqual> live_;
+  ExprMap<std::size_t> live_;  // expression -> its candidate whose range is still open
+  // Open candidates (and some closed ones) by what they read, to close them fast.
+  std::map<std::string, std::vector<std::size_t>> live_by_local_;
+  std::map<int, std::vector<std::size_t>> live_by_array_;
 };
 
 class CommonSubexpressionEliminator final : public Mutator {
  public:
   explicit CommonSubexpressionEliminator(const Kernel& kernel)
-      : assigned_(passes_internal::writes_of(kernel.body).assigned), names_(kernel, "cse") {}
+      : state_(kernel, passes_internal::writes_of(kernel.body).assigned) {}
 
  protected:
   Stmt visit(const Block& node, const Stmt& self) override {
@@ -345,7 +370,7 @@ class CommonSubexpressionEliminator final : public Mutator {
   std::vector<Stmt> share_within_runs(const std::vector<Stmt>& stmts) {
     std::vector<Stmt> out, run;
     auto flush = [&] {
-      for (auto& s : RunRewriter(run, assigned_, names_).rewrite()) out.push_back(std::move(s));
+      for (auto& s : RunRewriter(run, state_).rewrite()) out.push_back(std::move(s));
       run.clear();
     };
     for (const auto& s : stmts) {
@@ -363,8 +388,7 @@ class CommonSubexpressionEliminator final : public Mutator {
     return out;
   }
 
-  std::set<std::string> assigned_;  // locals assigned anywhere in the kernel
-  FreshNames names_;
+  PassState state_;
 };
 
 }  // namespace

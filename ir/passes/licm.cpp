@@ -15,9 +15,9 @@ namespace canopy::ir {
 
 namespace {
 
-using passes_internal::ExprEqual;
-using passes_internal::ExprHash;
+using passes_internal::ExprMap;
 using passes_internal::FreshNames;
+using passes_internal::HashCache;
 
 bool is_trivial(const Expr& e) {
   switch (e->kind) {
@@ -30,21 +30,56 @@ bool is_trivial(const Expr& e) {
   }
 }
 
-// True when `e` may be computed once before the loop whose body changes
-// the locals in `variant`.
-bool is_invariant(const Expr& e, const std::set<std::string>& variant) {
-  const auto reads = passes_internal::reads_of(e);
-  if (!reads.arrays.empty() || reads.integer_division) return false;
-  for (const auto& name : reads.locals)
-    if (variant.count(name)) return false;
-  return true;
-}
+// Whether an expression may be computed once before the loop whose body
+// changes the locals in `variant`: it reads none of them, loads nothing and
+// divides no integers. Remembered per node, for one loop and one `variant`.
+class Invariance {
+ public:
+  explicit Invariance(const std::set<std::string>& variant) : variant_(variant) {}
+
+  bool operator()(const Expr& e) {
+    auto it = memo_.find(e.get());
+    if (it != memo_.end()) return it->second.second;
+    const bool invariant = compute(e);
+    memo_.emplace(e.get(), std::make_pair(e, invariant));
+    return invariant;
+  }
+
+ private:
+  bool compute(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::Var: return !variant_.count(e->as<VarRef>().name);
+      case ExprKind::Load: return false;
+      case ExprKind::Unary: return (*this)(e->as<Unary>().operand);
+      case ExprKind::Binary: {
+        const auto& b = e->as<Binary>();
+        if (is_int(b.type) && (b.op == BinaryOp::Div || b.op == BinaryOp::Rem)) return false;
+        return (*this)(b.lhs) && (*this)(b.rhs);
+      }
+      case ExprKind::Compare: return (*this)(e->as<Compare>().lhs) && (*this)(e->as<Compare>().rhs);
+      case ExprKind::Cast: return (*this)(e->as<Cast>().operand);
+      case ExprKind::Call:
+        for (const auto& a : e->as<Call>().args)
+          if (!(*this)(a)) return false;
+        return true;
+      case ExprKind::Select: {
+        const auto& s = e->as<Select>();
+        return (*this)(s.cond) && (*this)(s.if_true) && (*this)(s.if_false);
+      }
+      default: return true;  // literals, indices, parameters, extents
+    }
+  }
+
+  const std::set<std::string>& variant_;
+  std::unordered_map<const ExprNode*, std::pair<Expr, bool>> memo_;
+};
 
 // Replaces the largest invariant subexpressions of one loop's body by locals,
 // one local per distinct expression, remembered in order of first use.
 class InvariantReplacer final : public Mutator {
  public:
-  InvariantReplacer(const std::set<std::string>& variant, FreshNames& names) : variant_(variant), names_(names) {}
+  InvariantReplacer(const std::set<std::string>& variant, FreshNames& names, HashCache& hashes)
+      : invariant_(variant), names_(names), locals_(passes_internal::make_expr_map<Expr>(hashes)) {}
 
   /// (name, value) of every local introduced, in order.
   const std::vector<std::pair<std::string, Expr>>& hoisted() const { return hoisted_; }
@@ -73,7 +108,7 @@ class InvariantReplacer final : public Mutator {
  private:
   template <class Recurse>
   Expr hoist_or(const Expr& self, Recurse recurse) {
-    if (is_trivial(self) || !is_invariant(self, variant_)) return recurse();
+    if (is_trivial(self) || !invariant_(self)) return recurse();
     auto it = locals_.find(self);
     if (it != locals_.end()) return it->second;
     auto name = names_.next();
@@ -83,9 +118,9 @@ class InvariantReplacer final : public Mutator {
     return var;
   }
 
-  const std::set<std::string>& variant_;
+  Invariance invariant_;
   FreshNames& names_;
-  std::unordered_map<Expr, Expr, ExprHash, ExprEqual> locals_;
+  ExprMap<Expr> locals_;
   std::vector<std::pair<std::string, Expr>> hoisted_;
 };
 
@@ -140,7 +175,7 @@ class LoopInvariantHoister final : public Mutator {
       }
     }
 
-    InvariantReplacer replacer(variant, names_);
+    InvariantReplacer replacer(variant, names_, hashes_);
     bool changed = before.size() > 0;
     for (auto& s : kept) {
       auto m = replacer.mutate(s);
@@ -161,11 +196,12 @@ class LoopInvariantHoister final : public Mutator {
     if (assigned.count(decl.name)) return false;
     auto it = bindings_.find(decl.name);
     if (it != bindings_.end() && it->second > 1) return false;
-    return is_invariant(decl.init, variant);
+    return Invariance(variant)(decl.init);
   }
 
   FreshNames names_;
   std::map<std::string, int> bindings_;
+  HashCache hashes_;
   std::map<const StmtNode*, Stmt> splice_;
 };
 

@@ -22,6 +22,7 @@ Kernel fold_and_simplify(const Kernel& kernel) { return simplify(fold_constants(
 }  // namespace
 
 Kernel optimize(const Kernel& kernel) {
+  verify(kernel);  // a malformed input is the caller's error, reported as the verifier words it
   Kernel current = kernel;
   std::string text = print(current);
   for (int round = 0; round < max_simplify_rounds; ++round) {

@@ -8,16 +8,18 @@
 //   fold, simplify, repeated until the printed kernel stops changing (at most
 //   4 rounds); then hoist_loop_invariants, eliminate_common_subexpressions,
 //   eliminate_dead_code, and a last fold and simplify.
-// The result is verified (it is cheap), so a pass that breaks a kernel fails
-// here with the verifier's message instead of in a device compiler.
+// The input is verified first (passes assume a well-formed kernel) and so is
+// the result (it is cheap), so a pass that breaks a kernel fails here, with
+// the verifier's message, instead of in a device compiler.
 #pragma once
 
 #include "../kernel.hpp"
 
 namespace canopy::ir {
 
-/// The kernel after the standard pipeline; throws canopy::Error if the result
-/// does not verify (which is a bug in a pass, reported as such).
+/// The kernel after the standard pipeline. Throws canopy::Error with the
+/// verifier's message when `kernel` does not verify, and one saying so when the
+/// result does not (a bug in a pass).
 Kernel optimize(const Kernel& kernel);
 
 }  // namespace canopy::ir

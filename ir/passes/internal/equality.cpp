@@ -61,7 +61,11 @@ bool equal(const Expr& a, const Expr& b) {
   return false;
 }
 
-std::size_t hash_of(const Expr& e) {
+namespace {
+
+// The hash of one node, given a way to hash its children.
+template <class ChildHash>
+std::size_t hash_node(const Expr& e, ChildHash&& child) {
   std::size_t h = combine(static_cast<std::size_t>(e->kind), static_cast<std::size_t>(e->type));
   switch (e->kind) {
     case ExprKind::Const: {
@@ -77,28 +81,42 @@ std::size_t hash_of(const Expr& e) {
                      static_cast<std::size_t>(e->as<Extent>().dim));
     case ExprKind::Load:
       h = combine(h, static_cast<std::size_t>(e->as<Load>().param));
-      for (const auto& i : e->as<Load>().indices) h = combine(h, hash_of(i));
+      for (const auto& i : e->as<Load>().indices) h = combine(h, child(i));
       return h;
     case ExprKind::Unary:
-      return combine(combine(h, static_cast<std::size_t>(e->as<Unary>().op)), hash_of(e->as<Unary>().operand));
+      return combine(combine(h, static_cast<std::size_t>(e->as<Unary>().op)), child(e->as<Unary>().operand));
     case ExprKind::Binary: {
       const auto& b = e->as<Binary>();
-      return combine(combine(combine(h, static_cast<std::size_t>(b.op)), hash_of(b.lhs)), hash_of(b.rhs));
+      return combine(combine(combine(h, static_cast<std::size_t>(b.op)), child(b.lhs)), child(b.rhs));
     }
     case ExprKind::Compare: {
       const auto& c = e->as<Compare>();
-      return combine(combine(combine(h, static_cast<std::size_t>(c.op)), hash_of(c.lhs)), hash_of(c.rhs));
+      return combine(combine(combine(h, static_cast<std::size_t>(c.op)), child(c.lhs)), child(c.rhs));
     }
-    case ExprKind::Cast: return combine(h, hash_of(e->as<Cast>().operand));
+    case ExprKind::Cast: return combine(h, child(e->as<Cast>().operand));
     case ExprKind::Call:
       h = combine(h, static_cast<std::size_t>(e->as<Call>().fn));
-      for (const auto& a : e->as<Call>().args) h = combine(h, hash_of(a));
+      for (const auto& a : e->as<Call>().args) h = combine(h, child(a));
       return h;
     case ExprKind::Select: {
       const auto& s = e->as<Select>();
-      return combine(combine(combine(h, hash_of(s.cond)), hash_of(s.if_true)), hash_of(s.if_false));
+      return combine(combine(combine(h, child(s.cond)), child(s.if_true)), child(s.if_false));
     }
   }
+  return h;
+}
+
+}  // namespace
+
+std::size_t hash_of(const Expr& e) {
+  return hash_node(e, [](const Expr& c) { return hash_of(c); });
+}
+
+std::size_t HashCache::hash(const Expr& e) {
+  auto it = memo_.find(e.get());
+  if (it != memo_.end()) return it->second.second;
+  const std::size_t h = hash_node(e, [this](const Expr& c) { return hash(c); });
+  memo_.emplace(e.get(), std::make_pair(e, h));
   return h;
 }
 

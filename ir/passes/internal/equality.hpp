@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <unordered_map>
+#include <utility>
 
 #include "../../expr.hpp"
 
@@ -18,12 +20,36 @@ bool equal(const Expr& a, const Expr& b);
 /// A hash consistent with `equal`.
 std::size_t hash_of(const Expr& e);
 
-/// Functors for unordered containers keyed by expression structure.
+/// hash_of, remembered per node: a pass that hashes every subtree of a deep
+/// expression then pays for each node once, not once per enclosing node. The
+/// cache holds on to the nodes it has seen, so no other node can take the
+/// address of one it remembers.
+class HashCache {
+ public:
+  std::size_t hash(const Expr& e);
+
+ private:
+  std::unordered_map<const ExprNode*, std::pair<Expr, std::size_t>> memo_;
+};
+
+/// Functors for unordered containers keyed by expression structure; the hash
+/// goes through the pass's HashCache.
 struct ExprHash {
-  std::size_t operator()(const Expr& e) const { return hash_of(e); }
+  HashCache* cache;
+  std::size_t operator()(const Expr& e) const { return cache->hash(e); }
 };
 struct ExprEqual {
   bool operator()(const Expr& a, const Expr& b) const { return equal(a, b); }
 };
+
+/// An unordered map keyed by expression structure.
+template <class Value>
+using ExprMap = std::unordered_map<Expr, Value, ExprHash, ExprEqual>;
+
+/// An empty ExprMap hashing through `cache`.
+template <class Value>
+ExprMap<Value> make_expr_map(HashCache& cache) {
+  return ExprMap<Value>(16, ExprHash{&cache}, ExprEqual{});
+}
 
 }  // namespace canopy::ir::passes_internal

@@ -93,6 +93,51 @@ ExprReads reads_of(const Expr& expr) {
   return std::move(collector.reads);
 }
 
+const ExprReads& ReadsCache::reads(const Expr& expr) {
+  auto it = memo_.find(expr.get());
+  if (it != memo_.end()) return it->second.second;
+  ExprReads r;
+  switch (expr->kind) {
+    case ExprKind::Var:
+      if (tracked_.count(expr->as<VarRef>().name)) r.locals.insert(expr->as<VarRef>().name);
+      break;
+    case ExprKind::Load:
+      r.arrays.insert(expr->as<Load>().param);
+      for (const auto& i : expr->as<Load>().indices) merge_child(r, i);
+      break;
+    case ExprKind::Unary: merge_child(r, expr->as<Unary>().operand); break;
+    case ExprKind::Binary: {
+      const auto& b = expr->as<Binary>();
+      if (is_int(b.type) && (b.op == BinaryOp::Div || b.op == BinaryOp::Rem)) r.integer_division = true;
+      merge_child(r, b.lhs);
+      merge_child(r, b.rhs);
+      break;
+    }
+    case ExprKind::Compare:
+      merge_child(r, expr->as<Compare>().lhs);
+      merge_child(r, expr->as<Compare>().rhs);
+      break;
+    case ExprKind::Cast: merge_child(r, expr->as<Cast>().operand); break;
+    case ExprKind::Call:
+      for (const auto& a : expr->as<Call>().args) merge_child(r, a);
+      break;
+    case ExprKind::Select:
+      merge_child(r, expr->as<Select>().cond);
+      merge_child(r, expr->as<Select>().if_true);
+      merge_child(r, expr->as<Select>().if_false);
+      break;
+    default: break;  // literals, indices, parameters and extents read nothing that changes
+  }
+  return memo_.emplace(expr.get(), std::make_pair(expr, std::move(r))).first->second.second;
+}
+
+void ReadsCache::merge_child(ExprReads& into, const Expr& child) {
+  const auto& c = reads(child);
+  into.locals.insert(c.locals.begin(), c.locals.end());
+  into.arrays.insert(c.arrays.begin(), c.arrays.end());
+  into.integer_division = into.integer_division || c.integer_division;
+}
+
 StmtWrites writes_of(const Stmt& stmt) {
   WriteCollector collector;
   collector.walk(stmt);

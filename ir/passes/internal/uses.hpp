@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "../../kernel.hpp"
 
@@ -18,6 +20,23 @@ struct ExprReads {
   bool integer_division = false;  ///< it contains an integer / or %
 };
 ExprReads reads_of(const Expr& expr);
+
+/// reads_of, remembered per node and built from the children's answers, for a
+/// pass that asks about every subtree of deep expressions. Only the locals in
+/// `tracked` are recorded (a pass names the ones it cares about, e.g. those
+/// ever assigned, so the sets stay small in long chains of distinct locals).
+/// Like HashCache it holds on to the nodes it has seen; references it returns
+/// stay valid while it lives.
+class ReadsCache {
+ public:
+  explicit ReadsCache(std::set<std::string> tracked) : tracked_(std::move(tracked)) {}
+  const ExprReads& reads(const Expr& expr);
+
+ private:
+  void merge_child(ExprReads& into, const Expr& child);
+  std::set<std::string> tracked_;
+  std::unordered_map<const ExprNode*, std::pair<Expr, ExprReads>> memo_;
+};
 
 /// Everything a statement (with its children) may change or introduce.
 struct StmtWrites {
