@@ -2,8 +2,8 @@
 //
 // Why it exists: the other passes leave debris (a local whose every use was
 // folded away, CSE or LICM temporaries that simplification made redundant,
-// an `if` whose branches both emptied), and the DSL's tracing declares locals
-// a user never reads. Expressions have no side effects, so a local matters
+// an `if` whose branches both emptied), and user code may declare locals it
+// never reads. Expressions have no side effects, so a local matters
 // only if its value can reach a Store, an AtomicAdd, a Reduce, an If
 // condition or a loop bound; Decls and Assigns of every other local go. Then
 // an If with no statement in either branch, a For with an empty body (counted

@@ -133,7 +133,8 @@ Expr evaluate_unary(UnaryOp op, const Expr& x) {
     return nullptr;
   }
   switch (type) {
-    case ScalarType::I32: return make_int(type, *evaluate_int<std::int32_t>(BinaryOp::Sub, 0, int_of(x)));
+    case ScalarType::I32:
+      return make_int(type, *evaluate_int<std::int32_t>(BinaryOp::Sub, 0, static_cast<std::int32_t>(int_of(x))));
     case ScalarType::I64: return make_int(type, *evaluate_int<std::int64_t>(BinaryOp::Sub, 0, int_of(x)));
     case ScalarType::F32: return f32_literal(-static_cast<float>(float_of(x)));
     case ScalarType::F64: return make_const(type, -float_of(x));
@@ -225,8 +226,9 @@ Expr evaluate_call(MathFn fn, const std::vector<Expr>& args) {
   if (fn == MathFn::Abs && is_int(type)) {
     const std::int64_t v = int_of(args[0]);
     if (v >= 0) return args[0];
-    return type == ScalarType::I32 ? make_int(type, *evaluate_int<std::int32_t>(BinaryOp::Sub, 0, v))
-                                   : make_int(type, *evaluate_int<std::int64_t>(BinaryOp::Sub, 0, v));
+    return type == ScalarType::I32
+               ? make_int(type, *evaluate_int<std::int32_t>(BinaryOp::Sub, 0, static_cast<std::int32_t>(v)))
+               : make_int(type, *evaluate_int<std::int64_t>(BinaryOp::Sub, 0, v));
   }
   const double second = args.size() > 1 ? float_of(args[1]) : 0.0;
   if (type == ScalarType::F64) {

@@ -11,7 +11,8 @@
 // rounded to f32 at every step, % on floats as fmod), never C++'s undefined or
 // host-specific behaviour. sqrt, floor and abs are exact; exp, log, sin, cos and
 // pow are evaluated with the host's C math library in the operand's precision,
-// which is what the CPU backend calls at run time (and what LLVM itself folds).
+// which is what the CPU backend calls at run time (device libraries may differ
+// from it by the last bit, as they may from each other).
 // A select with a literal condition becomes the chosen side. min / max of a
 // +0.0 and a -0.0 is left alone: which zero comes back is not specified.
 #pragma once

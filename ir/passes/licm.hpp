@@ -4,9 +4,8 @@
 //
 // Why it exists: kernels written with the DSL compute things like `s * 2.0`
 // or `i * n` inside inner loops because that is where the user needed them;
-// hoisting here, where we know exactly what an expression reads, is simpler
-// and more reliable than hoping every device compiler proves it (OpenCL and
-// CUDA compilers often cannot see through our generated address arithmetic).
+// hoisting here, where we know exactly what an expression reads, does not
+// depend on every device compiler proving the same thing on its own.
 //
 // A subexpression of the body moves when it reads neither the loop counter,
 // nor a local declared or assigned anywhere in the body, nor an array (a load
