@@ -9,6 +9,7 @@
 // body of the IR's If or For.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -73,6 +74,10 @@ class Var {
 
 namespace dsl {
 
+/// A condition of If / ElseIf: a bool value or a C++ bool.
+template <class X>
+concept Condition = std::is_same_v<X, bool> ||(Symbolic<X>&& std::is_same_v<typename X::value_type, bool>);
+
 /// What If(...) returns: attaches Else / ElseIf branches to the If just emitted.
 class IfChain {
  public:
@@ -87,7 +92,7 @@ class IfChain {
     attach(std::move(else_body));
   }
   /// Another condition, tested when every condition before it was false.
-  template <class C, class F>
+  template <Condition C, class F>
   requires std::is_invocable_v<F> IfChain& ElseIf(const C& cond, F&& body) {
     auto c = expr_of<bool>(cond);
     auto inner_then = tracer_->trace_block(std::forward<F>(body));
@@ -112,9 +117,6 @@ class IfChain {
   ir::Stmt then_;
   std::vector<std::pair<ir::Expr, ir::Stmt>> branches_;
 };
-
-template <class X>
-concept Condition = std::is_same_v<X, bool> ||(Symbolic<X>&& std::is_same_v<typename X::value_type, bool>);
 
 template <class X>
 concept LoopBound = (Symbolic<X> && Integer<typename X::value_type>) || std::is_integral_v<X>;
@@ -154,6 +156,9 @@ void For(const B& begin, const E& end, std::int64_t step, F&& body) {
   using T = dsl::loop_type_t<B, E>;
   auto& tracer = dsl::Tracer::current("For");
   if (step <= 0) tracer.fail("For", "the step must be a positive constant, got " + std::to_string(step));
+  if (step > std::numeric_limits<T>::max())
+    tracer.fail("For", "the step " + std::to_string(step) + " does not fit the loop counter's type " +
+                           std::string(ir::name_of(ir::scalar_type_of<T>())));
   auto name = tracer.fresh_name("k");
   Value<T> counter(ir::make_var(ir::scalar_type_of<T>(), name));
   auto block = tracer.trace_block([&] { body(counter); });
