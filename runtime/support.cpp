@@ -56,25 +56,22 @@ std::ostream& operator<<(std::ostream& out, const MemoryTraits& traits) {
 namespace runtime {
 
 void Completion::finish(std::exception_ptr error) {
-  {
-    std::lock_guard lock(mutex_);
-    error_ = std::move(error);
-    done_.store(true, std::memory_order_release);
-  }
-  cv_.notify_all();
+  error_ = std::move(error);
+  state_.store(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) != 0) state_.notify_all();
 }
 
 void Completion::wait(bool rethrow) const {
   if (!done()) {
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return done(); });
+    // A short region ends within microseconds: spinning avoids two futex calls.
+    for (int spin = 0; spin < 4000 && !done(); ++spin) cpu_relax();
+    if (!done()) {
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      while (state_.load(std::memory_order_seq_cst) == 0) state_.wait(0, std::memory_order_seq_cst);
+      sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+    }
   }
   if (rethrow && error_) std::rethrow_exception(error_);
-}
-
-std::exception_ptr Completion::error() const {
-  std::lock_guard lock(mutex_);
-  return error_;
 }
 
 ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location)
