@@ -8,7 +8,10 @@
 #include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/error.hpp>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <optional>
+#include <random>
 #include <sstream>
 
 using namespace canopy::ir;
@@ -159,15 +162,15 @@ TEST_CASE("footprint: strided access b[2*i+1] and b[2*i]") {
 }
 
 TEST_CASE("footprint: gather a[idx[i]] and scatter with atomics") {
-  // out[i] = a[idx[i]]
-  const Kernel gather = make_kernel("gather", {out1("out"), in1("a"), Param::array("idx", I64, 1, Access::In)}, 1,
+  // dst[i] = a[idx[i]]
+  const Kernel gather = make_kernel("gather", {out1("dst"), in1("a"), Param::array("idx", I64, 1, Access::In)}, 1,
                                     {make_store(0, {idx(0)}, load(1, {make_load(I64, 2, {idx(0)})}))});
   const Footprint fp = footprint_of(gather);
   CHECK(fp.of(1)->reads.dims == std::vector<DimFootprint>{DimFootprint::data_dependent()});
   CHECK(fp.of(2)->reads.dims == std::vector<DimFootprint>{affine({1, 0, 0}, 0, 0)});
   CHECK(rows_touched(fp.of(1)->reads, 0, 10, 20, 100) == Interval{0, 100});
   CHECK(rows_touched(fp.of(2)->reads, 0, 10, 20, 100) == Interval{10, 20});
-  CHECK(describe(fp, gather) == "out: written dim0 i0\na: read dim0 data-dependent\nidx: read dim0 i0");
+  CHECK(describe(fp, gather) == "dst: written dim0 i0\na: read dim0 data-dependent\nidx: read dim0 i0");
 
   // atomic hist[bin[i]] += 1.0, and the same through a local
   const Kernel histogram =
@@ -428,9 +431,9 @@ TEST_CASE("footprint: overflow falls back to Whole and rows_touched saturates") 
         DimFootprint::whole());
   // An i32 offset outside i32's range wraps in the kernel: Whole.
   const Expr i32_index = make_cast(ScalarType::I32, idx(0));
-  CHECK(read_dim0_of_b(plus(i32_index, make_int(ScalarType::I32, 7))) == affine({1, 0, 0}, 7, 7));
-  CHECK(read_dim0_of_b(plus(plus(i32_index, make_int(ScalarType::I32, 2147483647)), make_int(ScalarType::I32, 1))) ==
-        DimFootprint::whole());
+  CHECK(read_dim0_of_b(make_cast(I64, plus(i32_index, make_int(ScalarType::I32, 7)))) == affine({1, 0, 0}, 7, 7));
+  CHECK(read_dim0_of_b(make_cast(I64, plus(plus(i32_index, make_int(ScalarType::I32, 2147483647)),
+                                           make_int(ScalarType::I32, 1)))) == DimFootprint::whole());
 
   const AccessFootprint huge{true, {affine({std::int64_t{1} << 40, 0, 0}, 0, 0)}, 1, true, false};
   CHECK(rows_touched(huge, 0, std::int64_t{1} << 30, (std::int64_t{1} << 30) + 2, 100) == Interval{});
@@ -462,4 +465,226 @@ TEST_CASE("footprint: shared and deep expressions stay cheap and safe") {
   Expr shallow = idx(0);
   for (int n = 0; n < 100; ++n) shallow = plus(shallow, lit(1));
   CHECK(read_dim0_of_b(shallow) == affine({1, 0, 0}, 100, 100));
+}
+
+// ---- properties checked on random inputs ------------------------------------
+
+namespace {
+
+/// A random i64 index expression over index(0), index(1), the loop counter k,
+/// idx[index(0)] and literals, with the operators the analysis reasons about.
+class RandomIndex {
+ public:
+  explicit RandomIndex(std::uint64_t seed) : rng_(seed) {}
+
+  Expr make(int depth) {
+    if (depth == 0 || pick(4) == 0) return leaf();
+    switch (pick(17)) {
+      case 0: return make_unary(UnaryOp::Neg, make(depth - 1));
+      case 1: return make_unary(UnaryOp::Not, make(depth - 1));
+      case 2: return make_call(MathFn::Abs, {make(depth - 1)});
+      case 3:
+        return make_select(make_compare(CompareOp::Lt, make(depth - 1), make(depth - 1)), make(depth - 1),
+                           make(depth - 1));
+      case 4: return make_cast(I64, make_compare(CompareOp::Ge, make(depth - 1), make(depth - 1)));
+      default: {
+        static constexpr BinaryOp ops[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div,
+                                           BinaryOp::Rem, BinaryOp::Min, BinaryOp::Max, BinaryOp::And,
+                                           BinaryOp::Or,  BinaryOp::Xor, BinaryOp::Shl, BinaryOp::Shr};
+        const BinaryOp op = ops[pick(std::size(ops))];
+        // Shifts and divisions mostly by literals, as real index code has them.
+        Expr rhs = (op >= BinaryOp::Div && op != BinaryOp::Min && op != BinaryOp::Max && pick(4) != 0)
+                       ? lit(static_cast<std::int64_t>(pick(9)) - 4)
+                       : make(depth - 1);
+        return make_binary(op, make(depth - 1), rhs);
+      }
+    }
+  }
+
+  std::uint64_t pick(std::uint64_t n) { return rng_() % n; }
+
+ private:
+  Expr leaf() {
+    switch (pick(8)) {
+      case 0:
+      case 1: return idx(0);
+      case 2: return idx(1);
+      case 3: return make_var(I64, "k");
+      case 4: return make_load(I64, 2, {idx(0)});
+      case 5: return lit(pick(50) == 0 ? std::numeric_limits<std::int64_t>::max() - 3 : 0);
+      default: return lit(static_cast<std::int64_t>(pick(11)) - 5);
+    }
+  }
+  std::mt19937_64 rng_;
+};
+
+/// The IR's value of `e` at one point, or nothing when some step overflows
+/// int64 (the analysis assumes index arithmetic never wraps).
+struct Point {
+  std::int64_t i0, i1, k;
+  const std::vector<std::int64_t>* idx;
+};
+
+std::optional<std::int64_t> value_at(const Expr& e, const Point& p) {
+  using R = std::optional<std::int64_t>;
+  switch (e->kind) {
+    case ExprKind::Const: return e->as<Const>().int_value;
+    case ExprKind::Index: return e->as<Index>().dim == 0 ? p.i0 : p.i1;
+    case ExprKind::Var: return p.k;
+    case ExprKind::Load: return p.idx->at(static_cast<std::size_t>(p.i0));
+    case ExprKind::Unary: {
+      auto x = value_at(e->as<Unary>().operand, p);
+      if (!x) return x;
+      if (e->as<Unary>().op == UnaryOp::Not) return ~*x;
+      return *x == std::numeric_limits<std::int64_t>::min() ? R{} : R{-*x};
+    }
+    case ExprKind::Call: {
+      auto x = value_at(e->as<Call>().args[0], p);
+      if (!x || *x == std::numeric_limits<std::int64_t>::min()) return R{};
+      return *x < 0 ? -*x : *x;
+    }
+    case ExprKind::Compare: {
+      auto a = value_at(e->as<Compare>().lhs, p), b = value_at(e->as<Compare>().rhs, p);
+      if (!a || !b) return R{};
+      return e->as<Compare>().op == CompareOp::Lt ? *a < *b : *a >= *b;
+    }
+    case ExprKind::Cast: return value_at(e->as<Cast>().operand, p);
+    case ExprKind::Select: {
+      auto c = value_at(e->as<Select>().cond, p);
+      auto t = value_at(e->as<Select>().if_true, p), f = value_at(e->as<Select>().if_false, p);
+      if (!c || !t || !f) return R{};
+      return *c ? t : f;
+    }
+    case ExprKind::Binary: {
+      const auto& b = e->as<Binary>();
+      auto x = value_at(b.lhs, p), y = value_at(b.rhs, p);
+      if (!x || !y) return R{};
+      std::int64_t r = 0;
+      switch (b.op) {
+        case BinaryOp::Add: return __builtin_add_overflow(*x, *y, &r) ? R{} : R{r};
+        case BinaryOp::Sub: return __builtin_sub_overflow(*x, *y, &r) ? R{} : R{r};
+        case BinaryOp::Mul: return __builtin_mul_overflow(*x, *y, &r) ? R{} : R{r};
+        case BinaryOp::Div:
+          if (*y == 0) return 0;
+          if (*y == -1 && *x == std::numeric_limits<std::int64_t>::min()) return R{};
+          return *x / *y;
+        case BinaryOp::Rem: return (*y == 0 || *y == -1) ? 0 : *x % *y;
+        case BinaryOp::Min: return std::min(*x, *y);
+        case BinaryOp::Max: return std::max(*x, *y);
+        case BinaryOp::And: return *x & *y;
+        case BinaryOp::Or: return *x | *y;
+        case BinaryOp::Xor: return *x ^ *y;
+        case BinaryOp::Shl: {
+          const int s = static_cast<int>(*y & 63);
+          if (s == 63) return *x == 0 ? R{0} : R{};
+          return __builtin_mul_overflow(*x, std::int64_t{1} << s, &r) ? R{} : R{r};
+        }
+        case BinaryOp::Shr: return *x >> (*y & 63);
+      }
+      return R{};
+    }
+    default: return R{};
+  }
+}
+
+bool has_load(const Expr& e) {
+  if (e->kind == ExprKind::Load) return true;
+  bool found = false;
+  auto check = [&](const Expr& c) { found = found || has_load(c); };
+  switch (e->kind) {
+    case ExprKind::Unary: check(e->as<Unary>().operand); break;
+    case ExprKind::Cast: check(e->as<Cast>().operand); break;
+    case ExprKind::Call: check(e->as<Call>().args[0]); break;
+    case ExprKind::Compare:
+      check(e->as<Compare>().lhs);
+      check(e->as<Compare>().rhs);
+      break;
+    case ExprKind::Binary:
+      check(e->as<Binary>().lhs);
+      check(e->as<Binary>().rhs);
+      break;
+    case ExprKind::Select:
+      check(e->as<Select>().cond);
+      check(e->as<Select>().if_true);
+      check(e->as<Select>().if_false);
+      break;
+    default: break;
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("footprint: every value a random index takes lies in its footprint") {
+  RandomIndex random(20240611);
+  std::vector<std::int64_t> contents(12);
+  int affine_count = 0, checked_points = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    for (auto& v : contents) v = static_cast<std::int64_t>(random.pick(41)) - 20;
+    const Expr index = random.make(1 + static_cast<int>(random.pick(4)));
+    const std::int64_t k_begin = static_cast<std::int64_t>(random.pick(7)) - 3;
+    const std::int64_t k_end = k_begin + static_cast<std::int64_t>(random.pick(6));
+    const std::int64_t k_step = 1 + static_cast<std::int64_t>(random.pick(3));
+    // for k in k_begin..k_end step k_step { a[i] = b[index] }
+    const Kernel k = make_kernel("k", {out1("a"), in1("b"), Param::array("idx", I64, 1, Access::In)}, 2,
+                                 {make_for("k", lit(k_begin), lit(k_end), lit(k_step),
+                                           make_block({make_store(0, {idx(0)}, load(1, {index}))}))});
+    const AccessFootprint reads = footprint_of(k, 1).reads;
+    if (k_end <= k_begin) {
+      CHECK_FALSE(reads.present);
+      continue;
+    }
+    REQUIRE(reads.present);
+    const DimFootprint dim = reads.dims.at(0);
+    if (!dim.is_affine()) {
+      // Unbounded: data dependent exactly when the index reads memory.
+      CHECK((dim.pattern == IndexPattern::DataDependent) == has_load(index));
+      continue;
+    }
+    ++affine_count;
+    for (std::int64_t i0 = 0; i0 < 12; ++i0)
+      for (std::int64_t i1 = 0; i1 < 5; ++i1)
+        for (std::int64_t kv = k_begin; kv < k_end; kv += k_step) {
+          const auto value = value_at(index, Point{i0, i1, kv, &contents});
+          if (!value) continue;
+          ++checked_points;
+          const __int128 offset = __int128{*value} - __int128{dim.coeff[0]} * i0 - __int128{dim.coeff[1]} * i1;
+          if (offset < dim.lo || offset > dim.hi) {
+            FAIL_CHECK("value outside the footprint: " << describe(dim) << " at i0=" << i0 << " i1=" << i1
+                                                       << " k=" << kv << " value " << *value);
+            i0 = 12;  // one report per expression
+            break;
+          }
+        }
+  }
+  // The generator must exercise the affine paths, not only the fallbacks.
+  CHECK(affine_count > 500);
+  CHECK(checked_points > 10000);
+}
+
+TEST_CASE("footprint: rows_touched is the exact hull of the touched positions") {
+  std::mt19937_64 rng(7);
+  auto draw = [&](std::int64_t lo, std::int64_t hi) {
+    return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  for (int trial = 0; trial < 20000; ++trial) {
+    const std::int64_t c = draw(-4, 4), lo = draw(-6, 6), hi = lo + draw(0, 4);
+    const std::int64_t begin = draw(0, 30), end = draw(0, 30), extent = draw(-1, 40);
+    const AccessFootprint access{true, {affine({c, 0, 0}, lo, hi)}, 1, true, false};
+    std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
+    for (std::int64_t i = begin; i < end; ++i)
+      for (std::int64_t off = lo; off <= hi; ++off) {
+        const std::int64_t pos = c * i + off;
+        if (pos < 0 || pos >= extent) continue;
+        first = std::min(first, pos);
+        last = std::max(last, pos);
+      }
+    const Interval expected = first <= last ? Interval{first, last + 1} : Interval{};
+    const Interval got = rows_touched(access, 0, begin, end, extent);
+    if (got != expected) {
+      FAIL_CHECK("c=" << c << " off=[" << lo << "," << hi << "] piece=[" << begin << "," << end << ") extent=" << extent
+                      << ": got " << got << ", expected " << expected);
+      break;
+    }
+  }
 }
