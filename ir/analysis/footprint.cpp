@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -23,7 +22,7 @@ constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 /// is given up as unbounded rather than risk the stack.
 constexpr int kMaxDepth = 1000;
 
-// ---- checked 64-bit arithmetic -------------------------------
+// ---- checked 64-bit and exact 128-bit arithmetic ---------------------------
 
 std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
   std::int64_t r;
@@ -40,6 +39,7 @@ std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
   if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
   return r;
 }
+
 // 128 bits hold any product of two int64 values plus an int64, exactly.
 __extension__ typedef __int128 Wide;
 
