@@ -24,7 +24,10 @@ namespace runtime {
 /// regions in flight that use it.
 class ArrayStorage {
  public:
+  /// An array in memory Canopy allocates (zero-filled).
   ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location);
+  /// An array over the user's memory at `user_data` (Runtime::wrap): never freed by Canopy.
+  ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location, void* user_data);
   ~ArrayStorage();
   ArrayStorage(const ArrayStorage&) = delete;
   ArrayStorage& operator=(const ArrayStorage&) = delete;
@@ -33,16 +36,25 @@ class ArrayStorage {
   const Shape& shape() const { return shape_; }
   std::size_t bytes() const { return bytes_; }
   const MemoryTraits& traits() const { return traits_; }
-  /// The location the array is placed at.
-  const std::string& location() const { return location_; }
+  /// A number unique among the arrays of the process (for statistics and dumps).
+  std::uint64_t id() const { return id_; }
+  /// The location the array is placed at now.
+  std::string location() const;
+  /// Places the array at another location (the runtime moves its data first).
+  void set_location(std::string location);
+  /// "array 'grid' (f64 512x512 at numa0)", or "array #3 (...)" without a name.
+  std::string describe() const;
   /// The host copy of the elements (row-major).
   void* host_data() const { return host_; }
+  /// Gives the memory's pages back to the system; the contents read as zero
+  /// afterwards (arrays with a per-region lifetime, between regions).
+  void release_contents();
 
-  /// Records a region piece that reads and/or writes the array and returns
-  /// the earlier pieces it must wait for (read after write, write after read
+  /// Records a region that reads and/or writes the array and returns the
+  /// earlier regions it must wait for (read after write, write after read
   /// or write).
   std::vector<CompletionPtr> add_use(const CompletionPtr& use, bool reads, bool writes);
-  /// Waits for every piece in flight that uses the array.
+  /// Waits for every region in flight that uses the array.
   void wait_idle();
 
  private:
@@ -50,10 +62,12 @@ class ArrayStorage {
   Shape shape_;
   std::size_t bytes_;
   MemoryTraits traits_;
-  std::string location_;
+  std::uint64_t id_;
   void* host_ = nullptr;
+  bool owns_memory_ = true;
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  std::string location_;
   CompletionPtr last_writer_;
   std::vector<CompletionPtr> readers_;  ///< since the last writer
 };
@@ -102,7 +116,8 @@ class Array {
   const Shape& shape() const { return storage_->shape(); }
   std::int64_t extent(int dim) const { return storage_->shape()[dim]; }
   std::int64_t size() const { return storage_->shape().size(); }
-  const std::string& location() const { return storage_->location(); }
+  /// The location the array is placed at now.
+  std::string location() const { return storage_->location(); }
 
   /// The elements on the host, current: waits for the regions that use the
   /// array. Writes through the view are seen by the regions launched after.

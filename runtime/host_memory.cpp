@@ -45,6 +45,14 @@ void* allocate_host(std::size_t bytes) {
   return reinterpret_cast<void*>(aligned);
 }
 
+void release_host(void* data, std::size_t bytes) {
+  if (!data) return;
+  if (bytes < mapped_threshold)
+    std::memset(data, 0, bytes);
+  else
+    madvise(data, round_up(bytes, huge_page), MADV_DONTNEED);
+}
+
 void free_host(void* data, std::size_t bytes) {
   if (!data) return;
   if (bytes == 0) bytes = 1;

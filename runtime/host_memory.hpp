@@ -13,5 +13,8 @@ namespace canopy::runtime {
 void* allocate_host(std::size_t bytes);
 /// Frees what allocate_host returned (`bytes` must be the same).
 void free_host(void* data, std::size_t bytes);
+/// Gives the pages of what allocate_host returned back to the system while
+/// keeping the addresses valid: the memory reads as zero afterwards.
+void release_host(void* data, std::size_t bytes);
 
 }  // namespace canopy::runtime

@@ -1,6 +1,7 @@
 // Small pieces of the public runtime types: shapes, traits, completions,
 // array storage.
 #include <algorithm>
+#include <atomic>
 #include <sstream>
 
 #include <canopy/ir/error.hpp>
@@ -23,9 +24,52 @@ std::ostream& operator<<(std::ostream& out, const Shape& shape) { return out << 
 
 MemoryTraits MemoryTraits::operator|(const MemoryTraits& other) const {
   MemoryTraits t = *this;
-  if (!other.location.empty()) t.location = other.location;
-  if (other.distance) t.distance = other.distance;
+  if (!other.location.empty()) {
+    t.location = other.location;
+    t.distance.reset();
+  }
+  if (other.distance) {
+    t.distance = other.distance;
+    t.location.clear();
+  }
+  if (other.lifetime != Lifetime::Persistent) t.lifetime = other.lifetime;
+  t.read_only = t.read_only || other.read_only;
+  if (!other.name.empty()) t.name = other.name;
   return t;
+}
+
+MemoryTraits per_region() {
+  MemoryTraits t;
+  t.lifetime = Lifetime::PerRegion;
+  return t;
+}
+
+MemoryTraits moving() {
+  MemoryTraits t;
+  t.lifetime = Lifetime::Moving;
+  t.distance = 0;
+  return t;
+}
+
+MemoryTraits read_only() {
+  MemoryTraits t;
+  t.read_only = true;
+  return t;
+}
+
+MemoryTraits named(std::string name) {
+  MemoryTraits t;
+  t.name = std::move(name);
+  return t;
+}
+
+std::string_view name_of(Lifetime lifetime) {
+  switch (lifetime) {
+    case Lifetime::Persistent: return "persistent";
+    case Lifetime::PerRegion: return "per_region";
+    case Lifetime::Moving: return "moving";
+  }
+  return "?";
 }
 
 MemoryTraits at(std::string location) {
@@ -74,15 +118,55 @@ void Completion::wait(bool rethrow) const {
   if (rethrow && error_) std::rethrow_exception(error_);
 }
 
-ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location)
-    : type_(type), shape_(shape), traits_(std::move(traits)), location_(std::move(location)) {
-  for (int d = 0; d < shape_.rank(); ++d)
-    if (shape_[d] < 0) throw Error("an array cannot have a negative extent (" + shape_.to_string() + ")");
-  bytes_ = static_cast<std::size_t>(shape_.size()) * ir::size_of(type_);
-  host_ = allocate_host(bytes_);
+namespace {
+std::atomic<std::uint64_t> next_array_id{1};
 }
 
-ArrayStorage::~ArrayStorage() { free_host(host_, bytes_); }
+ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location)
+    : ArrayStorage(type, shape, std::move(traits), std::move(location), nullptr) {}
+
+ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location, void* user_data)
+    : type_(type), shape_(shape), traits_(std::move(traits)), id_(next_array_id++), location_(std::move(location)) {
+  for (int d = 0; d < shape_.rank(); ++d)
+    if (shape_[d] < 0) throw Error("an array cannot have a negative extent (" + shape_.to_string() + ")");
+  std::size_t elements = 1;
+  for (int d = 0; d < shape_.rank(); ++d) {
+    const auto extent = static_cast<std::size_t>(shape_[d]);
+    if (extent != 0 && elements > (std::size_t{1} << 62) / extent)
+      throw Error("an array of " + shape_.to_string() + " elements is too large to address");
+    elements *= extent;
+  }
+  bytes_ = elements * ir::size_of(type_);
+  if (user_data) {
+    host_ = user_data;
+    owns_memory_ = false;
+  } else {
+    host_ = allocate_host(bytes_);
+  }
+}
+
+ArrayStorage::~ArrayStorage() {
+  if (owns_memory_) free_host(host_, bytes_);
+}
+
+std::string ArrayStorage::location() const {
+  std::lock_guard lock(mutex_);
+  return location_;
+}
+
+void ArrayStorage::set_location(std::string location) {
+  std::lock_guard lock(mutex_);
+  location_ = std::move(location);
+}
+
+std::string ArrayStorage::describe() const {
+  std::string s = traits_.name.empty() ? "array #" + std::to_string(id_) : "array '" + traits_.name + "'";
+  return s + " (" + std::string(ir::name_of(type_)) + " " + shape_.to_string() + " at " + location() + ")";
+}
+
+void ArrayStorage::release_contents() {
+  if (owns_memory_) release_host(host_, bytes_);
+}
 
 std::vector<CompletionPtr> ArrayStorage::add_use(const CompletionPtr& use, bool reads, bool writes) {
   std::lock_guard lock(mutex_);

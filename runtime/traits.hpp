@@ -6,13 +6,22 @@
 //   auto t = rt.array<double>(n, close());
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include <canopy/ir/kernel.hpp>
 
 namespace canopy {
+
+/// How long an array's contents live.
+enum class Lifetime : std::uint8_t {
+  Persistent,  ///< from creation until the last handle is gone (the default)
+  PerRegion,   ///< Gecko's realloc: memory is released after each region; contents start at zero in each
+  Moving,      ///< Gecko's move: placed where the region using it runs, and follows the work
+};
 
 struct MemoryTraits {
   /// The location the array is placed at; empty with a distance, or for the
@@ -20,8 +29,14 @@ struct MemoryTraits {
   std::string location;
   /// Placed by distance from where a region runs: 0 is `close()`, n is `far(n)`.
   std::optional<int> distance;
+  Lifetime lifetime = Lifetime::Persistent;
+  /// Kernels may only read it (an Out or InOut parameter refuses it).
+  bool read_only = false;
+  /// A name for messages, statistics and dumps.
+  std::string name;
 
-  /// Combines the traits of two calls: `at("numa0") | read_only()`.
+  /// Combines the traits of two calls: `at("numa0") | read_only()`; the right
+  /// side wins where both say something.
   MemoryTraits operator|(const MemoryTraits& other) const;
 };
 
@@ -31,6 +46,16 @@ MemoryTraits at(std::string location);
 MemoryTraits close();
 /// The array lives `levels` above the location where the region runs.
 MemoryTraits far(int levels);
+/// Contents live for one region only (memory is given back after it).
+MemoryTraits per_region();
+/// The array follows the work: each region places it where it runs.
+MemoryTraits moving();
+/// Regions may only read the array.
+MemoryTraits read_only();
+/// Names the array in messages, statistics and dumps.
+MemoryTraits named(std::string name);
+
+std::string_view name_of(Lifetime lifetime);  ///< "persistent", "per_region", "moving"
 
 std::ostream& operator<<(std::ostream& out, const MemoryTraits& traits);
 
