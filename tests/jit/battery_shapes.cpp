@@ -296,3 +296,32 @@ TEST_CASE("battery: 3-D index values, axis permutation and seven-point stencil")
     check_elements(lap, want_lap, "7-point stencil" + shape_text(shape));
   }
 }
+
+TEST_CASE("battery: regions chained without pause, and one array passed twice") {
+  Kernel affine("affine",
+                [](Out<double> y, In<double> x, Val<double> a, Val<double> b) {
+                  Idx i = index(0);
+                  y[i] = a * x[i] + b;
+                },
+                {"y", "x", "a", "b"});
+  Random random(3838);
+  for (i64 n : lengths) {
+    auto x0 = random.values<double>(n, -4, 4);
+    auto x = upload<double>(x0);
+    auto y = shared_runtime().array<double>(n), z = shared_runtime().array<double>(n);
+    // x -> y -> z -> x (in place: the same array as y and x), each reading what the one before wrote.
+    shared_runtime().region(affine).over(n).launch(y, x, 2.0, 1.0);
+    shared_runtime().region(affine).over(n).launch(z, y, 0.5, -3.0);
+    shared_runtime().region(affine).over(n).launch(x, z, -1.0, 0.25);
+    shared_runtime().region(affine).over(n).launch(z, z, 4.0, 0.0);
+    std::vector<double> want_x(x0.size()), want_z(x0.size());
+    for (std::size_t k = 0; k < x0.size(); ++k) {
+      const double y1 = 2.0 * x0[k] + 1.0;
+      const double z1 = 0.5 * y1 + -3.0;
+      want_x[k] = -1.0 * z1 + 0.25;
+      want_z[k] = 4.0 * z1 + 0.0;
+    }
+    check_elements(x, want_x, "chained regions" + length_text(n));
+    check_elements(z, want_z, "in-place region" + length_text(n));
+  }
+}
