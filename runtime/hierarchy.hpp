@@ -7,7 +7,10 @@
 // something derived from the tree (worker bindings, splits) knows to redo it.
 #pragma once
 
+#include <fmt/ostream.h>
+
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -35,18 +38,27 @@ std::string_view name_of(LocationKind kind);
 bool executes(LocationKind kind);
 /// True for the device kinds (OpenCL, CUDA, Level Zero).
 bool is_device(LocationKind kind);
+/// True for the memory kinds (host, unified, file-backed).
+bool is_memory(LocationKind kind);
+/// Writes name_of(kind).
+std::ostream& operator<<(std::ostream& out, LocationKind kind);
+
+/// True when `name` can name a location: 1 to 128 characters, each an ASCII
+/// letter, digit, '_', '-' or '.' (so that it survives the configuration
+/// format, where ',', ';', '#' and spaces separate things).
+bool is_valid_location_name(std::string_view name);
 
 /// What is known of a location; zero or empty means unknown.
 struct LocationTraits {
-  int cores = 0;                ///< CPU leaf: cores (one thread each); device: compute units
-  std::int64_t capacity = 0;    ///< bytes of memory
-  double bandwidth = 0;         ///< memory bandwidth, GB/s
-  int vector_width = 0;         ///< bytes of the widest vector register (CPU), or the device's preferred width
-  std::vector<unsigned> pus;    ///< CPU leaf: hwloc OS indexes of the processing units its threads run on
-  int numa_node = -1;           ///< hwloc logical index of the nearest NUMA node, -1 unknown
-  std::string device;           ///< device leaf: the discovered device it is bound to ("opencl:0"), else empty
-  std::string model;            ///< CPU model or device name
-  bool optional = false;        ///< from a configuration: may be absent on this node
+  int cores = 0;              ///< CPU leaf: cores (one thread each); device: compute units
+  std::int64_t capacity = 0;  ///< bytes of memory
+  double bandwidth = 0;       ///< memory bandwidth, GB/s
+  int vector_width = 0;       ///< bytes of the widest vector register (CPU), or the device's preferred width
+  std::vector<unsigned> pus;  ///< CPU leaf: hwloc OS indexes of the processing units its threads run on
+  int numa_node = -1;         ///< hwloc logical index of the nearest NUMA node, -1 unknown
+  std::string device;         ///< device leaf: the discovered device it is bound to ("opencl:0"), else empty
+  std::string model;          ///< CPU model or device name
+  bool optional = false;      ///< from a configuration: may be absent on this node
   bool operator==(const LocationTraits&) const = default;
 };
 
@@ -56,14 +68,21 @@ class Hierarchy;
 /// the location is removed.
 class Location {
  public:
+  /// The unique name it is found by.
   const std::string& name() const { return name_; }
+  /// What it is.
   LocationKind kind() const { return kind_; }
+  /// What is known of it.
   const LocationTraits& traits() const { return traits_; }
+  /// The location above it; null for the root.
   const Location* parent() const { return parent_; }
+  /// The locations directly below it, in the order they were added or moved there.
   const std::vector<Location*>& children() const { return children_; }
   /// 0 for the root.
   int depth() const;
+  /// True when nothing is below it.
   bool is_leaf() const { return children_.empty(); }
+  /// True for CPU leaves and devices (the locations that run regions).
   bool executes() const { return canopy::executes(kind_); }
 
  private:
@@ -75,14 +94,24 @@ class Location {
   std::vector<Location*> children_;
 };
 
+/// The tree of locations. A value type: copies are deep and compare equal
+/// (operator== compares names, kinds, traits and the order of children, not
+/// versions). Not thread-safe: whoever shares one guards it.
 class Hierarchy {
  public:
+  /// An empty tree (no root).
   Hierarchy();
   ~Hierarchy();
+  /// A deep copy with the same version.
   Hierarchy(const Hierarchy& other);
+  /// Assignments are changes of this tree: afterwards version() is greater
+  /// than both trees' versions before, so a cached version never matches a
+  /// different tree. A moved-from tree is empty.
   Hierarchy& operator=(const Hierarchy& other);
-  Hierarchy(Hierarchy&&) noexcept;
-  Hierarchy& operator=(Hierarchy&&) noexcept;
+  /// Takes `other`'s locations and version; `other` is left empty.
+  Hierarchy(Hierarchy&& other) noexcept;
+  /// See the copy assignment.
+  Hierarchy& operator=(Hierarchy&& other) noexcept;
 
   /// Adds a location below `parent`; with an empty `parent` it becomes the
   /// root (the tree must have none yet). Throws canopy::Error for a duplicate
@@ -103,7 +132,9 @@ class Hierarchy {
   const Location& at(std::string_view name) const;
   /// The root, or null for an empty tree.
   const Location* root() const { return root_; }
+  /// True for a tree with no locations.
   bool empty() const { return root_ == nullptr; }
+  /// How many locations the tree holds.
   std::size_t size() const { return by_name_.size(); }
 
   /// True when `upper` is `lower` or one of its ancestors (memory at `upper`
@@ -128,17 +159,32 @@ class Hierarchy {
   /// A Graphviz digraph.
   std::string to_dot() const;
 
+  /// Same names, kinds, traits, parents and order of children.
   bool operator==(const Hierarchy& other) const;
 
  private:
+  /// Lets find() look a std::string_view up without building a std::string.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
+
   Location* mutable_at(std::string_view name);
   void copy_from(const Hierarchy& other);
 
-  std::unordered_map<std::string, std::unique_ptr<Location>> by_name_;
+  std::unordered_map<std::string, std::unique_ptr<Location>, NameHash, std::equal_to<>> by_name_;
   Location* root_ = nullptr;
   std::uint64_t version_ = 0;
 };
 
+/// Writes hierarchy.to_text().
 std::ostream& operator<<(std::ostream& out, const Hierarchy& hierarchy);
 
 }  // namespace canopy
+
+/// fmt::format("{}", hierarchy) gives hierarchy.to_text().
+template <>
+struct fmt::formatter<canopy::Hierarchy> : fmt::ostream_formatter {};
+/// fmt::format("{}", kind) gives name_of(kind).
+template <>
+struct fmt::formatter<canopy::LocationKind> : fmt::ostream_formatter {};

@@ -1,0 +1,835 @@
+// Gecko's configuration format: Hierarchy::to_config() writes it; the loader
+// (load_config) reads it. Both live here so that the format has one home.
+#include "config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <tuple>
+#include <unordered_map>
+
+#include <canopy/ir/error.hpp>
+
+namespace canopy {
+
+namespace {
+
+/// What a loctype line fixes: kind, num_cores, mem, bandwidth.
+using LoctypeKey = std::tuple<LocationKind, int, std::int64_t, double>;
+
+LoctypeKey loctype_key(const Location& location) {
+  const LocationTraits& t = location.traits();
+  return {location.kind(), t.cores, t.capacity, t.bandwidth};
+}
+
+std::string loctype_line(const LoctypeKey& key, const std::string& name) {
+  auto [kind, cores, capacity, bandwidth] = key;
+  std::string line = fmt::format("loctype;name,{};kind,{}", name, name_of(kind));
+  if (cores != 0) line += fmt::format(";num_cores,{}", cores);
+  if (capacity != 0) line += fmt::format(";mem,{}", capacity);
+  if (bandwidth != 0) line += fmt::format(";bandwidth,{}", bandwidth);
+  return line + "\n";
+}
+
+/// "0,1,2": the PUs a CPU leaf is bound to.
+std::string pu_list(const std::vector<unsigned>& pus) {
+  std::string list;
+  for (unsigned pu : pus) list += fmt::format("{}{}", list.empty() ? "" : ",", pu);
+  return list;
+}
+
+/// The index after the ':' of a device id ("opencl:1" -> "1"), or empty.
+std::string device_number(const std::string& device) {
+  auto colon = device.rfind(':');
+  if (colon == std::string::npos || colon + 1 == device.size()) return {};
+  std::string number = device.substr(colon + 1);
+  bool digits = number.find_first_not_of("0123456789") == std::string::npos;
+  return digits ? number : std::string();
+}
+
+/// The fields of a location line after its type that bind it to what it was bound to.
+std::string binding_fields(const Location& location) {
+  const LocationTraits& t = location.traits();
+  std::string fields;
+  if (location.kind() == LocationKind::Cpu && !t.pus.empty()) fields += ";pus," + pu_list(t.pus);
+  if (location.kind() == LocationKind::HostMemory && t.numa_node >= 0) fields += fmt::format(";start,{}", t.numa_node);
+  if (is_device(location.kind()) && !device_number(t.device).empty()) fields += ";start," + device_number(t.device);
+  if (t.optional) fields += ";optional";
+  return fields;
+}
+
+}  // namespace
+
+std::string Hierarchy::to_config() const {
+  std::string types, locations, edges;
+  std::map<LoctypeKey, std::string> type_names;
+  const LoctypeKey plain_virtual{LocationKind::Virtual, 0, 0, 0.0};
+  for (const Location* location : all()) {
+    LoctypeKey key = loctype_key(*location);
+    std::string type = "virtual";
+    if (key != plain_virtual) {
+      auto [entry, added] =
+          type_names.try_emplace(key, fmt::format("{}_type{}", name_of(location->kind()), type_names.size()));
+      if (added) types += loctype_line(key, entry->second);
+      type = entry->second;
+    }
+    locations += fmt::format("location;name,{};type,{}{}\n", location->name(), type, binding_fields(*location));
+    if (location->parent() != nullptr)
+      edges += fmt::format("hierarchy;children,+,{};parent,{}\n", location->name(), location->parent()->name());
+  }
+  return "# Canopy location hierarchy (Gecko configuration format)\n" + types + locations + edges;
+}
+
+}  // namespace canopy
+
+// ------------------------------------------------------------------ reading
+
+namespace canopy {
+
+namespace {
+
+constexpr long long kMaxCount = 4096;         // locations one location line may make
+constexpr std::size_t kMaxLocations = 65536;  // locations one text may declare
+constexpr std::size_t npos = std::string_view::npos;
+
+std::string lowercase(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return text;
+}
+
+/// The pieces of `text` between `separator`s, trimmed (empty ones kept).
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> pieces;
+  for (std::size_t start = 0;;) {
+    std::size_t end = text.find(separator, start);
+    pieces.push_back(trim(text.substr(start, end == npos ? npos : end - start)));
+    if (end == npos) return pieces;
+    start = end + 1;
+  }
+}
+
+/// One `key,value,...` field of a line.
+struct Field {
+  std::string key;                  ///< lower case
+  std::vector<std::string> values;  ///< trimmed, as written
+};
+
+/// One line that is not blank or a comment.
+struct Line {
+  int number = 0;
+  std::vector<Field> fields;  ///< the first names the line kind
+};
+
+/// The line an error points at.
+struct Where {
+  std::string_view source;
+  int line = 0;
+};
+
+[[noreturn]] void fail(const Where& where, const std::string& problem, std::string_view expected) {
+  throw Error(fmt::format("{}:{}: {}; expected {}", where.source, where.line, problem, expected));
+}
+
+std::optional<Line> split_line(std::string_view text, int number) {
+  text = trim(text.substr(0, text.find('#')));
+  if (text.empty()) return std::nullopt;
+  Line line{number, {}};
+  for (std::string_view part : split(text, ';')) {
+    if (part.empty()) continue;
+    std::vector<std::string_view> items = split(part, ',');
+    Field field{lowercase(items.front()), {}};
+    field.values.assign(items.begin() + 1, items.end());
+    line.fields.push_back(std::move(field));
+  }
+  return line;
+}
+
+// --------------------------------------------------------- field values
+
+/// The one value of `field`; fails when it has none or several, or it is empty.
+const std::string& one_value(const Where& where, const Field& field, std::string_view what) {
+  if (field.values.size() != 1 || field.values.front().empty())
+    fail(where, fmt::format("the field '{}' has {} values", field.key, field.values.size()),
+         fmt::format("{},{}", field.key, what));
+  return field.values.front();
+}
+
+/// The values of a list field (at least one, none empty).
+const std::vector<std::string>& list_values(const Where& where, const Field& field, std::string_view what) {
+  bool empty = std::any_of(field.values.begin(), field.values.end(), [](const auto& v) { return v.empty(); });
+  if (field.values.empty() || empty)
+    fail(where, fmt::format("the field '{}' has an empty or missing value", field.key),
+         fmt::format("{},{}[,{}...]", field.key, what, what));
+  return field.values;
+}
+
+void no_value(const Where& where, const Field& field) {
+  if (!field.values.empty())
+    fail(where, fmt::format("the field '{}' takes no value but has '{}'", field.key, field.values.front()),
+         fmt::format("'{}' alone between ';'", field.key));
+}
+
+long long integer_in(const Where& where, const Field& field, std::string_view text, long long low, long long high) {
+  long long value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < low || value > high)
+    fail(where, fmt::format("'{}' is not a valid {}", text, field.key),
+         fmt::format("a whole number from {} to {}", low, high));
+  return value;
+}
+
+long long integer_field(const Where& where, const Field& field, long long low, long long high) {
+  return integer_in(where, field, one_value(where, field, "N"), low, high);
+}
+
+std::int64_t size_field(const Where& where, const Field& field) {
+  const std::string& text = one_value(where, field, "SIZE");
+  std::int64_t bytes = parse_size(text);
+  if (bytes < 0)
+    fail(where, fmt::format("'{}' is not a size", text), "bytes, or a number with B, KB, MB, GB or TB (such as 16GB)");
+  return bytes;
+}
+
+double bandwidth_field(const Where& where, const Field& field) {
+  const std::string& text = one_value(where, field, "GBPS");
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value) || value < 0)
+    fail(where, fmt::format("'{}' is not a bandwidth", text), "a number of GB/s such as 100 or 12.5");
+  return value;
+}
+
+/// Fails when two fields of the line have the same key.
+void each_field_once(const Where& where, const Line& line) {
+  for (std::size_t i = 1; i < line.fields.size(); ++i) {
+    for (std::size_t j = 1; j < i; ++j) {
+      if (line.fields[i].key == line.fields[j].key)
+        fail(where, fmt::format("the field '{}' is given twice", line.fields[i].key), "each field once per line");
+    }
+  }
+}
+
+// ----------------------------------------------------------------- kinds
+
+/// A location type: a kind and the traits its locations get.
+struct LocType {
+  LocationKind kind = LocationKind::Virtual;
+  bool any_accelerator = false;  ///< "gpu": binds to any device kind
+  int cores = 0;                 ///< num_cores; 0: not given
+  std::int64_t capacity = 0;     ///< mem; 0: not given
+  double bandwidth = 0;          ///< GB/s; 0: not given
+  bool optional = false;
+};
+
+constexpr const char* kKindWords =
+    "x32, x64, NVIDIA, Unified_Memory, Permanent_Storage, virtual, cpu, opencl, cuda, level_zero, gpu, host_memory, "
+    "unified_memory or file_memory";
+
+/// The type a kind word means (Gecko's or Canopy's, any case), if it is one.
+std::optional<LocType> kind_type(std::string_view word) {
+  static const std::pair<std::string_view, LocationKind> kinds[] = {
+      {"x32", LocationKind::Cpu},
+      {"x64", LocationKind::Cpu},
+      {"cpu", LocationKind::Cpu},
+      {"nvidia", LocationKind::Cuda},
+      {"cuda", LocationKind::Cuda},
+      {"opencl", LocationKind::OpenCL},
+      {"level_zero", LocationKind::LevelZero},
+      {"unified_memory", LocationKind::UnifiedMemory},
+      {"permanent_storage", LocationKind::FileMemory},
+      {"file_memory", LocationKind::FileMemory},
+      {"host_memory", LocationKind::HostMemory},
+      {"virtual", LocationKind::Virtual},
+  };
+  std::string lower = lowercase(word);
+  if (lower == "gpu") return LocType{LocationKind::OpenCL, true};
+  for (auto [name, kind] : kinds) {
+    if (lower == name) return LocType{kind};
+  }
+  return std::nullopt;
+}
+
+// --------------------------------------------------------------- loader
+
+/// A location while the text is read: declared, linked, then bound.
+struct Staged {
+  std::string name;
+  LocType type;           ///< for locations of the tree being changed: only the kind
+  int line = 0;           ///< the declaring line; 0 for a location of the tree being changed
+  bool existing = false;  ///< of the tree being changed (keeps its traits)
+  bool alive = true;      ///< false once removed or left out
+  bool optional = false;  ///< may be left out when the node lacks it
+  std::optional<long long> start;
+  std::vector<unsigned> pus;                  ///< CPU locations bound by PU
+  int cores_wanted = 0;                       ///< CPU locations: cores to take, 0 for all that are left
+  LocationKind kind = LocationKind::Virtual;  ///< after binding
+  LocationTraits traits;                      ///< after binding
+  int parent = -1;
+  std::vector<int> children;
+};
+
+/// Reads a configuration text into staged locations, binds them to the node,
+/// and builds the tree.
+class Loader {
+ public:
+  Loader(std::string_view source, const NodeInventory& node)
+      : source_(source),
+        node_(node),
+        core_used_(node.cores.size()),
+        numa_used_(node.numa_nodes.size()),
+        device_used_(node.devices.size()) {}
+
+  void adopt(const Hierarchy& tree);
+  void read(std::string_view text);
+  Hierarchy finish();
+
+ private:
+  void read_line(const Line& line);
+  void read_loctype(const Line& line);
+  void read_location(const Line& line);
+  void read_hierarchy(const Line& line);
+  LocType type_named(const Where& where, const std::string& name) const;
+  int all_count(const Where& where, const LocType& type, long long start) const;
+  void declare(const Where& where, std::string name, const LocType& type, const Staged& pattern);
+  std::vector<int> children_named(const Where& where, const std::string& name) const;
+  void attach(const Where& where, int child, int parent);
+  void detach(const Where& where, int child, int parent);
+  void kill(int index);
+  void mark_existing_units();
+  bool bind(Staged& location);
+  bool bind_memory(Staged& location);
+  bool bind_device(Staged& location);
+  bool bind_cpu(Staged& location);
+  std::string need_of(const Staged& location) const;
+  void bind_all(bool cpus);
+  int root() const;
+  Hierarchy build(int root) const;
+
+  std::string_view source_;
+  const NodeInventory& node_;
+  int last_line_ = 1;
+  std::map<std::string, std::pair<LocType, int>, std::less<>> types_;            // name -> type, line
+  std::map<std::string, std::pair<std::vector<int>, int>, std::less<>> groups_;  // name -> members, line
+  std::vector<Staged> locations_;
+  std::unordered_map<std::string, int> index_of_;  // living locations only
+  std::vector<bool> core_used_, numa_used_, device_used_;
+};
+
+void Loader::adopt(const Hierarchy& tree) {
+  for (const Location* location : tree.all()) {
+    Staged staged;
+    staged.name = location->name();
+    staged.type.kind = staged.kind = location->kind();
+    staged.existing = true;
+    staged.traits = location->traits();
+    if (location->parent() != nullptr) staged.parent = index_of_.at(location->parent()->name());
+    int index = static_cast<int>(locations_.size());
+    if (staged.parent >= 0) locations_[staged.parent].children.push_back(index);
+    index_of_[staged.name] = index;
+    locations_.push_back(std::move(staged));
+  }
+}
+
+void Loader::read(std::string_view text) {
+  int number = 0;
+  for (std::string_view raw : split(text, '\n')) {
+    ++number;
+    if (std::optional<Line> line = split_line(raw, number)) read_line(*line);
+  }
+  last_line_ = std::max(number, 1);
+}
+
+void Loader::read_line(const Line& line) {
+  Where where{source_, line.number};
+  if (line.fields.empty()) fail(where, "the line holds only ';'", "a loctype, location or hierarchy line");
+  const Field& kind = line.fields.front();
+  if (kind.key != "loctype" && kind.key != "location" && kind.key != "hierarchy")
+    fail(where, fmt::format("unknown line kind '{}'", kind.key), "loctype, location or hierarchy");
+  if (!kind.values.empty())
+    fail(where, fmt::format("'{}' is followed by ',' where ';' belongs", kind.key),
+         fmt::format("{};FIELD,VALUE;...", kind.key));
+  each_field_once(where, line);
+  if (kind.key == "loctype") read_loctype(line);
+  if (kind.key == "location") read_location(line);
+  if (kind.key == "hierarchy") read_hierarchy(line);
+}
+
+void Loader::read_loctype(const Line& line) {
+  Where where{source_, line.number};
+  std::string name;
+  std::optional<LocType> type;
+  LocType traits;
+  for (auto field = line.fields.begin() + 1; field != line.fields.end(); ++field) {
+    if (field->key == "name") {
+      name = one_value(where, *field, "NAME");
+    } else if (field->key == "kind") {
+      const std::string& word = list_values(where, *field, "KIND").front();
+      type = kind_type(word);
+      if (!type) fail(where, fmt::format("unknown kind '{}'", word), kKindWords);
+    } else if (field->key == "num_cores") {
+      traits.cores = static_cast<int>(integer_field(where, *field, 1, 1 << 20));
+    } else if (field->key == "mem" || field->key == "size") {
+      traits.capacity = size_field(where, *field);
+    } else if (field->key == "bandwidth") {
+      traits.bandwidth = bandwidth_field(where, *field);
+    } else if (field->key == "optional") {
+      no_value(where, *field);
+      traits.optional = true;
+    } else {
+      fail(where, fmt::format("unknown field '{}' in a loctype line", field->key),
+           "name, kind, num_cores, mem, size, bandwidth or optional");
+    }
+  }
+  if (name.empty()) fail(where, "the loctype has no name", "name,NAME");
+  if (!type) fail(where, fmt::format("loctype '{}' has no kind", name), "kind,KIND");
+  if (auto seen = types_.find(name); seen != types_.end())
+    fail(where, fmt::format("loctype '{}' is declared twice (first on line {})", name, seen->second.second),
+         "one loctype line per name");
+  type->cores = traits.cores;
+  type->capacity = traits.capacity;
+  type->bandwidth = traits.bandwidth;
+  type->optional = traits.optional;
+  types_.emplace(name, std::make_pair(*type, line.number));
+}
+
+LocType Loader::type_named(const Where& where, const std::string& name) const {
+  if (auto found = types_.find(name); found != types_.end()) return found->second.first;
+  if (std::optional<LocType> kind = kind_type(name)) return *kind;
+  std::string declared;
+  for (const auto& entry : types_) declared += (declared.empty() ? "" : ", ") + entry.first;
+  std::string types = declared.empty() ? "" : fmt::format("a loctype declared above ({}) or ", declared);
+  fail(where, fmt::format("unknown type '{}'", name), fmt::format("{}a kind: {}", types, kKindWords));
+}
+
+/// What one location line asks for, before its names are expanded.
+struct LocationRequest {
+  std::vector<std::string> names;
+  std::string type;
+  bool all = false;
+  bool optional = false;
+  std::optional<long long> start;
+  std::optional<long long> count;
+  std::vector<unsigned> pus;
+};
+
+LocationRequest location_request(const Where& where, const Line& line) {
+  LocationRequest request;
+  for (auto field = line.fields.begin() + 1; field != line.fields.end(); ++field) {
+    if (field->key == "name") {
+      request.names = list_values(where, *field, "NAME");
+    } else if (field->key == "type") {
+      request.type = one_value(where, *field, "TYPE");
+    } else if (field->key == "all" || field->key == "optional") {
+      no_value(where, *field);
+      (field->key == "all" ? request.all : request.optional) = true;
+    } else if (field->key == "start") {
+      request.start = integer_field(where, *field, 0, 1 << 20);
+    } else if (field->key == "total_count") {
+      request.count = integer_field(where, *field, 1, kMaxCount);
+    } else if (field->key == "pus") {
+      for (const std::string& pu : list_values(where, *field, "PU"))
+        request.pus.push_back(static_cast<unsigned>(integer_in(where, *field, pu, 0, 1 << 24)));
+    } else {
+      fail(where, fmt::format("unknown field '{}' in a location line", field->key),
+           "name, type, all, start, total_count, pus or optional");
+    }
+  }
+  if (request.names.empty()) fail(where, "the location line has no name", "name,NAME[,NAME...]");
+  if (request.type.empty())
+    fail(where, fmt::format("location '{}' has no type", request.names.front()), "type,LOCTYPE or type,KIND");
+  if (request.all && request.count) fail(where, "'all' and 'total_count' are both given", "one of them");
+  return request;
+}
+
+/// Fails when `pus` cannot bind what the request makes.
+void check_pus(const Where& where, const LocationRequest& request, const LocType& type) {
+  if (request.pus.empty()) return;
+  if (type.kind != LocationKind::Cpu)
+    fail(where, fmt::format("'pus' given for '{}', which is a {} location", request.names.front(), name_of(type.kind)),
+         "pus on cpu locations only");
+  if (request.names.size() > 1 || request.all || request.count || request.start)
+    fail(where, "'pus' given on a line that makes several locations or has a start", "pus for one location alone");
+  if (type.cores != 0 && static_cast<std::size_t>(type.cores) != request.pus.size())
+    fail(where,
+         fmt::format("location '{}' lists {} PUs but its type has num_cores {}", request.names.front(),
+                     request.pus.size(), type.cores),
+         "as many PUs as num_cores");
+}
+
+void Loader::read_location(const Line& line) {
+  Where where{source_, line.number};
+  LocationRequest request = location_request(where, line);
+  LocType type = type_named(where, request.type);
+  check_pus(where, request, type);
+  bool counted = request.all || request.count;
+  long long made = request.all ? all_count(where, type, request.start.value_or(0)) : request.count.value_or(1);
+  if (locations_.size() + request.names.size() * static_cast<std::size_t>(made) > kMaxLocations)
+    fail(where, fmt::format("the configuration makes more than {} locations", kMaxLocations), "fewer locations");
+  long long step = type.kind == LocationKind::Cpu ? std::max(type.cores, 1) : 1;
+  for (const std::string& name : request.names) {
+    if (counted && !groups_.emplace(name, std::make_pair(std::vector<int>{}, line.number)).second)
+      fail(where,
+           fmt::format("the group '{}' is declared twice (first on line {})", name, groups_.find(name)->second.second),
+           "one location line per group name");
+    for (long long i = 0; i < made; ++i) {
+      Staged pattern;
+      pattern.line = line.number;
+      pattern.optional = request.optional || type.optional;
+      if (request.start) pattern.start = *request.start + i * step;
+      pattern.pus = request.pus;
+      pattern.cores_wanted = type.cores != 0 ? type.cores : (counted ? 1 : 0);
+      declare(where, counted ? name + std::to_string(i) : name, type, pattern);
+      if (counted) groups_.find(name)->second.first.push_back(static_cast<int>(locations_.size()) - 1);
+    }
+  }
+}
+
+int Loader::all_count(const Where& where, const LocType& type, long long start) const {
+  long long units = 0;
+  if (type.kind == LocationKind::HostMemory) units = static_cast<long long>(node_.numa_nodes.size()) - start;
+  if (type.kind == LocationKind::Cpu)
+    units = (static_cast<long long>(node_.cores.size()) - start) / std::max(type.cores, 1);
+  for (const DiscoveredDevice& device : node_.devices) {
+    if (type.any_accelerator ? is_device(device.kind) : (device.kind == type.kind && device.index >= start)) ++units;
+  }
+  if (type.any_accelerator) units -= start;
+  if (!executes(type.kind) && type.kind != LocationKind::HostMemory)
+    fail(where, fmt::format("'all' given for {} locations, which this node does not count", name_of(type.kind)),
+         "all on cpu, host_memory or device locations");
+  return static_cast<int>(std::clamp(units, 0LL, kMaxCount));
+}
+
+void Loader::declare(const Where& where, std::string name, const LocType& type, const Staged& pattern) {
+  if (!is_valid_location_name(name))
+    fail(where, fmt::format("'{}' is not a location name", name), "1 to 128 letters, digits, '_', '-' or '.'");
+  if (auto seen = index_of_.find(name); seen != index_of_.end()) {
+    int line = locations_[seen->second].line;
+    std::string first = line == 0 ? "in the hierarchy already" : fmt::format("first on line {}", line);
+    fail(where, fmt::format("location '{}' is declared twice ({})", name, first), "one declaration per name");
+  }
+  Staged staged = pattern;
+  staged.name = std::move(name);
+  staged.type = type;
+  staged.kind = type.kind;
+  index_of_[staged.name] = static_cast<int>(locations_.size());
+  locations_.push_back(std::move(staged));
+}
+
+// ------------------------------------------------------------ hierarchy
+
+void Loader::read_hierarchy(const Line& line) {
+  Where where{source_, line.number};
+  const Field* children = nullptr;
+  std::string parent_name;
+  for (auto field = line.fields.begin() + 1; field != line.fields.end(); ++field) {
+    if (field->key == "children")
+      children = &*field;
+    else if (field->key == "parent")
+      parent_name = one_value(where, *field, "NAME");
+    else if (field->key == "all")
+      no_value(where, *field);
+    else
+      fail(where, fmt::format("unknown field '{}' in a hierarchy line", field->key), "children, parent or all");
+  }
+  const char* children_form = "children,+,NAME[,NAME...] or children,-,NAME[,NAME...]";
+  if (children == nullptr) fail(where, "the hierarchy line has no children", children_form);
+  const std::vector<std::string>& items = list_values(where, *children, "+|-,NAME");
+  if (items.front() != "+" && items.front() != "-")
+    fail(where, fmt::format("'{}' is not an operation", items.front()), "+ (attach) or - (remove) after children,");
+  if (items.size() < 2) fail(where, "the children field names no location", children_form);
+  if (parent_name.empty()) fail(where, "the hierarchy line has no parent", "parent,NAME");
+  auto parent = index_of_.find(parent_name);
+  if (parent == index_of_.end())
+    fail(where, fmt::format("no location '{}' is declared", parent_name), "a parent declared by a location line above");
+  for (auto name = items.begin() + 1; name != items.end(); ++name) {
+    for (int child : children_named(where, *name))
+      items.front() == "+" ? attach(where, child, parent->second) : detach(where, child, parent->second);
+  }
+}
+
+std::vector<int> Loader::children_named(const Where& where, const std::string& name) const {
+  if (auto found = index_of_.find(name); found != index_of_.end()) return {found->second};
+  auto group = groups_.find(name);
+  if (group == groups_.end())
+    fail(where, fmt::format("no location or group '{}' is declared", name),
+         "a child declared by a location line above");
+  std::vector<int> alive;
+  for (int member : group->second.first) {
+    if (locations_[member].alive) alive.push_back(member);
+  }
+  return alive;
+}
+
+void Loader::attach(const Where& where, int child, int parent) {
+  const Staged& above = locations_[parent];
+  if (executes(above.kind))
+    fail(where,
+         fmt::format("'{}' is of kind {}, which runs regions and has no children", above.name, name_of(above.kind)),
+         "a memory or virtual parent");
+  for (int up = parent; up != -1; up = locations_[up].parent) {
+    if (up == child)
+      fail(where, fmt::format("attaching '{}' below '{}' makes a cycle", locations_[child].name, above.name),
+           "a parent outside the child's own subtree");
+  }
+  Staged& below = locations_[child];
+  if (below.parent != -1) {
+    auto& siblings = locations_[below.parent].children;
+    siblings.erase(std::find(siblings.begin(), siblings.end(), child));
+  }
+  below.parent = parent;
+  locations_[parent].children.push_back(child);
+}
+
+void Loader::detach(const Where& where, int child, int parent) {
+  if (locations_[child].parent != parent)
+    fail(where, fmt::format("'{}' is not a child of '{}'", locations_[child].name, locations_[parent].name),
+         "a child of the parent named");
+  kill(child);
+}
+
+/// Removes a location and its subtree.
+void Loader::kill(int index) {
+  if (int parent = locations_[index].parent; parent != -1) {
+    auto& siblings = locations_[parent].children;
+    siblings.erase(std::find(siblings.begin(), siblings.end(), index));
+  }
+  std::vector<int> doomed{index};
+  while (!doomed.empty()) {
+    Staged& location = locations_[doomed.back()];
+    doomed.pop_back();
+    location.alive = false;
+    location.parent = -1;
+    index_of_.erase(location.name);
+    doomed.insert(doomed.end(), location.children.begin(), location.children.end());
+    location.children.clear();
+  }
+}
+
+// -------------------------------------------------------------- binding
+
+/// The units the tree being changed uses already.
+void Loader::mark_existing_units() {
+  for (const Staged& location : locations_) {
+    if (!location.alive || !location.existing) continue;
+    const LocationTraits& t = location.traits;
+    for (std::size_t i = 0; i < node_.cores.size(); ++i) {
+      if (std::find(t.pus.begin(), t.pus.end(), node_.cores[i].pu) != t.pus.end()) core_used_[i] = true;
+    }
+    for (std::size_t i = 0; i < node_.numa_nodes.size(); ++i) {
+      if (location.kind == LocationKind::HostMemory && node_.numa_nodes[i].index == t.numa_node) numa_used_[i] = true;
+    }
+    for (std::size_t i = 0; i < node_.devices.size(); ++i) {
+      if (!t.device.empty() && node_.devices[i].id == t.device) device_used_[i] = true;
+    }
+  }
+}
+
+/// The type's own traits over what binding found.
+void apply_type(LocationTraits& traits, const LocType& type) {
+  if (type.cores != 0 && type.kind != LocationKind::Cpu) traits.cores = type.cores;
+  if (type.capacity != 0) traits.capacity = type.capacity;
+  if (type.bandwidth != 0) traits.bandwidth = type.bandwidth;
+}
+
+bool Loader::bind(Staged& location) {
+  bool bound = true;
+  if (location.kind == LocationKind::HostMemory) bound = bind_memory(location);
+  if (executes(location.kind) && location.kind != LocationKind::Cpu) bound = bind_device(location);
+  if (location.kind == LocationKind::Cpu) bound = bind_cpu(location);
+  if (bound) apply_type(location.traits, location.type);
+  location.traits.optional = location.optional;
+  return bound;
+}
+
+bool Loader::bind_memory(Staged& location) {
+  for (std::size_t i = 0; i < node_.numa_nodes.size(); ++i) {
+    const NumaInfo& numa = node_.numa_nodes[i];
+    if (numa_used_[i] || (location.start && numa.index != *location.start)) continue;
+    numa_used_[i] = true;
+    location.traits.capacity = numa.capacity;
+    location.traits.numa_node = numa.index;
+    return true;
+  }
+  return false;
+}
+
+bool Loader::bind_device(Staged& location) {
+  long long candidate = 0;
+  for (std::size_t i = 0; i < node_.devices.size(); ++i) {
+    const DiscoveredDevice& device = node_.devices[i];
+    bool kind = location.type.any_accelerator ? is_device(device.kind) : device.kind == location.kind;
+    if (!kind) continue;
+    long long number = location.type.any_accelerator ? candidate++ : device.index;
+    if (device_used_[i] || (location.start && number != *location.start)) continue;
+    device_used_[i] = true;
+    location.kind = device.kind;
+    location.traits = device_leaf_traits(node_, device);
+    return true;
+  }
+  return false;
+}
+
+bool Loader::bind_cpu(Staged& location) {
+  std::vector<std::size_t> chosen;
+  if (!location.pus.empty()) {
+    for (unsigned pu : location.pus) {
+      auto core = std::find_if(node_.cores.begin(), node_.cores.end(), [&](const CoreInfo& c) { return c.pu == pu; });
+      std::size_t i = static_cast<std::size_t>(core - node_.cores.begin());
+      if (core == node_.cores.end() || core_used_[i] || std::count(chosen.begin(), chosen.end(), i)) return false;
+      chosen.push_back(i);
+    }
+  } else {
+    std::size_t first = static_cast<std::size_t>(location.start.value_or(0));
+    for (std::size_t i = first; i < node_.cores.size(); ++i) {
+      if (location.cores_wanted != 0 && chosen.size() == static_cast<std::size_t>(location.cores_wanted)) break;
+      if (core_used_[i] && location.start) return false;
+      if (!core_used_[i]) chosen.push_back(i);
+    }
+    if (chosen.empty() ||
+        (location.cores_wanted != 0 && chosen.size() < static_cast<std::size_t>(location.cores_wanted)))
+      return false;
+  }
+  std::vector<CoreInfo> cores;
+  for (std::size_t i : chosen) {
+    core_used_[i] = true;
+    cores.push_back(node_.cores[i]);
+  }
+  location.traits = cpu_leaf_traits(node_, cores);
+  return true;
+}
+
+/// "a cuda device", "NUMA node 1", "4 cores from core 0": what binding looked for.
+std::string Loader::need_of(const Staged& location) const {
+  std::string from = location.start ? fmt::format(" {}", *location.start) : std::string();
+  if (location.kind == LocationKind::HostMemory) return location.start ? "NUMA node" + from : "a NUMA node";
+  if (location.kind == LocationKind::Cpu && !location.pus.empty()) {
+    std::string pus;
+    for (unsigned pu : location.pus) pus += fmt::format("{}{}", pus.empty() ? "" : ",", pu);
+    return "the cores of PUs " + pus;
+  }
+  if (location.kind == LocationKind::Cpu) {
+    std::string count = location.cores_wanted != 0 ? fmt::format("{} cores", location.cores_wanted) : "a core";
+    return count + (location.start ? " from core" + from : std::string());
+  }
+  if (location.type.any_accelerator) return location.start ? "accelerator" + from : "an accelerator";
+  return location.start ? fmt::format("{} device{}", name_of(location.kind), from)
+                        : fmt::format("a {} device", name_of(location.kind));
+}
+
+/// Binds every living new location (CPU ones, or the others); leaves out the
+/// optional ones the node cannot serve, with their subtrees.
+void Loader::bind_all(bool cpus) {
+  for (std::size_t i = 0; i < locations_.size(); ++i) {
+    Staged& location = locations_[i];
+    if (!location.alive || location.existing || (location.kind == LocationKind::Cpu) != cpus) continue;
+    if (bind(location)) continue;
+    if (!location.optional)
+      fail(Where{source_, location.line},
+           fmt::format("location '{}' needs {}, which this node does not have free (discovered: {})", location.name,
+                       need_of(location), inventory_summary(node_)),
+           "fewer such locations, or 'optional' on its location line");
+    kill(static_cast<int>(i));
+  }
+}
+
+int Loader::root() const {
+  std::vector<int> roots;
+  for (std::size_t i = 0; i < locations_.size(); ++i) {
+    if (locations_[i].alive && locations_[i].parent == -1) roots.push_back(static_cast<int>(i));
+  }
+  if (roots.empty())
+    fail(Where{source_, last_line_}, "no location is left to be the root",
+         "at least one location line (and not all of them optional and absent)");
+  if (roots.size() == 1) return roots.front();
+  std::string names;
+  int line = 0;
+  for (int index : roots) {
+    const Staged& location = locations_[index];
+    std::string where = location.line == 0 ? "in the hierarchy" : fmt::format("line {}", location.line);
+    names += fmt::format("{}'{}' ({})", names.empty() ? "" : ", ", location.name, where);
+    line = std::max(line, location.line);
+  }
+  fail(Where{source_, line == 0 ? last_line_ : line}, "several locations have no parent: " + names,
+       "exactly one root; attach the others with hierarchy lines");
+}
+
+Hierarchy Loader::build(int root) const {
+  Hierarchy tree;
+  std::vector<int> stack{root};
+  while (!stack.empty()) {
+    const Staged& location = locations_[stack.back()];
+    stack.pop_back();
+    std::string_view parent = location.parent == -1 ? std::string_view() : locations_[location.parent].name;
+    tree.add(location.name, location.kind, location.traits, parent);
+    stack.insert(stack.end(), location.children.rbegin(), location.children.rend());
+  }
+  return tree;
+}
+
+Hierarchy Loader::finish() {
+  mark_existing_units();
+  bind_all(false);
+  bind_all(true);
+  return build(root());
+}
+
+}  // namespace
+
+std::int64_t parse_size(std::string_view text) {
+  text = trim(text);
+  std::size_t unit_at = std::min(text.find_first_not_of("0123456789."), text.size());
+  double number = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + unit_at, number);
+  if (unit_at == 0 || error != std::errc() || end != text.data() + unit_at) return -1;
+  static const std::pair<std::string_view, double> units[] = {
+      {"", 1.0},       {"b", 1.0},     {"k", 0x1p10},   {"kb", 0x1p10}, {"kib", 0x1p10},
+      {"m", 0x1p20},   {"mb", 0x1p20}, {"mib", 0x1p20}, {"g", 0x1p30},  {"gb", 0x1p30},
+      {"gib", 0x1p30}, {"t", 0x1p40},  {"tb", 0x1p40},  {"tib", 0x1p40}};
+  std::string unit = lowercase(trim(text.substr(unit_at)));
+  for (auto [name, scale] : units) {
+    double bytes = number * scale;
+    if (unit == name) return bytes <= 0x1p62 && bytes == std::floor(bytes) ? static_cast<std::int64_t>(bytes) : -1;
+  }
+  return -1;
+}
+
+Hierarchy load_config(std::string_view text, std::string_view source_name, const NodeInventory& node) {
+  Loader loader(source_name, node);
+  loader.read(text);
+  return loader.finish();
+}
+
+Hierarchy load_config_file(const std::string& path, const NodeInventory& node) {
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  if (file) text << file.rdbuf();
+  if (!file || file.bad())
+    throw Error(
+        fmt::format("cannot read the configuration file '{}'; expected a readable file in Gecko's format", path));
+  return load_config(text.str(), path, node);
+}
+
+void apply_config_text(Hierarchy& tree, std::string_view text, std::string_view source_name,
+                       const NodeInventory& node) {
+  Loader loader(source_name, node);
+  loader.adopt(tree);
+  loader.read(text);
+  Hierarchy next = loader.finish();
+  if (!(next == tree)) tree = std::move(next);
+}
+
+}  // namespace canopy

@@ -1,0 +1,74 @@
+// Configuration files in Gecko's format, loaded as they are, bound against
+// what this node has. A file describes location types, locations, and the
+// tree between them:
+//
+//   # comments and blank lines are skipped
+//   loctype;name,host;kind,x64,Skylake;num_cores,4;mem,4MB;
+//   loctype;name,tesla;kind,NVIDIA,CC7.0;mem,4GB
+//   location;name,LocA;type,unified_memory
+//   location;name,LocN;type,virtual
+//   location;name,LocN1;type,host
+//   location;name,LocG;type,tesla;all
+//   hierarchy;children,+,LocN;parent,LocA
+//   hierarchy;children,+,LocN1;parent,LocN
+//   hierarchy;children,+,LocG;parent,LocA
+//
+// loctype: `name,N` and `kind,KIND[,SUBKIND...]` are required; `num_cores,N`,
+// `mem,SIZE` (or `size,SIZE`), `bandwidth,GBPS` and `optional` may follow.
+// KIND is Gecko's (x32, x64 -> cpu; NVIDIA -> cuda; Unified_Memory;
+// Permanent_Storage -> file_memory; virtual) or Canopy's (cpu, opencl, cuda,
+// level_zero, gpu = any accelerator, host_memory, unified_memory,
+// file_memory, virtual), case-insensitive; subkinds are notes and ignored.
+// SIZE is bytes, or a number with B, KB, MB, GB, TB (powers of 1024; KiB ...
+// too). Fields come in any order; a trailing ';' is fine.
+//
+// location: `name,N1[,N2...]` and `type,LOCTYPE_OR_KIND` are required;
+// `total_count,C` makes C locations N0..N(C-1) of each name; `all` makes as
+// many as this node has units of that kind (from `start`); `start,S` binds
+// the first to unit S; `pus,P1[,P2...]` binds a CPU location to the cores
+// whose first PU has those OS indexes; `optional` lets it be absent.
+//
+// hierarchy: `children,+,C1[,C2...]` or `children,-,C1[,...]` and
+// `parent,P`. `+` attaches each child (with its subtree) below P, moving it
+// if it had a parent; `-` removes each child, which must be P's, with its
+// subtree. A child may name a group: the base name of a `total_count` or
+// `all` line stands for all its locations.
+//
+// Binding: host_memory locations take NUMA nodes, CPU locations take cores
+// (num_cores of their type, or all cores left), device locations take
+// discovered devices of their kind ("gpu": any accelerator); in the order
+// they are declared, or from `start`/`pus`, never one unit twice. A location
+// the node cannot give what it needs makes loading fail, naming it and what
+// was discovered, unless it is optional: then it is left out, with its subtree.
+//
+// The tree's root is the one location left without a parent. Every error is
+// a canopy::Error "SOURCE:LINE: PROBLEM; expected WHAT".
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "discovery.hpp"
+#include "hierarchy.hpp"
+
+namespace canopy {
+
+/// The tree a configuration text describes, bound to `node`'s cores, NUMA
+/// nodes and devices. `source_name` names the text in error messages.
+Hierarchy load_config(std::string_view text, std::string_view source_name, const NodeInventory& node);
+
+/// load_config on the contents of the file at `path` (named by its path in
+/// errors). Throws canopy::Error when the file cannot be read.
+Hierarchy load_config_file(const std::string& path, const NodeInventory& node);
+
+/// Applies configuration lines to an existing tree while a program runs:
+/// new locations bind to what the tree does not use yet, `+` attaches or
+/// moves, `-` removes subtrees. The result must still have exactly one root.
+/// On an error `tree` is left as it was.
+void apply_config_text(Hierarchy& tree, std::string_view text, std::string_view source_name, const NodeInventory& node);
+
+/// The size in bytes a SIZE field means ("4MB" -> 4194304, "512" -> 512),
+/// or -1 when `text` is not a size.
+std::int64_t parse_size(std::string_view text);
+
+}  // namespace canopy

@@ -1,0 +1,386 @@
+// Discovery: hwloc's view of the node turned into a NodeInventory, and the
+// default hierarchy built from an inventory. hwloc is used only here.
+#include "discovery.hpp"
+
+#include <hwloc.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include <canopy/ir/error.hpp>
+
+namespace canopy {
+
+namespace {
+
+// ------------------------------------------------------------------ hwloc
+
+/// Owns an hwloc topology.
+struct Topology {
+  hwloc_topology_t handle = nullptr;
+  Topology() {
+    if (hwloc_topology_init(&handle) != 0) throw Error("hwloc could not initialise a topology");
+  }
+  ~Topology() { hwloc_topology_destroy(handle); }
+  Topology(const Topology&) = delete;
+  Topology& operator=(const Topology&) = delete;
+};
+
+/// The cores, or the PUs when the topology has no cores.
+hwloc_obj_type_t core_type(hwloc_topology_t topology) {
+  return hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+}
+
+/// hwloc logical index of the NUMA node whose CPUs include `cpuset`'s first, or -1.
+int numa_of(hwloc_topology_t topology, hwloc_const_cpuset_t cpuset) {
+  int numa_count = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_NUMANODE);
+  for (int n = 0; n < numa_count; ++n) {
+    hwloc_obj_t numa = hwloc_get_obj_by_type(topology, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(n));
+    if (numa->cpuset != nullptr && hwloc_bitmap_intersects(numa->cpuset, cpuset))
+      return static_cast<int>(numa->logical_index);
+  }
+  return -1;
+}
+
+CoreInfo core_info(hwloc_topology_t topology, hwloc_obj_t core) {
+  CoreInfo info;
+  hwloc_obj_t pu =
+      core->type == HWLOC_OBJ_PU ? core : hwloc_get_obj_inside_cpuset_by_type(topology, core->cpuset, HWLOC_OBJ_PU, 0);
+  info.pu = pu != nullptr ? pu->os_index : core->os_index;
+  info.numa_node = numa_of(topology, core->cpuset);
+  hwloc_obj_t l3 = hwloc_get_ancestor_obj_by_type(topology, HWLOC_OBJ_L3CACHE, core);
+  info.l3 = l3 != nullptr ? static_cast<int>(l3->logical_index) : -1;
+  return info;
+}
+
+/// hwloc's CPUModel of the first package, else of the root, else empty.
+std::string cpu_model(hwloc_topology_t topology) {
+  for (hwloc_obj_t obj : {hwloc_get_obj_by_type(topology, HWLOC_OBJ_PACKAGE, 0), hwloc_get_root_obj(topology)}) {
+    const char* model = obj != nullptr ? hwloc_obj_get_info_by_name(obj, "CPUModel") : nullptr;
+    if (model != nullptr) return model;
+  }
+  return {};
+}
+
+NodeInventory inventory_of(hwloc_topology_t topology) {
+  NodeInventory node;
+  hwloc_obj_type_t type = core_type(topology);
+  int core_count = hwloc_get_nbobjs_by_type(topology, type);
+  for (int c = 0; c < core_count; ++c)
+    node.cores.push_back(core_info(topology, hwloc_get_obj_by_type(topology, type, static_cast<unsigned>(c))));
+  int numa_count = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_NUMANODE);
+  for (int n = 0; n < numa_count; ++n) {
+    hwloc_obj_t numa = hwloc_get_obj_by_type(topology, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(n));
+    node.numa_nodes.push_back(
+        {static_cast<int>(numa->logical_index), static_cast<std::int64_t>(numa->attr->numanode.local_memory)});
+  }
+  node.cpu_model = cpu_model(topology);
+  return node;
+}
+
+/// The backends that have not reported devices; their issues fill this in.
+std::vector<AbsentBackend> absent_backends() {
+  const char* reason = "this build of Canopy has no {} backend yet; its devices are not used";
+  return {{"opencl", fmt::format(fmt::runtime(reason), "OpenCL")},
+          {"cuda", fmt::format(fmt::runtime(reason), "CUDA")},
+          {"level_zero", fmt::format(fmt::runtime(reason), "Level Zero")}};
+}
+
+/// The "flags" line of /proc/cpuinfo, or empty where there is none.
+std::string cpuinfo_flags() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0) return line.substr(line.find(':') + 1);
+  }
+  return {};
+}
+
+/// This CPU's vector width: from /proc/cpuinfo, else from cpuid.
+int host_vector_width() {
+  if (int width = vector_width_from_flags(cpuinfo_flags()); width != 0) return width;
+#if defined(__x86_64__) || defined(__i386__)
+  if (__builtin_cpu_supports("avx512f")) return 64;
+  if (__builtin_cpu_supports("avx2") || __builtin_cpu_supports("avx")) return 32;
+  if (__builtin_cpu_supports("sse2")) return 16;
+#endif
+  return 0;
+}
+
+/// A made-up or exported topology, loaded; `what` names it in errors.
+NodeInventory load_inventory(Topology& topology, const std::string& what) {
+  if (hwloc_topology_load(topology.handle) != 0) throw Error(fmt::format("hwloc could not load {}", what));
+  NodeInventory node = inventory_of(topology.handle);
+  node.source = "hwloc " + what;
+  return node;
+}
+
+}  // namespace
+
+int vector_width_from_flags(std::string_view flags) {
+  auto has = [&](std::string_view flag) {
+    for (std::size_t at = flags.find(flag); at != std::string_view::npos; at = flags.find(flag, at + 1)) {
+      bool starts = at == 0 || std::isspace(static_cast<unsigned char>(flags[at - 1]));
+      std::size_t end = at + flag.size();
+      if (starts && (end == flags.size() || std::isspace(static_cast<unsigned char>(flags[end])))) return true;
+    }
+    return false;
+  };
+  if (has("avx512f")) return 64;
+  if (has("avx2") || has("avx")) return 32;
+  for (std::string_view sse : {"sse", "sse2", "sse3", "ssse3", "sse4_1", "sse4_2", "asimd", "neon"}) {
+    if (has(sse)) return 16;
+  }
+  return 0;
+}
+
+NodeInventory discover_node() {
+  Topology topology;
+  if (hwloc_topology_load(topology.handle) != 0) throw Error("hwloc could not load this node's topology");
+  NodeInventory node = inventory_of(topology.handle);
+  node.vector_width = host_vector_width();
+  node.absent = absent_backends();
+  node.source = "hwloc";
+  if (node.numa_nodes.empty()) node.numa_nodes.push_back({0, 0});
+  return node;
+}
+
+NodeInventory discover_node_synthetic(std::string_view description) {
+  Topology topology;
+  std::string text(description);
+  if (hwloc_topology_set_synthetic(topology.handle, text.c_str()) != 0)
+    throw Error(
+        fmt::format("hwloc rejects the synthetic topology \"{}\"; expected a description such as "
+                    "\"pack:2 numa:2 core:4 pu:1\"",
+                    text));
+  return load_inventory(topology, "synthetic: " + text);
+}
+
+NodeInventory discover_node_xml(const std::string& path) {
+  Topology topology;
+  if (hwloc_topology_set_xml(topology.handle, path.c_str()) != 0)
+    throw Error(
+        fmt::format("hwloc cannot read the XML topology '{}'; expected a file written by `lstopo FILE.xml`", path));
+  return load_inventory(topology, "XML: " + path);
+}
+
+// -------------------------------------------------------- device selection
+
+namespace {
+
+std::string lowercase(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return text;
+}
+
+/// The non-empty, trimmed, lower-case words of a comma-separated list.
+std::vector<std::string> words_of(std::string_view list) {
+  std::vector<std::string> words;
+  while (!list.empty()) {
+    std::size_t comma = list.find(',');
+    std::string_view word = trim(list.substr(0, comma));
+    if (!word.empty()) words.push_back(lowercase(word));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  return words;
+}
+
+bool is_backend_word(std::string_view word) { return word == "opencl" || word == "cuda" || word == "level_zero"; }
+
+/// True for the words a selection may hold: all, cpu, gpu, a backend, or BACKEND:N.
+bool is_selection_word(std::string_view word) {
+  if (word == "all" || word == "cpu" || word == "gpu" || is_backend_word(word)) return true;
+  std::size_t colon = word.find(':');
+  if (colon == std::string_view::npos || !is_backend_word(word.substr(0, colon))) return false;
+  std::string_view number = word.substr(colon + 1);
+  return !number.empty() && number.size() <= 9 && number.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+constexpr const char* kSelectionWords =
+    "a comma-separated list of all, cpu, gpu, opencl, cuda, level_zero, or a device id such as opencl:0";
+
+/// Does `word` select `device`?
+bool selects(std::string_view word, const DiscoveredDevice& device) {
+  return word == "all" || word == "gpu" || word == name_of(device.kind) || word == device.id;
+}
+
+}  // namespace
+
+CpuGrain parse_cpu_grain(std::string_view text) {
+  std::string word = lowercase(trim(text));
+  if (word == "numa") return CpuGrain::Numa;
+  if (word == "l3") return CpuGrain::L3;
+  if (word == "core") return CpuGrain::Core;
+  throw Error(fmt::format("CANOPY_CPU_LEAVES=\"{}\" is not a CPU leaf grain; expected numa, l3 or core", text));
+}
+
+DiscoveryOptions DiscoveryOptions::from_environment() {
+  DiscoveryOptions options;
+  if (const char* grain = std::getenv("CANOPY_CPU_LEAVES"); grain != nullptr && *grain != '\0')
+    options.cpu_grain = parse_cpu_grain(grain);
+  if (const char* devices = std::getenv("CANOPY_DEVICES"); devices != nullptr && *devices != '\0') {
+    for (const std::string& word : words_of(devices)) {
+      if (!is_selection_word(word))
+        throw Error(fmt::format("CANOPY_DEVICES=\"{}\" has the unknown word \"{}\"; expected {}", devices, word,
+                                kSelectionWords));
+    }
+    options.devices = devices;
+  }
+  return options;
+}
+
+NodeInventory select_devices(const NodeInventory& node, std::string_view devices) {
+  std::vector<std::string> words = words_of(devices);
+  if (words.empty()) words.push_back("all");
+  NodeInventory selected = node;
+  selected.devices.clear();
+  bool keep_cores = false;
+  for (const std::string& word : words) {
+    if (!is_selection_word(word))
+      throw Error(fmt::format("device selection \"{}\": \"{}\" is not a device word; expected {}", devices, word,
+                              kSelectionWords));
+    bool matched = word == "all" || (word == "cpu" && !node.cores.empty());
+    keep_cores = keep_cores || word == "all" || word == "cpu";
+    for (const DiscoveredDevice& device : node.devices) matched = selects(word, device) || matched;
+    if (!matched)
+      throw Error(
+          fmt::format("device selection \"{}\": \"{}\" matches nothing on this node ({}); expected cpu, all, "
+                      "or a backend or device id it has",
+                      devices, word, inventory_summary(node)));
+  }
+  for (const DiscoveredDevice& device : node.devices) {
+    auto chosen = [&](const std::string& word) { return selects(word, device); };
+    if (std::any_of(words.begin(), words.end(), chosen)) selected.devices.push_back(device);
+  }
+  if (!keep_cores) selected.cores.clear();
+  return selected;
+}
+
+// ------------------------------------------------------- default hierarchy
+
+namespace {
+
+/// The position in node.numa_nodes of NUMA node `index`, or 0 when it is unknown.
+std::size_t numa_slot(const NodeInventory& node, int index) {
+  for (std::size_t slot = 0; slot < node.numa_nodes.size(); ++slot) {
+    if (node.numa_nodes[slot].index == index) return slot;
+  }
+  return 0;
+}
+
+/// The cores of NUMA slot `slot`, cut into CPU leaves at the grain asked for.
+std::vector<std::vector<CoreInfo>> cpu_groups(const NodeInventory& node, std::size_t slot, CpuGrain grain) {
+  std::vector<std::vector<CoreInfo>> groups;
+  for (const CoreInfo& core : node.cores) {
+    if (numa_slot(node, core.numa_node) != slot) continue;
+    bool same =
+        !groups.empty() && (grain == CpuGrain::Numa || (grain == CpuGrain::L3 && groups.back().back().l3 == core.l3));
+    if (!same) groups.emplace_back();
+    groups.back().push_back(core);
+  }
+  return groups;
+}
+
+/// "opencl:0" -> "opencl0"; any other character a name cannot hold becomes '_'.
+std::string device_location_name(std::string_view id) {
+  std::string name;
+  for (char c : id) {
+    if (c == ':') continue;
+    name += is_valid_location_name(std::string_view(&c, 1)) ? c : '_';
+  }
+  return name.empty() ? "device" : name.substr(0, 128);
+}
+
+/// Adds numaN, its CPU leaves and its devices below "node".
+void add_numa_subtree(Hierarchy& tree, const NodeInventory& node, std::size_t slot, CpuGrain grain, int& next_cpu) {
+  const NumaInfo& numa = node.numa_nodes[slot];
+  std::string numa_name = fmt::format("numa{}", numa.index);
+  LocationTraits memory;
+  memory.capacity = numa.capacity;
+  memory.numa_node = numa.index;
+  tree.add(numa_name, LocationKind::HostMemory, memory, "node");
+  for (const auto& cores : cpu_groups(node, slot, grain))
+    tree.add(fmt::format("cpu{}", next_cpu++), LocationKind::Cpu, cpu_leaf_traits(node, cores), numa_name);
+  for (const DiscoveredDevice& device : node.devices) {
+    if (numa_slot(node, device.numa_node) == slot)
+      tree.add(device_location_name(device.id), device.kind, device_leaf_traits(node, device), numa_name);
+  }
+}
+
+}  // namespace
+
+int nearest_numa_node(const NodeInventory& node, int numa_node) {
+  return node.numa_nodes.empty() ? -1 : node.numa_nodes[numa_slot(node, numa_node)].index;
+}
+
+LocationTraits cpu_leaf_traits(const NodeInventory& node, const std::vector<CoreInfo>& cores) {
+  LocationTraits traits;
+  traits.cores = static_cast<int>(cores.size());
+  for (const CoreInfo& core : cores) traits.pus.push_back(core.pu);
+  traits.vector_width = node.vector_width;
+  traits.model = node.cpu_model;
+  auto other_numa = [&](const CoreInfo& core) {
+    return nearest_numa_node(node, core.numa_node) != nearest_numa_node(node, cores.front().numa_node);
+  };
+  bool shared = !cores.empty() && std::none_of(cores.begin(), cores.end(), other_numa);
+  traits.numa_node = shared ? nearest_numa_node(node, cores.front().numa_node) : -1;
+  return traits;
+}
+
+LocationTraits device_leaf_traits(const NodeInventory& node, const DiscoveredDevice& device) {
+  LocationTraits traits = device.traits;
+  traits.device = device.id;
+  traits.numa_node = nearest_numa_node(node, device.numa_node);
+  if (traits.model.empty()) traits.model = device.name;
+  return traits;
+}
+
+Hierarchy default_hierarchy(const NodeInventory& discovered, const DiscoveryOptions& options) {
+  NodeInventory node = select_devices(discovered, options.devices);
+  if (node.numa_nodes.empty()) node.numa_nodes.push_back({0, 0});
+  if (node.cores.empty() && node.devices.empty())
+    throw Error(fmt::format("device selection \"{}\" leaves nothing to run regions on ({}); expected cpu or a device",
+                            options.devices, inventory_summary(discovered)));
+  Hierarchy tree;
+  tree.add("node", LocationKind::Virtual, {}, "");
+  int next_cpu = 0;
+  for (std::size_t slot = 0; slot < node.numa_nodes.size(); ++slot)
+    add_numa_subtree(tree, node, slot, options.cpu_grain, next_cpu);
+  return tree;
+}
+
+std::string inventory_summary(const NodeInventory& node) {
+  std::string text = fmt::format("{} cores on {} NUMA nodes; devices: ", node.cores.size(), node.numa_nodes.size());
+  for (const DiscoveredDevice& device : node.devices)
+    text += fmt::format("{}{} ({})", &device == node.devices.data() ? "" : ", ", device.id, device.name);
+  if (node.devices.empty()) text += "none";
+  for (const AbsentBackend& absent : node.absent) text += fmt::format("; {}: {}", absent.backend, absent.reason);
+  return text;
+}
+
+std::string describe_inventory(const NodeInventory& node) {
+  std::string text = fmt::format("node ({}): {} cores on {} NUMA nodes, CPU \"{}\", {}-byte vectors\n", node.source,
+                                 node.cores.size(), node.numa_nodes.size(), node.cpu_model, node.vector_width);
+  for (const NumaInfo& numa : node.numa_nodes)
+    text += fmt::format("  numa{}: {} MiB\n", numa.index, numa.capacity >> 20);
+  for (const DiscoveredDevice& device : node.devices)
+    text += fmt::format("  device {} ({}): {}, NUMA node {}\n", device.id, name_of(device.kind), device.name,
+                        device.numa_node);
+  for (const AbsentBackend& absent : node.absent) text += fmt::format("  {}: {}\n", absent.backend, absent.reason);
+  return text;
+}
+
+}  // namespace canopy

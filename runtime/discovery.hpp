@@ -1,0 +1,138 @@
+// Discovery: what this node has (cores, NUMA nodes, caches, devices) and the
+// default location hierarchy built from it. The inventory is plain data so
+// that tests can build one from hwloc's synthetic or XML topologies, or by
+// hand, and so that a configuration file can be bound against it.
+//
+//   NodeInventory node = discover_node();
+//   Hierarchy tree = default_hierarchy(node, DiscoveryOptions::from_environment());
+//
+// The default tree: a root "node" (virtual), a host-memory location per NUMA
+// node ("numa0", ...), CPU leaves below each NUMA node (one per NUMA node, L3
+// domain or core: CANOPY_CPU_LEAVES), and every device below the NUMA node
+// nearest to it, named by its id without the ':' ("opencl0").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hierarchy.hpp"
+
+namespace canopy {
+
+/// One core of the node; a CPU leaf runs one thread per core, on its first PU.
+struct CoreInfo {
+  unsigned pu = 0;     ///< hwloc OS index of the core's first processing unit
+  int numa_node = -1;  ///< hwloc logical index of its NUMA node, -1 unknown
+  int l3 = -1;         ///< hwloc logical index of its L3 cache, -1 when there is none
+  bool operator==(const CoreInfo&) const = default;
+};
+
+/// One NUMA node (a host memory).
+struct NumaInfo {
+  int index = 0;              ///< hwloc logical index
+  std::int64_t capacity = 0;  ///< bytes of local memory
+  bool operator==(const NumaInfo&) const = default;
+};
+
+/// A device a backend found. The OpenCL, CUDA and Level Zero backends fill
+/// these in; the hierarchy and the configuration loader bind locations to them.
+struct DiscoveredDevice {
+  LocationKind kind = LocationKind::OpenCL;  ///< the backend (a device kind)
+  int index = 0;                             ///< its number within that backend
+  std::string id;                            ///< "opencl:0": backend name, ':', index
+  std::string name;                          ///< what the driver calls it
+  int numa_node = -1;                        ///< the nearest NUMA node (logical index), -1 unknown
+  LocationTraits traits;                     ///< compute units, memory, vector width, as known
+  bool operator==(const DiscoveredDevice&) const = default;
+};
+
+/// A backend that found nothing, and why ("no OpenCL ICD loader: ...").
+struct AbsentBackend {
+  std::string backend;  ///< "opencl", "cuda", "level_zero"
+  std::string reason;   ///< a sentence a user can act on
+  bool operator==(const AbsentBackend&) const = default;
+};
+
+/// What this node has.
+struct NodeInventory {
+  std::vector<CoreInfo> cores;            ///< in hwloc's logical order
+  std::vector<NumaInfo> numa_nodes;       ///< in hwloc's logical order; at least one after discovery
+  std::string cpu_model;                  ///< hwloc's CPUModel, else empty
+  int vector_width = 0;                   ///< bytes: 64 (AVX-512), 32 (AVX2), 16 (SSE), 0 unknown
+  std::vector<DiscoveredDevice> devices;  ///< accelerators, in backend order
+  std::vector<AbsentBackend> absent;      ///< backends that found nothing, with the reason
+  std::string source;                     ///< "hwloc", "hwloc synthetic: ...", "hwloc XML: PATH"
+  bool operator==(const NodeInventory&) const = default;
+};
+
+/// This machine, from hwloc. Throws canopy::Error when hwloc cannot load the topology.
+NodeInventory discover_node();
+/// A made-up machine in hwloc's synthetic syntax ("pack:2 numa:2 core:4 pu:1"),
+/// for tests. Throws canopy::Error naming the description when hwloc rejects it.
+NodeInventory discover_node_synthetic(std::string_view hwloc_synthetic_description);
+/// A machine exported by `lstopo file.xml`, for tests. Throws canopy::Error naming the file.
+NodeInventory discover_node_xml(const std::string& path);
+
+/// The vector width in bytes a CPU with these /proc/cpuinfo-style flags has:
+/// 64 with avx512f, 32 with avx2 (or avx), 16 with any sse, else 0.
+int vector_width_from_flags(std::string_view flags);
+
+/// How finely CPU leaves divide the cores of a NUMA node.
+enum class CpuGrain : std::uint8_t {
+  Numa,  ///< one leaf per NUMA node (the default)
+  L3,    ///< one leaf per L3 cache domain
+  Core,  ///< one leaf per core
+};
+
+/// The choices that shape the default hierarchy.
+struct DiscoveryOptions {
+  CpuGrain cpu_grain = CpuGrain::Numa;
+  /// What to use, comma-separated: "all" (default), "cpu", a backend
+  /// ("opencl", "cuda", "level_zero"), or one device by id ("opencl:0").
+  std::string devices = "all";
+
+  /// CANOPY_CPU_LEAVES (numa|l3|core) and CANOPY_DEVICES; unset or empty
+  /// variables keep the defaults. Throws canopy::Error naming the variable,
+  /// its value and what is accepted.
+  static DiscoveryOptions from_environment();
+};
+
+/// Parses a CANOPY_CPU_LEAVES value ("numa", "l3", "core"; case-insensitive).
+/// Throws canopy::Error naming the value and what is accepted.
+CpuGrain parse_cpu_grain(std::string_view text);
+
+/// The inventory with only what `devices` (see DiscoveryOptions::devices)
+/// selects: without "cpu" or "all" the cores are dropped; devices not named
+/// (by backend or id) are dropped. Throws canopy::Error for a word that
+/// matches nothing, naming it and listing what this node has.
+NodeInventory select_devices(const NodeInventory& node, std::string_view devices);
+
+/// The NUMA node (logical index) a core or device reporting `numa_node` is
+/// placed under: that node when the inventory has it, else the first one;
+/// -1 for an inventory without NUMA nodes.
+int nearest_numa_node(const NodeInventory& node, int numa_node);
+
+/// The traits of a CPU leaf running on `cores`: their count and first PUs,
+/// the node's vector width and CPU model, and their NUMA node (nearest, as
+/// above) when they share one, else -1.
+LocationTraits cpu_leaf_traits(const NodeInventory& node, const std::vector<CoreInfo>& cores);
+
+/// The traits of a device leaf: the device's own, with its id, its nearest
+/// NUMA node, and its name as the model when it has none.
+LocationTraits device_leaf_traits(const NodeInventory& node, const DiscoveredDevice& device);
+
+/// The default hierarchy (see the top of this file). Throws canopy::Error
+/// for a bad device selection, or when nothing is left to run regions on.
+Hierarchy default_hierarchy(const NodeInventory& node, const DiscoveryOptions& options = {});
+
+/// One line for error messages: "8 cores on 2 NUMA nodes; devices: opencl:0
+/// (pocl)" or "devices: none", then each absent backend with its reason.
+std::string inventory_summary(const NodeInventory& node);
+
+/// A few lines for people: cores, NUMA nodes, CPU model and vector width,
+/// each device, and each absent backend with its reason.
+std::string describe_inventory(const NodeInventory& node);
+
+}  // namespace canopy
