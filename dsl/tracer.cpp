@@ -35,7 +35,9 @@ void Tracer::fail(std::string_view operation, std::string_view problem) const {
 }
 
 int Tracer::add_param(ir::Param param) {
-  param.name = "p" + std::to_string(params_.size());
+  std::string name = "p";  // (not "p" + ...: GCC 12 warns falsely on that, -Wrestrict)
+  name += std::to_string(params_.size());
+  param.name = std::move(name);
   params_.push_back(std::move(param));
   return static_cast<int>(params_.size()) - 1;
 }
