@@ -1,14 +1,14 @@
 #include "engine.hpp"
 
-#include <hwloc.h>
-
 #include <algorithm>
-#include <condition_variable>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
-#include <map>
+#include <fstream>
 #include <mutex>
+#include <shared_mutex>
 #include <sstream>
-#include <thread>
 #include <unordered_map>
 
 #include <canopy/backends/cpu/cpu_device.hpp>
@@ -18,41 +18,15 @@
 #include <canopy/ir/printer.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
+#include "config.hpp"
+#include "discovery.hpp"
+#include "internal/leaf_worker.hpp"
+#include "mcd.hpp"
+#include "policy.hpp"
+
 namespace canopy::runtime {
 
 namespace {
-
-// What hwloc says of this node: the first processing unit of every core, and the CPU's name.
-struct NodeTopology {
-  std::vector<unsigned> core_pus;
-  std::string cpu_model;
-  int numa_nodes = 1;
-};
-
-NodeTopology discover_topology() {
-  NodeTopology node;
-  hwloc_topology_t topology;
-  if (hwloc_topology_init(&topology) != 0) return node;
-  if (hwloc_topology_load(topology) == 0) {
-    const int cores = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_CORE);
-    for (int c = 0; c < cores; ++c) {
-      auto core = hwloc_get_obj_by_type(topology, HWLOC_OBJ_CORE, static_cast<unsigned>(c));
-      auto pu = hwloc_get_obj_inside_cpuset_by_type(topology, core->cpuset, HWLOC_OBJ_PU, 0);
-      if (pu) node.core_pus.push_back(pu->os_index);
-    }
-    if (auto root = hwloc_get_root_obj(topology))
-      if (const char* model = hwloc_obj_get_info_by_name(root, "CPUModel")) node.cpu_model = model;
-    if (node.cpu_model.empty())
-      if (auto package = hwloc_get_obj_by_type(topology, HWLOC_OBJ_PACKAGE, 0))
-        if (const char* model = hwloc_obj_get_info_by_name(package, "CPUModel")) node.cpu_model = model;
-    node.numa_nodes = std::max(1, hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_NUMANODE));
-  }
-  hwloc_topology_destroy(topology);
-  if (node.core_pus.empty()) {
-    for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i) node.core_pus.push_back(i);
-  }
-  return node;
-}
 
 // A kernel as the engine keeps it: the traced IR (kept alive so the map's key
 // stays valid), the optimized IR and its CPU program.
@@ -62,120 +36,105 @@ struct CompiledKernel {
   backends::cpu::CpuProgram cpu;
 };
 
-// One piece of a region queued on a leaf.
-struct Job {
+// A region between submit() and the end of its last piece.
+struct RegionRun {
   std::shared_ptr<const CompiledKernel> kernel;
   std::vector<ArgRef> args;
-  backends::Range range;
   std::vector<CompletionPtr> deps;
-  CompletionPtr completion;
-  std::shared_ptr<std::vector<backends::ReductionValue>> results;
+  std::vector<std::vector<backends::ReductionValue>> partials;  // per piece
+  std::atomic<int> pieces_left{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  CompletionPtr completion = std::make_shared<Completion>();
+  std::shared_ptr<std::vector<backends::ReductionValue>> results =
+      std::make_shared<std::vector<backends::ReductionValue>>();
+  std::shared_ptr<RegionStats> record;
+  std::vector<std::shared_ptr<ArrayStorage>> per_region_arrays;
 };
 
-// A leaf: a device and the worker thread that runs its queue in order.
-class Leaf {
- public:
-  Leaf(std::string name, std::vector<unsigned> pus) : device_(std::move(name), pus) {
-    worker_ = std::thread([this, pu = pus.empty() ? 0u : pus.front(), bind = !pus.empty()] {
-      if (bind) backends::cpu::bind_current_thread(pu);
-      run();
-    });
-  }
-  ~Leaf() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    worker_.join();
-  }
-  void push(Job job) {
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(job));
-    }
-    cv_.notify_one();
-  }
-  backends::cpu::CpuDevice& device() { return device_; }
-
- private:
-  void run() {
-    for (;;) {
-      Job job;
-      {
-        std::unique_lock lock(mutex_);
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      execute(job);
+std::vector<backends::KernelArg> kernel_args(const std::vector<ArgRef>& refs) {
+  std::vector<backends::KernelArg> args;
+  args.reserve(refs.size());
+  for (const auto& ref : refs) {
+    if (auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&ref)) {
+      backends::ArrayArg array;
+      array.data = (*storage)->host_data();
+      array.extents = (*storage)->shape().extents();
+      args.emplace_back(array);
+    } else if (auto* scalar = std::get_if<backends::ScalarArg>(&ref)) {
+      args.emplace_back(*scalar);
+    } else {
+      args.emplace_back(backends::ReductionArg{});
     }
   }
+  return args;
+}
 
-  void execute(Job& job) {
-    try {
-      for (auto& dep : job.deps) dep->wait(false);
-      std::vector<backends::KernelArg> args;
-      args.reserve(job.args.size());
-      for (auto& a : job.args) {
-        if (auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&a)) {
-          backends::ArrayArg array;
-          array.data = (*storage)->host_data();
-          array.extents = (*storage)->shape().extents();
-          args.emplace_back(array);
-        } else if (auto* scalar = std::get_if<backends::ScalarArg>(&a)) {
-          args.emplace_back(*scalar);
-        } else {
-          args.emplace_back(backends::ReductionArg{});
-        }
-      }
-      *job.results = device_.run(job.kernel->cpu, args, job.range);
-      job.completion->finish();
-    } catch (...) {
-      job.completion->finish(std::current_exception());
-    }
+// The reductions of a finished region: each piece's partials combined in piece order.
+void combine_partials(RegionRun& run) {
+  const auto& kernel = *run.kernel->optimized;
+  std::vector<const ir::Param*> reductions;
+  for (const auto& p : kernel.params)
+    if (p.is_reduction()) reductions.push_back(&p);
+  run.results->clear();
+  for (std::size_t r = 0; r < reductions.size(); ++r) {
+    auto total = backends::identity_value(reductions[r]->reduce, reductions[r]->type);
+    for (const auto& piece : run.partials)
+      if (r < piece.size()) total = backends::combine(reductions[r]->reduce, total, piece[r]);
+    run.results->push_back(total);
   }
+}
 
-  backends::cpu::CpuDevice device_;
-  std::thread worker_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Job> queue_;
-  bool stopping_ = false;
-};
+void finish_region(RegionRun& run) {
+  combine_partials(run);
+  for (auto& array : run.per_region_arrays) array->release_contents();
+  std::exception_ptr error;
+  {
+    std::lock_guard lock(run.error_mutex);
+    error = run.error;
+  }
+  run.completion->finish(error);
+}
 
-std::string join(const std::vector<std::string>& items) {
+std::string join(const std::vector<std::string>& items, const char* separator = ", ") {
   std::string s;
-  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+  for (const auto& i : items) s += (s.empty() ? "" : separator) + i;
   return s;
 }
 
-// "x86_64-pc-linux-gnu, znver4, AVX-512" from the JIT's long target description
-// ("triple;cpu;+feature,-feature,...").
-std::string short_target(const std::string& description) {
-  auto first = description.find(';');
-  auto second = description.find(';', first == std::string::npos ? first : first + 1);
-  if (first == std::string::npos || second == std::string::npos) return description;
-  const std::string features = description.substr(second) + ",";
-  std::string vector_isa = features.find("+avx512f,") != std::string::npos ? "AVX-512"
-                           : features.find("+avx2,") != std::string::npos  ? "AVX2"
-                                                                           : "SSE";
-  return description.substr(0, first) + ", " + description.substr(first + 1, second - first - 1) + ", " + vector_isa;
+// The names of a leaf's ancestors, root first: two trees place a leaf alike
+// when these agree.
+std::vector<std::string> path_of(const Location& location) {
+  std::vector<std::string> path;
+  for (auto* l = &location; l; l = l->parent()) path.push_back(l->name());
+  return path;
 }
 
 }  // namespace
 
 struct Engine::State {
-  NodeTopology node;
-  std::unique_ptr<Leaf> cpu;
-  std::vector<std::string> locations{"node", "cpu0"};
+  NodeInventory inventory;
+
+  mutable std::shared_mutex tree_mutex;  // shared: submit; exclusive: reconfigure
+  Hierarchy tree;
+  std::unordered_map<std::string, std::unique_ptr<LeafWorker>> workers;  // guarded by tree_mutex
 
   std::mutex kernels_mutex;
   std::unordered_map<const ir::Kernel*, std::shared_ptr<const CompiledKernel>> kernels;
 
+  std::mutex policies_mutex;
+  std::unordered_map<std::string, Policy> policies;
+
+  std::mutex arrays_mutex;
+  std::vector<std::weak_ptr<ArrayStorage>> arrays;
+
   std::mutex flight_mutex;
   std::vector<CompletionPtr> in_flight;
+
+  mutable std::mutex stats_mutex;
+  std::int64_t regions = 0;
+  std::unordered_map<std::string, LeafStats> leaf_stats;
+  std::deque<std::shared_ptr<RegionStats>> recent;
 
   std::shared_ptr<const CompiledKernel> compiled(const std::shared_ptr<const ir::Kernel>& traced) {
     std::lock_guard lock(kernels_mutex);
@@ -190,11 +149,141 @@ struct Engine::State {
     }
     return slot;
   }
+
+  Policy policy_named(const std::string& text) {
+    std::lock_guard lock(policies_mutex);
+    auto it = policies.find(text);
+    if (it == policies.end()) it = policies.emplace(text, parse_policy(text)).first;
+    return it->second;
+  }
+
+  // Workers for exactly the tree's executing leaves (call with tree_mutex held exclusively).
+  void sync_workers() {
+    std::vector<std::string> stale;
+    for (auto& [name, worker] : workers) {
+      auto* leaf = tree.find(name);
+      if (!leaf || !leaf->executes() || leaf->traits().pus != worker->pus()) stale.push_back(name);
+    }
+    for (auto& name : stale) workers.erase(name);
+    if (!tree.root()) return;
+    for (auto* leaf : tree.leaves(*tree.root())) {
+      if (leaf->kind() != LocationKind::Cpu || workers.count(leaf->name())) continue;
+      workers.emplace(leaf->name(), std::make_unique<LeafWorker>(leaf->name(), leaf->traits().pus));
+    }
+  }
+
+  void register_array(const std::shared_ptr<ArrayStorage>& array) {
+    std::lock_guard lock(arrays_mutex);
+    std::erase_if(arrays, [](const std::weak_ptr<ArrayStorage>& a) { return a.expired(); });
+    arrays.push_back(array);
+  }
+
+  std::vector<std::shared_ptr<ArrayStorage>> live_arrays() {
+    std::lock_guard lock(arrays_mutex);
+    std::vector<std::shared_ptr<ArrayStorage>> live;
+    for (auto& weak : arrays)
+      if (auto a = weak.lock()) live.push_back(std::move(a));
+    return live;
+  }
+
+  std::string location_of_new_array(const MemoryTraits& traits) {
+    std::shared_lock lock(tree_mutex);
+    if (!tree.root()) throw Error("the hierarchy is empty: load a configuration or add a location first");
+    if (traits.distance) return tree.root()->name();  // placed when a region uses it
+    if (traits.location.empty()) return tree.root()->name();
+    return tree.at(traits.location).name();
+  }
+
+  void track(const CompletionPtr& completion) {
+    std::lock_guard lock(flight_mutex);
+    std::erase_if(in_flight, [](const CompletionPtr& c) { return c->done() && !c->error(); });
+    in_flight.push_back(completion);
+  }
+
+  void remember(const std::shared_ptr<RegionStats>& record) {
+    std::lock_guard lock(stats_mutex);
+    ++regions;
+    recent.push_back(record);
+    while (recent.size() > 64) recent.pop_front();
+  }
+
+  void run_piece(const std::shared_ptr<RegionRun>& run, std::size_t piece, const backends::Range& range,
+                 backends::cpu::CpuDevice& device) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      for (auto& dep : run->deps) dep->wait(false);
+      run->partials[piece] = device.run(run->kernel->cpu, kernel_args(run->args), range);
+    } catch (...) {
+      std::lock_guard lock(run->error_mutex);
+      if (!run->error) run->error = std::current_exception();
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    {
+      std::lock_guard lock(stats_mutex);
+      auto& piece_stats = run->record->pieces[piece];
+      piece_stats.seconds = seconds;
+      auto& leaf = leaf_stats[piece_stats.leaf];
+      leaf.leaf = piece_stats.leaf;
+      leaf.regions += 1;
+      leaf.iterations += range.points();
+      leaf.busy_seconds += seconds;
+    }
+    if (run->pieces_left.fetch_sub(1, std::memory_order_acq_rel) == 1) finish_region(*run);
+  }
+
+  // Where a region runs: its explicit location, else the Most Common
+  // Descendant of its placed arrays' locations (the root when it has none).
+  const Location& region_location(const RegionRequest& request, const ir::Kernel& kernel) {
+    std::vector<const Location*> locations;
+    std::vector<std::string> labels;
+    for (std::size_t p = 0; p < request.args.size(); ++p) {
+      auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
+      if (!storage || (*storage)->traits().distance) continue;
+      const auto name = (*storage)->location();
+      auto* location = tree.find(name);
+      if (!location) location = tree.root();
+      locations.push_back(location);
+      labels.push_back("argument '" + kernel.params[p].name + "', " + (*storage)->describe() + ",");
+    }
+    if (!request.location.empty()) {
+      auto* found = tree.find(request.location);
+      if (!found) {
+        try {
+          tree.at(request.location);
+        } catch (const Error& e) {
+          throw Error("region of kernel '" + kernel.name + "': " + e.what());
+        }
+      }
+      const auto& at = *found;
+      for (std::size_t i = 0; i < locations.size(); ++i)
+        if (!Hierarchy::is_above_or_same(*locations[i], at))
+          throw Error("region of kernel '" + kernel.name + "' at '" + at.name() + "': " + labels[i] +
+                      " is not visible there; memory is visible at its location and below it; move the array or "
+                      "run the region below '" +
+                      locations[i]->name() + "'");
+      return at;
+    }
+    if (locations.empty()) return *tree.root();
+    if (auto* mcd = most_common_descendant(locations)) return *mcd;
+    throw Error("region of kernel '" + kernel.name + "': " + explain_no_common_descendant(locations, labels));
+  }
+
+  // The location `levels` above `at` (the root when the tree is not that deep).
+  const Location& ancestor(const Location& at, int levels) {
+    const Location* l = &at;
+    for (int i = 0; i < levels && l->parent(); ++i) l = l->parent();
+    return *l;
+  }
 };
 
 Engine::Engine() : state_(std::make_unique<State>()) {
-  state_->node = discover_topology();
-  state_->cpu = std::make_unique<Leaf>("cpu0", state_->node.core_pus);
+  state_->inventory = discover_node();
+  if (const char* config = std::getenv("CANOPY_CONFIG"); config && *config)
+    state_->tree = load_config_file(config, state_->inventory);
+  else
+    state_->tree = default_hierarchy(state_->inventory, DiscoveryOptions::from_environment());
+  std::unique_lock lock(state_->tree_mutex);
+  state_->sync_workers();
 }
 
 Engine::~Engine() {
@@ -203,15 +292,23 @@ Engine::~Engine() {
   } catch (...) {
     // A region failed and nobody paused to hear it; the program is ending anyway.
   }
+  if (dump_enabled("program")) dump("program", "canopy", program_record());
+  std::unique_lock lock(state_->tree_mutex);
+  state_->workers.clear();
 }
 
 std::shared_ptr<ArrayStorage> Engine::allocate(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits) {
-  std::string location = traits.location.empty() ? "node" : traits.location;
-  if (!traits.distance &&
-      std::find(state_->locations.begin(), state_->locations.end(), location) == state_->locations.end())
-    throw Error("unknown location '" + location + "'; this node has: " + join(state_->locations));
-  if (traits.distance) location = "node";
-  return std::make_shared<ArrayStorage>(type, shape, traits, location);
+  auto array = std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits));
+  state_->register_array(array);
+  return array;
+}
+
+std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits,
+                                           void* data) {
+  if (!data && shape.size() > 0) throw Error("wrap() was given a null pointer for " + shape.to_string() + " elements");
+  auto array = std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), data);
+  state_->register_array(array);
+  return array;
 }
 
 RegionHandle Engine::submit(RegionRequest request) {
@@ -227,35 +324,80 @@ RegionHandle Engine::submit(RegionRequest request) {
   if (request.args.size() != kernel.params.size())
     throw Error("kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) + " arguments, " +
                 std::to_string(request.args.size()) + " were given");
-  if (!request.location.empty() &&
-      std::find(state_->locations.begin(), state_->locations.end(), request.location) == state_->locations.end())
-    throw Error("region of kernel '" + kernel.name + "': unknown location '" + request.location +
-                "'; this node has: " + join(state_->locations));
-
-  Job job;
-  job.kernel = state_->compiled(request.kernel);
-  job.range.dims = request.range.rank();
-  for (int d = 0; d < job.range.dims; ++d) job.range.end[static_cast<std::size_t>(d)] = request.range[d];
-  job.completion = std::make_shared<Completion>();
-  job.results = std::make_shared<std::vector<backends::ReductionValue>>();
   for (std::size_t p = 0; p < kernel.params.size(); ++p) {
     const auto& param = kernel.params[p];
-    if (auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p])) {
-      if (!param.is_array() || (*storage)->type() != param.type || (*storage)->shape().rank() != param.rank)
-        throw Error("kernel '" + kernel.name + "': argument " + std::to_string(p) + " does not match parameter '" +
-                    param.name + "'");
-      auto deps = (*storage)->add_use(job.completion, param.reads(), param.writes());
-      job.deps.insert(job.deps.end(), deps.begin(), deps.end());
-    }
+    auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
+    if (param.is_array() != (storage != nullptr) ||
+        (storage && ((*storage)->type() != param.type || (*storage)->shape().rank() != param.rank)))
+      throw Error("kernel '" + kernel.name + "': argument " + std::to_string(p) + " does not match parameter '" +
+                  param.name + "'");
+    if (storage && param.writes() && (*storage)->traits().read_only)
+      throw Error("kernel '" + kernel.name + "' writes parameter '" + param.name + "' but " + (*storage)->describe() +
+                  " is read-only");
   }
-  job.args = std::move(request.args);
-  RegionHandle handle{job.completion, job.results};
+  const std::string policy_text = request.policy.empty() ? "static" : request.policy;
+  const Policy policy = resolve_runtime_policy(state_->policy_named(policy_text), std::getenv("CANOPY_POLICY"));
+
+  auto run = std::make_shared<RegionRun>();
+  run->kernel = state_->compiled(request.kernel);
+
+  std::shared_lock tree_lock(state_->tree_mutex);
+  const Location& at = state_->region_location(request, kernel);
+  SplitContext context;
+  context.idle = [&](const Location& leaf) {
+    auto it = state_->workers.find(leaf.name());
+    return it != state_->workers.end() && it->second->idle();
+  };
+  context.load = [&](const Location& leaf) {
+    auto it = state_->workers.find(leaf.name());
+    return it == state_->workers.end() ? 1e300 : double(it->second->outstanding());
+  };
+  auto pieces = split(at, policy, 0, request.range[0], context);
+  for (auto& piece : pieces)
+    if (!state_->workers.count(piece.leaf->name()))
+      throw Error("region of kernel '" + kernel.name + "': leaf '" + piece.leaf->name() + "' (" +
+                  std::string(name_of(piece.leaf->kind())) + ") has no device this build can run on");
+
+  // Nothing below may throw: from here on, later regions depend on this one.
+  run->record = std::make_shared<RegionStats>();
+  run->record->kernel = kernel.name;
+  run->record->location = at.name();
+  run->record->policy = policy.text();
+  run->record->range = request.range;
+  for (std::size_t p = 0; p < kernel.params.size(); ++p) {
+    auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
+    if (!storage) continue;
+    const auto& traits = (*storage)->traits();
+    if (traits.distance) (*storage)->set_location(state_->ancestor(at, *traits.distance).name());
+    if (traits.lifetime == Lifetime::PerRegion) run->per_region_arrays.push_back(*storage);
+    auto deps = (*storage)->add_use(run->completion, kernel.params[p].reads(), kernel.params[p].writes());
+    run->deps.insert(run->deps.end(), deps.begin(), deps.end());
+  }
+  run->args = std::move(request.args);
+  run->partials.resize(pieces.size());
+  run->pieces_left.store(static_cast<int>(pieces.size()));
+  for (auto& piece : pieces) run->record->pieces.push_back({piece.leaf->name(), piece.begin, piece.end, 0.0});
   {
-    std::lock_guard lock(state_->flight_mutex);
-    std::erase_if(state_->in_flight, [](const CompletionPtr& c) { return c->done() && !c->error(); });
-    state_->in_flight.push_back(job.completion);
+    std::lock_guard lock(state_->stats_mutex);
+    run->record->id = static_cast<std::uint64_t>(state_->regions + 1);
   }
-  state_->cpu->push(std::move(job));
+  state_->remember(run->record);
+  state_->track(run->completion);
+  RegionHandle handle{run->completion, run->results};
+  if (pieces.empty()) {
+    finish_region(*run);
+    return handle;
+  }
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    backends::Range range;
+    range.dims = request.range.rank();
+    range.begin[0] = pieces[i].begin;
+    range.end[0] = pieces[i].end;
+    for (int d = 1; d < range.dims; ++d) range.end[static_cast<std::size_t>(d)] = request.range[d];
+    state_->workers.at(pieces[i].leaf->name())->push([state = state_.get(), run, i, range](auto& device) {
+      state->run_piece(run, i, range, device);
+    });
+  }
   return handle;
 }
 
@@ -273,15 +415,120 @@ void Engine::pause() {
   if (first) std::rethrow_exception(first);
 }
 
+void Engine::pause(const std::string& location) {
+  std::shared_lock lock(state_->tree_mutex);
+  for (auto* leaf : state_->tree.leaves(state_->tree.at(location))) {
+    auto it = state_->workers.find(leaf->name());
+    if (it != state_->workers.end()) it->second->drain();
+  }
+}
+
+Hierarchy Engine::hierarchy() const {
+  std::shared_lock lock(state_->tree_mutex);
+  return state_->tree;
+}
+
+void Engine::reconfigure(const std::function<void(Hierarchy&)>& change) {
+  std::unique_lock lock(state_->tree_mutex);
+  Hierarchy next = state_->tree;
+  change(next);
+  // Leaves that vanish, move or change cores finish what they were given first.
+  for (auto& [name, worker] : state_->workers) {
+    auto* before = state_->tree.find(name);
+    auto* after = next.find(name);
+    if (!before || !after || path_of(*before) != path_of(*after) || after->traits().pus != worker->pus())
+      worker->drain();
+  }
+  // Arrays whose location disappears go to its nearest surviving ancestor.
+  for (auto& array : state_->live_arrays()) {
+    auto name = array->location();
+    if (next.find(name)) continue;
+    const Location* l = state_->tree.find(name);
+    while (l && !next.find(l->name())) l = l->parent();
+    array->wait_idle();
+    array->set_location(l ? l->name() : (next.root() ? next.root()->name() : std::string()));
+  }
+  state_->tree = std::move(next);
+  state_->sync_workers();
+}
+
+void Engine::load_config(const std::string& path) {
+  auto tree = load_config_file(path, state_->inventory);
+  reconfigure([&](Hierarchy& h) { h = std::move(tree); });
+}
+
+void Engine::apply_config(const std::string& text) {
+  reconfigure([&](Hierarchy& h) { apply_config_text(h, text, "configuration text", state_->inventory); });
+}
+
+void Engine::move_array(const std::shared_ptr<ArrayStorage>& array, const std::string& location) {
+  std::string name;
+  {
+    std::shared_lock lock(state_->tree_mutex);
+    name = state_->tree.at(location).name();
+  }
+  array->wait_idle();
+  array->set_location(name);
+}
+
+void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const std::shared_ptr<ArrayStorage>& source) {
+  if (destination->type() != source->type() || !(destination->shape() == source->shape()))
+    throw Error("copy: " + source->describe() + " and " + destination->describe() + " differ in element type or shape");
+  if (destination->traits().read_only) throw Error("copy: " + destination->describe() + " is read-only");
+  if (destination == source) return;
+  auto done = std::make_shared<Completion>();
+  auto deps = source->add_use(done, true, false);
+  auto more = destination->add_use(done, false, true);
+  deps.insert(deps.end(), more.begin(), more.end());
+  state_->track(done);
+  std::shared_lock lock(state_->tree_mutex);
+  auto leaves = state_->tree.root() ? state_->tree.leaves(*state_->tree.root()) : std::vector<const Location*>{};
+  auto it = leaves.empty() ? state_->workers.end() : state_->workers.find(leaves.front()->name());
+  auto copy = [deps, done, destination, source] {
+    for (auto& d : deps) d->wait(false);
+    std::memcpy(destination->host_data(), source->host_data(), source->bytes());
+    done->finish();
+  };
+  if (it == state_->workers.end())
+    copy();
+  else
+    it->second->push([copy](backends::cpu::CpuDevice&) { copy(); });
+}
+
+Stats Engine::stats() const {
+  Stats stats;
+  std::shared_lock tree_lock(state_->tree_mutex);
+  std::lock_guard lock(state_->stats_mutex);
+  stats.regions = state_->regions;
+  for (auto& [name, leaf] : state_->leaf_stats) stats.leaves.push_back(leaf);
+  for (auto& [name, worker] : state_->workers)
+    if (!state_->leaf_stats.count(name)) stats.leaves.push_back(LeafStats{name, 0, 0, 0.0});
+  std::sort(stats.leaves.begin(), stats.leaves.end(),
+            [](const LeafStats& a, const LeafStats& b) { return a.leaf < b.leaf; });
+  for (auto& r : state_->recent) stats.recent.push_back(*r);
+  return stats;
+}
+
 std::string Engine::describe() const {
   std::ostringstream out;
-  const auto& node = state_->node;
-  out << "node: " << node.core_pus.size() << " core(s)";
-  if (!node.cpu_model.empty()) out << ", " << node.cpu_model;
-  out << ", " << node.numa_nodes << " NUMA node(s)\n";
-  out << "  cpu0: CPU leaf, " << state_->cpu->device().threads() << " thread(s) on PUs";
-  for (auto pu : state_->cpu->device().pus()) out << ' ' << pu;
-  out << "\n  JIT target: " << short_target(jit::CpuCompiler::shared().target_description()) << "\n";
+  const auto& node = state_->inventory;
+  out << describe_inventory(node);
+  out << "JIT target: " << jit::CpuCompiler::shared().target_description() << "\n";
+  out << hierarchy().to_text();
+  return out.str();
+}
+
+std::string Engine::program_record() const {
+  std::ostringstream out;
+  out << "# Canopy program record\n## hierarchy\n" << hierarchy().to_text() << "## arrays\n";
+  for (auto& array : state_->live_arrays()) out << array->describe() << " " << array->traits() << "\n";
+  out << "## regions (most recent)\n";
+  for (auto& region : stats().recent) {
+    out << "region " << region.id << " " << region.kernel << " over " << region.range << " at " << region.location
+        << " policy " << region.policy << ":";
+    for (auto& piece : region.pieces) out << " " << piece.leaf << "[" << piece.begin << "," << piece.end << ")";
+    out << "\n";
+  }
   return out.str();
 }
 

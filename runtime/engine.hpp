@@ -1,8 +1,10 @@
-// Engine: the runtime's machinery behind Runtime's templates. It owns the
-// devices found on this node, one worker thread per leaf, and the compiled
-// code of every kernel; regions come in as type-erased requests.
+// Engine: the runtime's machinery behind Runtime's templates. It owns this
+// node's location tree, one worker per executing leaf, the arrays' placement
+// and the compiled code of every kernel; regions come in as type-erased
+// requests and leave as pieces queued on the leaves below where they run.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -13,7 +15,9 @@
 
 #include "array.hpp"
 #include "completion.hpp"
+#include "hierarchy.hpp"
 #include "shape.hpp"
+#include "stats.hpp"
 
 namespace canopy::runtime {
 
@@ -23,8 +27,8 @@ using ArgRef = std::variant<std::shared_ptr<ArrayStorage>, backends::ScalarArg, 
 struct RegionRequest {
   std::shared_ptr<const ir::Kernel> kernel;  ///< as traced (the engine optimizes it once)
   Shape range{1};
-  std::string policy;    ///< empty: the default
-  std::string location;  ///< empty: from the arguments' locations
+  std::string policy;    ///< empty: "static"
+  std::string location;  ///< empty: the Most Common Descendant of the arrays' locations
   std::vector<ArgRef> args;
 };
 
@@ -36,19 +40,47 @@ struct RegionHandle {
 
 class Engine {
  public:
+  /// Discovers this node (hwloc) and builds its default hierarchy, or loads
+  /// $CANOPY_CONFIG when it is set.
   Engine();
+  /// Waits for the regions in flight, then stops the workers.
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   /// A new array; throws canopy::Error for an unknown location.
   std::shared_ptr<ArrayStorage> allocate(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits);
-  /// Checks and compiles the region, then queues it; returns at once.
+  /// An array over user memory (not freed by Canopy).
+  std::shared_ptr<ArrayStorage> wrap(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits, void* data);
+  /// Checks and compiles the region, picks its location and split, and queues
+  /// its pieces; returns at once.
   RegionHandle submit(RegionRequest request);
   /// Waits for every region submitted so far; rethrows the first failure.
   void pause();
-  /// What this node has and what Canopy will use, as text.
+  /// Waits for what is queued on the leaves at or below `location`.
+  void pause(const std::string& location);
+
+  /// A copy of the current tree.
+  Hierarchy hierarchy() const;
+  /// Changes the tree: `change` edits a copy, which then replaces the tree.
+  /// Regions in flight on leaves whose place changes finish first; arrays at
+  /// locations that disappear move to the nearest surviving ancestor.
+  void reconfigure(const std::function<void(Hierarchy&)>& change);
+  /// Replaces the tree by a configuration file in Gecko's format.
+  void load_config(const std::string& path);
+  /// Applies configuration text (loctype/location/hierarchy lines) to the current tree.
+  void apply_config(const std::string& text);
+
+  /// Places `array` at `location` (after the regions that use it).
+  void move_array(const std::shared_ptr<ArrayStorage>& array, const std::string& location);
+  /// Copies every element of `source` into `destination` (same type and shape), in order with regions.
+  void copy_array(const std::shared_ptr<ArrayStorage>& destination, const std::shared_ptr<ArrayStorage>& source);
+
+  Stats stats() const;
+  /// What this node has and what Canopy uses, as text.
   std::string describe() const;
+  /// CANOPY_DUMP=program's record: the tree, every live array, the recent regions.
+  std::string program_record() const;
 
  private:
   struct State;

@@ -8,6 +8,28 @@ Runtime::~Runtime() = default;
 
 void Runtime::pause() { engine_->pause(); }
 
+void Runtime::pause(const std::string& location) { engine_->pause(location); }
+
+Hierarchy Runtime::hierarchy() const { return engine_->hierarchy(); }
+
+void Runtime::load_config(const std::string& path) { engine_->load_config(path); }
+
+void Runtime::configure(const std::string& lines) { engine_->apply_config(lines); }
+
+void Runtime::add_location(std::string name, LocationKind kind, LocationTraits traits, const std::string& parent) {
+  engine_->reconfigure([&](Hierarchy& h) { h.add(std::move(name), kind, std::move(traits), parent); });
+}
+
+void Runtime::remove_location(const std::string& name) {
+  engine_->reconfigure([&](Hierarchy& h) { h.remove(name); });
+}
+
+void Runtime::move_location(const std::string& name, const std::string& new_parent) {
+  engine_->reconfigure([&](Hierarchy& h) { h.move(name, new_parent); });
+}
+
+Stats Runtime::stats() const { return engine_->stats(); }
+
 std::string Runtime::describe() const { return engine_->describe(); }
 
 }  // namespace canopy

@@ -15,8 +15,10 @@
 
 #include "array.hpp"
 #include "engine.hpp"
+#include "hierarchy.hpp"
 #include "region.hpp"
 #include "shape.hpp"
+#include "stats.hpp"
 #include "traits.hpp"
 
 namespace canopy {
@@ -35,10 +37,28 @@ class Runtime {
   /// node's root). Throws canopy::Error for an unknown location.
   template <class T, int Rank = 1>
   Array<T, Rank> array(Shape shape, MemoryTraits traits = {}) {
-    if (shape.rank() != Rank)
-      throw Error("array<" + std::string(ir::name_of(ir::scalar_type_of<T>())) + ", " + std::to_string(Rank) +
-                  "> was given a shape of rank " + std::to_string(shape.rank()) + " (" + shape.to_string() + ")");
+    check_rank<T, Rank>(shape);
     return Array<T, Rank>(engine_->allocate(ir::scalar_type_of<T>(), shape, traits));
+  }
+
+  /// An array over memory the program owns (`data` must outlive every region
+  /// that uses the array; Canopy never frees it).
+  template <class T, int Rank = 1>
+  Array<T, Rank> wrap(T* data, Shape shape, MemoryTraits traits = {}) {
+    check_rank<T, Rank>(shape);
+    return Array<T, Rank>(engine_->wrap(ir::scalar_type_of<T>(), shape, traits, data));
+  }
+
+  /// Places `array` at `location`, after the regions that use it.
+  template <class T, int Rank>
+  void move(const Array<T, Rank>& array, const std::string& location) {
+    engine_->move_array(array.storage(), location);
+  }
+  /// Copies every element of `source` into `destination` (same shape), in
+  /// order with the regions that use either.
+  template <class T, int Rank>
+  void copy(const Array<T, Rank>& destination, const Array<T, Rank>& source) {
+    engine_->copy_array(destination.storage(), source.storage());
   }
 
   /// A region of `kernel`; see region.hpp.
@@ -49,13 +69,38 @@ class Runtime {
 
   /// Waits for every region launched so far; rethrows the first that failed.
   void pause();
+  /// Waits for the work queued on the leaves at or below `location`.
+  void pause(const std::string& location);
 
+  /// A copy of the location tree as it is now (it prints itself).
+  Hierarchy hierarchy() const;
+  /// Replaces the tree by a configuration file in Gecko's format.
+  void load_config(const std::string& path);
+  /// Applies configuration lines (loctype/location/hierarchy) to the tree,
+  /// e.g. "hierarchy;children,-,cpu1;parent,numa0".
+  void configure(const std::string& lines);
+  /// Adds a location below `parent`.
+  void add_location(std::string name, LocationKind kind, LocationTraits traits, const std::string& parent);
+  /// Removes a location and its subtree; arrays placed there move to its parent.
+  void remove_location(const std::string& name);
+  /// Moves a location (and its subtree) below `new_parent`.
+  void move_location(const std::string& name, const std::string& new_parent);
+
+  /// What the runtime has done so far.
+  Stats stats() const;
   /// What Canopy found on this node and will use, as text.
   std::string describe() const;
 
   runtime::Engine& engine() { return *engine_; }
 
  private:
+  template <class T, int Rank>
+  static void check_rank(const Shape& shape) {
+    if (shape.rank() != Rank)
+      throw Error("array<" + std::string(ir::name_of(ir::scalar_type_of<T>())) + ", " + std::to_string(Rank) +
+                  "> was given a shape of rank " + std::to_string(shape.rank()) + " (" + shape.to_string() + ")");
+  }
+
   std::unique_ptr<runtime::Engine> engine_;
 };
 

@@ -16,7 +16,10 @@ namespace canopy {
 
 std::string Shape::to_string() const {
   std::string s;
-  for (int d = 0; d < rank_; ++d) s += (d ? "x" : "") + std::to_string(extents_[static_cast<std::size_t>(d)]);
+  for (int d = 0; d < rank_; ++d) {
+    if (d > 0) s += 'x';
+    s += std::to_string(extents_[static_cast<std::size_t>(d)]);
+  }
   return s;
 }
 

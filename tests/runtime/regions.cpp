@@ -184,11 +184,13 @@ TEST_CASE("errors a user can cause name the thing at fault") {
                        "kernel 'two_d' has 2 index dimension(s) but the region is over 1 (16)", Error);
   CHECK_THROWS_WITH_AS(rt.region(fill_kernel()).over(-5).launch(x, 1.0),
                        "kernel 'fill': the region's extents cannot be negative (-5)", Error);
-  CHECK_THROWS_WITH_AS(rt.array<double>(10, at("moon")), "unknown location 'moon'; this node has: node, cpu0", Error);
+  CHECK_THROWS_WITH_AS(rt.array<double>(10, at("moon")),
+                       "no location 'moon' in the hierarchy; known locations: node, numa0, cpu0", Error);
   CHECK_THROWS_WITH_AS(rt.array<double>(Shape(-1)), "an array cannot have a negative extent (-1)", Error);
   CHECK_THROWS_WITH_AS((rt.array<double, 2>(Shape(3))), "array<f64, 2> was given a shape of rank 1 (3)", Error);
   CHECK_THROWS_WITH_AS(rt.region(fill_kernel()).over(10).launch(Array<double>(), 1.0),
                        "an empty Array handle was passed to a kernel", Error);
-  CHECK_THROWS_WITH_AS(rt.region(fill_kernel()).over(10).at("mars").launch(x, 1.0),
-                       "region of kernel 'fill': unknown location 'mars'; this node has: node, cpu0", Error);
+  CHECK_THROWS_WITH_AS(
+      rt.region(fill_kernel()).over(10).at("mars").launch(x, 1.0),
+      "region of kernel 'fill': no location 'mars' in the hierarchy; known locations: node, numa0, cpu0", Error);
 }

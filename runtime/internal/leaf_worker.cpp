@@ -1,0 +1,69 @@
+#include "leaf_worker.hpp"
+
+namespace canopy::runtime {
+
+LeafWorker::LeafWorker(std::string name, std::vector<unsigned> pus)
+    : name_(std::move(name)), pus_(std::move(pus)), device_(std::make_unique<backends::cpu::CpuDevice>(name_, pus_)) {
+  thread_ = std::thread([this] {
+    if (!pus_.empty()) backends::cpu::bind_current_thread(pus_.front());
+    run();
+  });
+}
+
+LeafWorker::~LeafWorker() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  signal_.fetch_add(1, std::memory_order_seq_cst);
+  signal_.notify_all();
+  thread_.join();
+}
+
+void LeafWorker::push(Task task) {
+  outstanding_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(task));
+  }
+  signal_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_seq_cst) != 0) signal_.notify_one();
+}
+
+void LeafWorker::drain() {
+  if (idle()) return;
+  auto done = std::make_shared<Completion>();
+  push([done](backends::cpu::CpuDevice&) { done->finish(); });
+  done->wait(false);
+}
+
+void LeafWorker::run() {
+  for (;;) {
+    Task task;
+    const auto seen = signal_.load(std::memory_order_seq_cst);
+    {
+      std::lock_guard lock(mutex_);
+      if (!queue_.empty()) {
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      } else if (stopping_) {
+        return;
+      }
+    }
+    if (task) {
+      task(*device_);
+      outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+      continue;
+    }
+    // Nothing queued: poll briefly (the next region of a loop comes soon),
+    // then sleep until push() or the destructor signals.
+    for (int spin = 0; spin < 4000 && signal_.load(std::memory_order_acquire) == seen; ++spin) cpu_relax();
+    if (signal_.load(std::memory_order_seq_cst) == seen) {
+      sleeping_.fetch_add(1, std::memory_order_seq_cst);
+      signal_.wait(seen, std::memory_order_seq_cst);
+      sleeping_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
+}
+
+}  // namespace canopy::runtime

@@ -1,0 +1,35 @@
+#include "stats.hpp"
+
+#include <cstdio>
+
+namespace canopy {
+
+std::string Stats::to_text() const {
+  std::string out = "regions: " + std::to_string(regions) + "\n";
+  char line[256];
+  for (const auto& leaf : leaves) {
+    std::snprintf(line, sizeof line, "leaf %-12s %8lld pieces %14lld iterations %10.6f s busy\n", leaf.leaf.c_str(),
+                  static_cast<long long>(leaf.regions), static_cast<long long>(leaf.iterations), leaf.busy_seconds);
+    out += line;
+  }
+  std::snprintf(line, sizeof line,
+                "bytes moved: host->device %lld, device->host %lld, device->device %lld; copies avoided %lld\n",
+                static_cast<long long>(transfers.host_to_device), static_cast<long long>(transfers.device_to_host),
+                static_cast<long long>(transfers.device_to_device), static_cast<long long>(transfers.copies_avoided));
+  out += line;
+  for (const auto& region : recent) {
+    out += "region " + std::to_string(region.id) + " " + region.kernel + " over " + region.range.to_string() + " at " +
+           region.location + " (" + region.policy + "):";
+    for (const auto& piece : region.pieces) {
+      std::snprintf(line, sizeof line, " %s[%lld,%lld) %.6fs", piece.leaf.c_str(), static_cast<long long>(piece.begin),
+                    static_cast<long long>(piece.end), piece.seconds);
+      out += line;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::ostream& operator<<(std::ostream& out, const Stats& stats) { return out << stats.to_text(); }
+
+}  // namespace canopy

@@ -1,0 +1,60 @@
+// Statistics: what the runtime did, for users to see that work went where
+// they meant and that only the necessary data moved. `rt.stats()` returns a
+// snapshot; it prints itself.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "shape.hpp"
+
+namespace canopy {
+
+/// One leaf's part of a region.
+struct PieceStats {
+  std::string leaf;
+  std::int64_t begin = 0, end = 0;  ///< rows (index 0) it ran
+  double seconds = 0;               ///< time the leaf spent on it
+};
+
+/// One region, as it was placed and split.
+struct RegionStats {
+  std::uint64_t id = 0;
+  std::string kernel;
+  std::string location;  ///< where it ran (the MCD of its arrays, or .at())
+  std::string policy;
+  Shape range{0};
+  std::vector<PieceStats> pieces;
+};
+
+/// One leaf's totals.
+struct LeafStats {
+  std::string leaf;
+  std::int64_t regions = 0;     ///< pieces of regions it ran
+  std::int64_t iterations = 0;  ///< points it ran
+  double busy_seconds = 0;
+};
+
+/// Bytes moved between memories (only device leaves move data; CPU leaves
+/// work in host memory in place).
+struct TransferStats {
+  std::int64_t host_to_device = 0;
+  std::int64_t device_to_host = 0;
+  std::int64_t device_to_device = 0;
+  std::int64_t copies_avoided = 0;  ///< ranges already valid where they were needed
+};
+
+struct Stats {
+  std::int64_t regions = 0;         ///< regions launched so far
+  std::vector<LeafStats> leaves;    ///< every leaf that ran something, and the current leaves
+  std::vector<RegionStats> recent;  ///< the most recent regions (at most 64), oldest first
+  TransferStats transfers;
+
+  std::string to_text() const;
+};
+
+std::ostream& operator<<(std::ostream& out, const Stats& stats);
+
+}  // namespace canopy
