@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -29,11 +30,20 @@ LoctypeKey loctype_key(const Location& location) {
   return {location.kind(), t.cores, t.capacity, t.bandwidth};
 }
 
+/// "16GB", "4MB", "3000": the largest unit (of 1024) that divides exactly, as the loader reads them.
+std::string size_text(std::int64_t bytes) {
+  static constexpr std::pair<int, const char*> units[] = {{40, "TB"}, {30, "GB"}, {20, "MB"}, {10, "KB"}};
+  for (auto [shift, unit] : units) {
+    if (bytes > 0 && bytes % (std::int64_t{1} << shift) == 0) return fmt::format("{}{}", bytes >> shift, unit);
+  }
+  return fmt::format("{}", bytes);
+}
+
 std::string loctype_line(const LoctypeKey& key, const std::string& name) {
   auto [kind, cores, capacity, bandwidth] = key;
   std::string line = fmt::format("loctype;name,{};kind,{}", name, name_of(kind));
   if (cores != 0) line += fmt::format(";num_cores,{}", cores);
-  if (capacity != 0) line += fmt::format(";mem,{}", capacity);
+  if (capacity != 0) line += ";mem," + size_text(capacity);
   if (bandwidth != 0) line += fmt::format(";bandwidth,{}", bandwidth);
   return line + "\n";
 }
@@ -70,14 +80,17 @@ std::string binding_fields(const Location& location) {
 std::string Hierarchy::to_config() const {
   std::string types, locations, edges;
   std::map<LoctypeKey, std::string> type_names;
+  std::map<LocationKind, int> types_of_kind;
   const LoctypeKey plain_virtual{LocationKind::Virtual, 0, 0, 0.0};
   for (const Location* location : all()) {
     LoctypeKey key = loctype_key(*location);
     std::string type = "virtual";
     if (key != plain_virtual) {
-      auto [entry, added] =
-          type_names.try_emplace(key, fmt::format("{}_type{}", name_of(location->kind()), type_names.size()));
-      if (added) types += loctype_line(key, entry->second);
+      auto [entry, added] = type_names.try_emplace(key);
+      if (added) {
+        entry->second = fmt::format("{}_type{}", name_of(location->kind()), types_of_kind[location->kind()]++);
+        types += loctype_line(key, entry->second);
+      }
       type = entry->second;
     }
     locations += fmt::format("location;name,{};type,{}{}\n", location->name(), type, binding_fields(*location));
@@ -215,12 +228,12 @@ double bandwidth_field(const Where& where, const Field& field) {
 
 /// Fails when two fields of the line have the same key.
 void each_field_once(const Where& where, const Line& line) {
-  for (std::size_t i = 1; i < line.fields.size(); ++i) {
-    for (std::size_t j = 1; j < i; ++j) {
-      if (line.fields[i].key == line.fields[j].key)
-        fail(where, fmt::format("the field '{}' is given twice", line.fields[i].key), "each field once per line");
-    }
-  }
+  std::vector<std::string_view> keys;
+  for (auto field = line.fields.begin() + 1; field != line.fields.end(); ++field) keys.push_back(field->key);
+  std::sort(keys.begin(), keys.end());
+  auto twice = std::adjacent_find(keys.begin(), keys.end());
+  if (twice != keys.end())
+    fail(where, fmt::format("the field '{}' is given twice", *twice), "each field once per line");
 }
 
 // ----------------------------------------------------------------- kinds
@@ -722,7 +735,7 @@ std::string Loader::need_of(const Staged& location) const {
     return "the cores of PUs " + pus;
   }
   if (location.kind == LocationKind::Cpu) {
-    std::string count = location.cores_wanted != 0 ? fmt::format("{} cores", location.cores_wanted) : "a core";
+    std::string count = location.cores_wanted > 1 ? fmt::format("{} cores", location.cores_wanted) : "a core";
     return count + (location.start ? " from core" + from : std::string());
   }
   if (location.type.any_accelerator) return location.start ? "accelerator" + from : "an accelerator";
@@ -814,10 +827,11 @@ Hierarchy load_config(std::string_view text, std::string_view source_name, const
 }
 
 Hierarchy load_config_file(const std::string& path, const NodeInventory& node) {
+  std::error_code ignored;
   std::ifstream file(path, std::ios::binary);
   std::ostringstream text;
   if (file) text << file.rdbuf();
-  if (!file || file.bad())
+  if (!file || file.bad() || std::filesystem::is_directory(path, ignored))
     throw Error(
         fmt::format("cannot read the configuration file '{}'; expected a readable file in Gecko's format", path));
   return load_config(text.str(), path, node);
