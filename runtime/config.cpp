@@ -100,11 +100,7 @@ std::string Hierarchy::to_config() const {
   return "# Canopy location hierarchy (Gecko configuration format)\n" + types + locations + edges;
 }
 
-}  // namespace canopy
-
 // ------------------------------------------------------------------ reading
-
-namespace canopy {
 
 namespace {
 
@@ -175,10 +171,10 @@ std::optional<Line> split_line(std::string_view text, int number) {
 
 /// The one value of `field`; fails when it has none or several, or it is empty.
 const std::string& one_value(const Where& where, const Field& field, std::string_view what) {
-  if (field.values.size() != 1 || field.values.front().empty())
-    fail(where, fmt::format("the field '{}' has {} values", field.key, field.values.size()),
-         fmt::format("{},{}", field.key, what));
-  return field.values.front();
+  std::size_t count = field.values.size();
+  if (count == 1 && !field.values.front().empty()) return field.values.front();
+  std::string problem = count == 0 ? "no value" : count == 1 ? "an empty value" : fmt::format("{} values", count);
+  fail(where, fmt::format("the field '{}' has {}", field.key, problem), fmt::format("{},{}", field.key, what));
 }
 
 /// The values of a list field (at least one, none empty).

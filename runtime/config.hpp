@@ -18,28 +18,40 @@
 // KIND is Gecko's (x32, x64 -> cpu; NVIDIA -> cuda; Unified_Memory;
 // Permanent_Storage -> file_memory; virtual) or Canopy's (cpu, opencl, cuda,
 // level_zero, gpu = any accelerator, host_memory, unified_memory,
-// file_memory, virtual), case-insensitive; subkinds are notes and ignored.
+// file_memory, virtual), case-insensitive.
 // SIZE is bytes, or a number with B, KB, MB, GB, TB (powers of 1024; KiB ...
 // too). Fields come in any order; a trailing ';' is fine.
 //
 // location: `name,N1[,N2...]` and `type,LOCTYPE_OR_KIND` are required;
 // `total_count,C` makes C locations N0..N(C-1) of each name; `all` makes as
-// many as this node has units of that kind (from `start`); `start,S` binds
-// the first to unit S; `pus,P1[,P2...]` binds a CPU location to the cores
-// whose first PU has those OS indexes; `optional` lets it be absent.
+// many as this node has units of that kind from `start` on (NUMA nodes,
+// cores, devices); `start,S` binds the first to unit S (NUMA node S, core S
+// in hwloc's logical order, device S of the kind; for "gpu" the S-th
+// accelerator), the next ones to the units after it; `pus,P1[,P2...]` binds
+// a CPU location to the cores whose first PU has those OS indexes;
+// `optional` lets it be absent.
 //
 // hierarchy: `children,+,C1[,C2...]` or `children,-,C1[,...]` and
 // `parent,P`. `+` attaches each child (with its subtree) below P, moving it
 // if it had a parent; `-` removes each child, which must be P's, with its
 // subtree. A child may name a group: the base name of a `total_count` or
-// `all` line stands for all its locations.
+// `all` line stands for all its locations. Gecko's `all` field on a
+// hierarchy line is accepted and changes nothing.
 //
 // Binding: host_memory locations take NUMA nodes, CPU locations take cores
-// (num_cores of their type, or all cores left), device locations take
+// (num_cores of their type; without it all cores left, or one core each for
+// locations made by `total_count` or `all`), device locations take
 // discovered devices of their kind ("gpu": any accelerator); in the order
-// they are declared, or from `start`/`pus`, never one unit twice. A location
-// the node cannot give what it needs makes loading fail, naming it and what
-// was discovered, unless it is optional: then it is left out, with its subtree.
+// they are declared, or from `start`/`pus`, never one unit twice. Memories
+// and devices bind first, then CPU locations. A location the node cannot
+// give what it needs makes loading fail, naming it and what was discovered,
+// unless it is optional: then it is left out, with its subtree.
+//
+// Traits: a CPU location gets its cores' PUs, count and NUMA node (-1 when
+// they span several) and the node's vector width and CPU model; a device
+// its discovered traits; a host memory its NUMA node and capacity. A
+// loctype's mem, bandwidth and (for devices) num_cores replace what binding
+// found. Subkinds ("x64,Skylake") are notes and ignored.
 //
 // The tree's root is the one location left without a parent. Every error is
 // a canopy::Error "SOURCE:LINE: PROBLEM; expected WHAT".

@@ -118,12 +118,15 @@ class Hierarchy {
   /// or invalid name, an unknown parent, a second root, or a child below an
   /// executing leaf (CPU and device locations have no children).
   const Location& add(std::string name, LocationKind kind, LocationTraits traits, std::string_view parent);
-  /// Removes `name` and everything below it. Throws for an unknown name.
+  /// Removes `name` and everything below it (the root: the whole tree).
+  /// Throws for an unknown name.
   void remove(std::string_view name);
-  /// Makes `name` (with its subtree) a child of `new_parent`. Throws for
-  /// unknown names, for moving the root, and for moving a location below itself.
+  /// Makes `name` (with its subtree) the last child of `new_parent`; nothing
+  /// changes when it is its parent already. Throws for unknown names, for
+  /// moving the root, for moving a location below itself, and for a CPU or
+  /// device parent.
   void move(std::string_view name, std::string_view new_parent);
-  /// Replaces a location's traits.
+  /// Replaces a location's traits. Throws for an unknown name.
   void set_traits(std::string_view name, LocationTraits traits);
 
   /// The location called `name`, or null.
@@ -141,18 +144,23 @@ class Hierarchy {
   /// is visible from `lower`).
   static bool is_above_or_same(const Location& upper, const Location& lower);
   /// The executing leaves in the subtree of `under` (itself if it is one), in
-  /// tree order (children in the order they were added).
+  /// tree order (children in the order they were added or moved there).
+  /// Virtual or memory locations without children are not among them.
   std::vector<const Location*> leaves(const Location& under) const;
   /// Every location in tree order (pre-order, root first).
   std::vector<const Location*> all() const;
 
-  /// Bumped by every change; equal versions mean the same tree.
+  /// Bumped by every change of this tree (failed calls change nothing);
+  /// while a tree's version stays the same, so does the tree.
   std::uint64_t version() const { return version_; }
 
   /// The tree indented, one location per line with its kind and traits.
   std::string to_text() const;
-  /// The tree in Gecko's configuration format (loctype/location/hierarchy
-  /// lines); loading it gives this same tree.
+  /// The tree in Gecko's configuration format (config.hpp): one loctype line
+  /// per distinct kind, num_cores, mem and bandwidth, one location line per
+  /// location (CPU leaves bound by `pus`, NUMA memories and devices by
+  /// `start`), one hierarchy line per edge. Loading it on the same node gives
+  /// this same tree for every tree discovered or loaded there.
   std::string to_config() const;
   /// {"name":..,"kind":..,"traits":{..},"children":[..]}.
   std::string to_json() const;

@@ -370,7 +370,8 @@ TEST_CASE("config: malformed lines are rejected with the line and what was expec
         "t.conf:1: the field 'name' is given twice; expected each field once per line");
   CHECK(rejected("loctype;name,a;kind,cpu;optional,yes") ==
         "t.conf:1: the field 'optional' takes no value but has 'yes'; expected 'optional' alone between ';'");
-  CHECK(rejected("loctype;name,;kind,cpu") == "t.conf:1: the field 'name' has 1 values; expected name,NAME");
+  CHECK(rejected("loctype;name,;kind,cpu") == "t.conf:1: the field 'name' has an empty value; expected name,NAME");
+  CHECK(rejected("loctype;name;kind,cpu") == "t.conf:1: the field 'name' has no value; expected name,NAME");
 }
 
 TEST_CASE("config: bad location lines") {
