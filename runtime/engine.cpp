@@ -96,12 +96,6 @@ void finish_region(RegionRun& run) {
   run.completion->finish(error);
 }
 
-std::string join(const std::vector<std::string>& items, const char* separator = ", ") {
-  std::string s;
-  for (const auto& i : items) s += (s.empty() ? "" : separator) + i;
-  return s;
-}
-
 // The names of a leaf's ancestors, root first: two trees place a leaf alike
 // when these agree.
 std::vector<std::string> path_of(const Location& location) {
