@@ -383,4 +383,6 @@ std::string describe_inventory(const NodeInventory& node) {
   return text;
 }
 
+std::ostream& operator<<(std::ostream& out, const NodeInventory& node) { return out << describe_inventory(node); }
+
 }  // namespace canopy

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -135,4 +136,11 @@ std::string inventory_summary(const NodeInventory& node);
 /// each device, and each absent backend with its reason.
 std::string describe_inventory(const NodeInventory& node);
 
+/// Writes describe_inventory(node).
+std::ostream& operator<<(std::ostream& out, const NodeInventory& node);
+
 }  // namespace canopy
+
+/// fmt::format("{}", node) gives describe_inventory(node).
+template <>
+struct fmt::formatter<canopy::NodeInventory> : fmt::ostream_formatter {};

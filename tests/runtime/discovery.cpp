@@ -356,6 +356,7 @@ TEST_CASE("discovery: the inventory described for people") {
                    0) == 0);
   CHECK(text.find("  device opencl:1 (opencl): Other CL, NUMA node 3\n") != std::string::npos);
   CHECK(text.find("  level_zero: no driver\n") != std::string::npos);
+  CHECK(fmt::format("{}", node) == text);
 }
 
 TEST_CASE("discovery: this machine, whatever it is") {
