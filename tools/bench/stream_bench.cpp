@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include <canopy/ir/passes/optimize.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
@@ -101,6 +102,10 @@ class OpenMpStream {
   T sum_ = 0;
 };
 
+// Long enough for the idle threads of Canopy's pools and of libgomp to stop
+// polling and sleep.
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
+
 template <class T>
 int run(const Args& args) {
   const std::int64_t n = args.count("--size", std::int64_t{1} << 25);
@@ -129,8 +134,13 @@ int run(const Args& args) {
   }
   for (int r = 0; r < repeat; ++r) {
     for (int k = 0; k < 5; ++k) canopy_times.add(k, canopy.run(k));
-    if (baseline)
-      for (int k = 0; k < 5; ++k) baseline_times.add(k, baseline->run(k));
+    if (!baseline) continue;
+    // Both runtimes poll for a while after their last parallel region (libgomp
+    // for up to milliseconds): let those threads go to sleep before the other
+    // side runs, or each would be timed while the other steals a core.
+    settle();
+    for (int k = 0; k < 5; ++k) baseline_times.add(k, baseline->run(k));
+    settle();
   }
   const auto canopy_check = canopy.check(repeat + 1);
   const auto baseline_check = baseline ? baseline->check(repeat + 1) : std::string();
