@@ -9,6 +9,7 @@
 
 #include <llvm/Config/llvm-config.h>
 
+#include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/printer.hpp>
 #include <canopy/ir/verifier.hpp>
@@ -71,7 +72,7 @@ struct CpuCompiler::State {
   }
 
   /// The entry of a kernel this compiler has not seen: from disk, else compiled.
-  CpuEntry load_or_compile(const ir::Kernel& kernel, const std::string& key, Source& source) {
+  CpuEntry load_or_compile(const ir::Kernel& kernel, const CodeOptions& code, const std::string& key, Source& source) {
     const std::string symbol = symbol_name(kernel.name, key);
     if (disk) {
       if (auto object = disk->get(key)) {
@@ -83,7 +84,7 @@ struct CpuCompiler::State {
         }
       }
     }
-    const std::string object = compile_for_host(kernel, symbol);
+    const std::string object = compile_for_host(kernel, symbol, code.streaming_stores);
     if (disk) disk->put(key, object);
     source = Source::Compiled;
     return link(object, symbol);
@@ -100,19 +101,21 @@ CpuCompiler::CpuCompiler(Options options) : state_(std::make_unique<State>()) {
 
 CpuCompiler::~CpuCompiler() = default;
 
-std::string CpuCompiler::cache_key(const ir::Kernel& kernel) const {
-  return hash_hex(state_->key_prefix + ir::print(kernel));
+std::string CpuCompiler::cache_key(const ir::Kernel& kernel, const CodeOptions& code) const {
+  std::string variant = "streaming stores";
+  for (int p : code.streaming_stores) variant += " " + std::to_string(p);
+  return hash_hex(state_->key_prefix + variant + "\n" + ir::print(kernel));
 }
 
 std::string CpuCompiler::target_description() const { return HostTarget::get().description(); }
 
 const DiskCache* CpuCompiler::disk_cache() const { return state_->disk.get(); }
 
-CpuCompiler::Compiled CpuCompiler::compile(const ir::Kernel& kernel) {
+CpuCompiler::Compiled CpuCompiler::compile(const ir::Kernel& kernel, const CodeOptions& code) {
   const auto start = std::chrono::steady_clock::now();
   ir::verify(kernel);
   Compiled result;
-  result.key = cache_key(kernel);
+  result.key = cache_key(kernel, code);
 
   std::promise<CpuEntry> promise;
   std::shared_future<CpuEntry> known;
@@ -131,7 +134,7 @@ CpuCompiler::Compiled CpuCompiler::compile(const ir::Kernel& kernel) {
     return result;
   }
   try {
-    result.entry = state_->load_or_compile(kernel, result.key, result.source);
+    result.entry = state_->load_or_compile(kernel, code, result.key, result.source);
     promise.set_value(result.entry);
   } catch (...) {
     {
@@ -143,6 +146,22 @@ CpuCompiler::Compiled CpuCompiler::compile(const ir::Kernel& kernel) {
   }
   result.seconds = seconds_since(start);
   return result;
+}
+
+std::vector<int> streaming_candidates(const ir::Kernel& kernel) {
+  std::vector<int> candidates;
+#if defined(__x86_64__)
+  if (kernel.dims != 1) return candidates;
+  const auto footprint = ir::footprint_of(kernel);
+  for (const auto& array : footprint.arrays) {
+    const auto& param = kernel.params[static_cast<std::size_t>(array.param)];
+    const auto& w = array.writes;
+    if (param.rank != 1 || array.reads.present || !w.present || !w.unconditional || w.atomic) continue;
+    const auto& dim = w.dims.at(0);
+    if (dim.is_affine() && dim.coeff[0] == 1 && dim.lo == 0 && dim.hi == 0) candidates.push_back(array.param);
+  }
+#endif
+  return candidates;
 }
 
 CpuCompiler& CpuCompiler::shared() {

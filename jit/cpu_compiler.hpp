@@ -18,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <canopy/ir/kernel.hpp>
 
@@ -50,6 +51,17 @@ class CpuCompiler {
     double seconds = 0.0;  ///< time this compile() call took
   };
 
+  /// How to generate one kernel's code, beyond the kernel itself.
+  struct CodeOptions {
+    /// Array parameters whose vector stores bypass the caches (non-temporal
+    /// stores, x86 only). For write-only arrays far larger than the last-level
+    /// cache this saves the read of every line before it is written. The
+    /// caller promises that every chunk it runs starts 64-byte aligned in
+    /// these arrays (base address and first index), since the generated
+    /// stores assume it. See streaming_candidates().
+    std::vector<int> streaming_stores;
+  };
+
   explicit CpuCompiler(Options options = {});
   ~CpuCompiler();
   CpuCompiler(const CpuCompiler&) = delete;
@@ -60,11 +72,11 @@ class CpuCompiler {
   /// the IR passes: this compiles it as it is. Thread-safe; a kernel that
   /// several threads ask for at once is compiled once. Throws canopy::Error
   /// when LLVM cannot compile or link the kernel.
-  Compiled compile(const ir::Kernel& kernel);
+  Compiled compile(const ir::Kernel& kernel, const CodeOptions& code = {});
 
   /// The cache key of `kernel` on this machine: it changes with the kernel's
   /// text, the CPU, LLVM's version, Canopy's version and the CPU ABI version.
-  std::string cache_key(const ir::Kernel& kernel) const;
+  std::string cache_key(const ir::Kernel& kernel, const CodeOptions& code = {}) const;
 
   /// The host CPU this compiler generates code for: target triple, CPU name
   /// and the CPU features LLVM enables (e.g. "+avx2,+avx512f,...").
@@ -80,6 +92,11 @@ class CpuCompiler {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+/// The array parameters of a one-dimensional kernel that could take
+/// streaming stores: written only (never read), always at exactly index(0),
+/// unconditionally and not atomically. Empty when the host is not x86-64.
+std::vector<int> streaming_candidates(const ir::Kernel& kernel);
 
 /// "memory", "disk" or "compiled".
 std::string_view name_of(CpuCompiler::Source source);

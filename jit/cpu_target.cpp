@@ -1,8 +1,13 @@
 #include "internal/cpu_target.hpp"
 
+#include <algorithm>
+
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -15,6 +20,7 @@
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/error.hpp>
 
+#include "cpu_abi.hpp"
 #include "internal/llvm_lowering.hpp"
 
 namespace canopy::jit {
@@ -65,6 +71,43 @@ std::string emit(llvm::Module& module, llvm::TargetMachine& machine, llvm::CodeG
   return std::string(buffer.data(), buffer.size());
 }
 
+// Turns the vector stores of `function` into the arrays at `slots` of its
+// argument block into aligned non-temporal stores, and fences them before
+// every return so the caller's completion signal orders after them. True when
+// it changed something.
+bool mark_streaming_stores(llvm::Function& function, const std::vector<int>& slots) {
+  const auto& layout = function.getParent()->getDataLayout();
+  llvm::Argument* args = function.getArg(2);
+  auto& context = function.getContext();
+  auto* flag = llvm::MDNode::get(
+      context, {llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(context), 1))});
+  bool marked = false;
+  for (auto& block : function) {
+    for (auto& instruction : block) {
+      auto* store = llvm::dyn_cast<llvm::StoreInst>(&instruction);
+      if (!store || !store->getValueOperand()->getType()->isVectorTy()) continue;
+      const auto bytes = layout.getTypeStoreSize(store->getValueOperand()->getType()).getFixedSize();
+      if (bytes < 16 || bytes > 64 || (bytes & (bytes - 1)) != 0) continue;
+      // The array's base pointer is loaded from its slot of the argument block.
+      auto* base = llvm::dyn_cast<llvm::LoadInst>(llvm::getUnderlyingObject(store->getPointerOperand(), 0));
+      if (!base) continue;
+      llvm::APInt offset(64, 0);
+      if (base->getPointerOperand()->stripAndAccumulateConstantOffsets(layout, offset, true) != args) continue;
+      const auto slot = offset.getSExtValue() / 8;
+      if (std::find(slots.begin(), slots.end(), slot) == slots.end()) continue;
+      store->setAlignment(llvm::Align(bytes));
+      store->setMetadata(llvm::LLVMContext::MD_nontemporal, flag);
+      marked = true;
+    }
+  }
+  if (!marked) return false;
+  auto* sfence = llvm::Intrinsic::getDeclaration(function.getParent(), llvm::Intrinsic::x86_sse_sfence);
+  for (auto& block : function)
+    if (auto* ret = llvm::dyn_cast<llvm::ReturnInst>(block.getTerminator()))
+      llvm::CallInst::Create(sfence, {}, "", ret);
+  return true;
+}
+
 std::string module_text(const llvm::Module& module) {
   std::string text;
   llvm::raw_string_ostream out(text);
@@ -97,7 +140,8 @@ std::unique_ptr<llvm::TargetMachine> HostTarget::create_target_machine() const {
   return std::move(*machine);
 }
 
-std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol) {
+std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
+                             const std::vector<int>& streaming_stores) {
   llvm::LLVMContext context;
   context.setOpaquePointers(true);
   auto machine = HostTarget::get().create_target_machine();
@@ -111,11 +155,19 @@ std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol
   function->addFnAttr("target-features", machine->getTargetFeatureString());
 
   optimize(module, *machine);
-  if (dump_enabled("llvm")) dump("llvm", kernel.name, module_text(module));
+  std::string dump_name = kernel.name;
+  if (!streaming_stores.empty() && machine->getTargetTriple().getArch() == llvm::Triple::x86_64) {
+    const auto layout = cpu_arg_layout(kernel);
+    std::vector<int> slots;
+    for (int p : streaming_stores) slots.push_back(layout.first_slot.at(static_cast<std::size_t>(p)));
+    mark_streaming_stores(*module.getFunction(symbol), slots);
+    dump_name += ".streaming";
+  }
+  if (dump_enabled("llvm")) dump("llvm", dump_name, module_text(module));
   if (dump_enabled("asm")) {
     // Code generation changes the module, so the assembly comes from a copy.
     auto copy = llvm::CloneModule(module);
-    dump("asm", kernel.name, emit(*copy, *machine, llvm::CGFT_AssemblyFile));
+    dump("asm", dump_name, emit(*copy, *machine, llvm::CGFT_AssemblyFile));
   }
   return emit(module, *machine, llvm::CGFT_ObjectFile);
 }

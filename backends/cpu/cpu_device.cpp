@@ -1,6 +1,9 @@
 #include "cpu_device.hpp"
 
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/visitor.hpp>
@@ -50,15 +53,49 @@ ReductionValue partial_of(const jit::ArgSlot& slot, ir::ScalarType type) {
   return v;
 }
 
+// The streaming threshold CANOPY_STREAMING_STORES asks for, given the default.
+std::size_t streaming_threshold_from_environment(std::size_t automatic) {
+  const char* value = std::getenv("CANOPY_STREAMING_STORES");
+  if (!value || !*value || std::strcmp(value, "auto") == 0) return automatic;
+  if (std::strcmp(value, "on") == 0) return 0;
+  if (std::strcmp(value, "off") == 0) return std::numeric_limits<std::size_t>::max();
+  throw Error(std::string("CANOPY_STREAMING_STORES is '") + value + "'; use on, off or auto");
+}
+
+// True when every streaming array of `program` starts on a 64-byte boundary.
+bool streaming_arrays_aligned(const CpuProgram& program, const std::vector<KernelArg>& args) {
+  for (int p : program.streaming->params)
+    if (reinterpret_cast<std::uintptr_t>(std::get<ArrayArg>(args[static_cast<std::size_t>(p)]).data) % 64 != 0)
+      return false;
+  return true;
+}
+
+// Bytes a launch over `rows` rows writes into the streaming arrays.
+std::size_t streaming_bytes(const CpuProgram& program, std::int64_t rows) {
+  std::size_t bytes = 0;
+  for (int p : program.streaming->params)
+    bytes += static_cast<std::size_t>(rows) * ir::size_of(program.kernel->params[static_cast<std::size_t>(p)].type);
+  return bytes;
+}
+
 }  // namespace
 
-CpuDevice::CpuDevice(std::string name, std::vector<unsigned> pus) : name_(std::move(name)), pool_(std::move(pus)) {}
+CpuDevice::CpuDevice(std::string name, std::vector<unsigned> pus) : name_(std::move(name)), pool_(std::move(pus)) {
+  const std::size_t cache = last_level_cache_bytes(pool_.pus());
+  streaming_threshold_ = streaming_threshold_from_environment(cache ? 2 * cache : std::size_t{64} << 20);
+}
 
 CpuProgram CpuDevice::compile(std::shared_ptr<const ir::Kernel> optimized) {
   CpuProgram program;
   program.entry = jit::CpuCompiler::shared().compile(*optimized).entry;
   program.layout = jit::cpu_arg_layout(*optimized);
   program.inline_points = has_loops(*optimized) ? 256 : 16384;
+  bool reduces = false;
+  for (const auto& p : optimized->params) reduces = reduces || p.is_reduction();
+  if (auto candidates = jit::streaming_candidates(*optimized); !candidates.empty() && !reduces) {
+    program.streaming = std::make_shared<StreamingVariant>();
+    program.streaming->params = std::move(candidates);
+  }
   program.kernel = std::move(optimized);
   return program;
 }
@@ -97,8 +134,28 @@ std::vector<ReductionValue> CpuDevice::run(const CpuProgram& program, const std:
   int chunks =
       points < program.inline_points || rows < 2 ? 1 : static_cast<int>(std::min<std::int64_t>(threads(), rows));
 
+  // Streaming stores for launches that write far more than the caches hold.
+  // Each chunk runs its first rows, up to a 64-byte boundary, with the plain
+  // entry, since the streaming entry's stores assume aligned starts.
+  jit::CpuEntry streaming_entry = nullptr;
+  if (program.streaming && streaming_bytes(program, rows) >= streaming_threshold_ &&
+      streaming_arrays_aligned(program, args)) {
+    std::call_once(program.streaming->compiled, [&] {
+      jit::CpuCompiler::CodeOptions code;
+      code.streaming_stores = program.streaming->params;
+      program.streaming->entry = jit::CpuCompiler::shared().compile(*program.kernel, code).entry;
+    });
+    streaming_entry = program.streaming->entry;
+  }
+
   std::vector<jit::ArgSlot> partials(reductions.size() * static_cast<std::size_t>(chunks));
   auto run_chunk = [&](int chunk, std::int64_t b, std::int64_t e) {
+    if (streaming_entry) {
+      const std::int64_t aligned = std::min(e, (b + 15) / 16 * 16);
+      if (aligned > b) program.entry(b, aligned, block.data());
+      if (e > aligned) streaming_entry(aligned, e, block.data());
+      return;
+    }
     if (reductions.empty()) {
       program.entry(b, e, block.data());
       return;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,14 @@
 
 namespace canopy::backends::cpu {
 
+/// The variant of a kernel whose output arrays take streaming stores,
+/// compiled the first time a launch is large enough to want it.
+struct StreamingVariant {
+  std::vector<int> params;  ///< the arrays that take streaming stores
+  std::once_flag compiled;
+  jit::CpuEntry entry = nullptr;
+};
+
 /// A kernel compiled for the CPU, ready to run.
 struct CpuProgram {
   std::shared_ptr<const ir::Kernel> kernel;  ///< the optimized IR it was compiled from
@@ -22,12 +31,21 @@ struct CpuProgram {
   /// Below this many points a launch runs on the calling thread alone: the
   /// cost of waking the other threads would exceed the work.
   std::int64_t inline_points = 0;
+  /// Null unless the kernel writes arrays that could take streaming stores.
+  std::shared_ptr<StreamingVariant> streaming;
 };
 
 class CpuDevice {
  public:
   /// A device over the processing units `pus` (hwloc OS indexes), one thread each.
   CpuDevice(std::string name, std::vector<unsigned> pus);
+
+  /// Launches whose streaming arrays take more bytes than this write them with
+  /// streaming stores (non-temporal: they do not fill the caches with data
+  /// that would be evicted before it is read again). Default: twice the last
+  /// level cache of the device's cores. CANOPY_STREAMING_STORES=off|on|auto
+  /// forces the choice (on: every launch that can).
+  std::size_t streaming_threshold() const { return streaming_threshold_; }
 
   const std::string& name() const { return name_; }
   int threads() const { return pool_.size(); }
@@ -45,6 +63,7 @@ class CpuDevice {
  private:
   std::string name_;
   ThreadPool pool_;
+  std::size_t streaming_threshold_;
 };
 
 }  // namespace canopy::backends::cpu

@@ -2,6 +2,7 @@
 
 #include <hwloc.h>
 
+#include <algorithm>
 #include <memory>
 
 namespace canopy::backends::cpu {
@@ -36,6 +37,22 @@ bool bind_current_thread(unsigned pu) {
   std::unique_ptr<hwloc_bitmap_s, void (*)(hwloc_bitmap_t)> set(hwloc_bitmap_alloc(), hwloc_bitmap_free);
   hwloc_bitmap_only(set.get(), pu);
   return hwloc_set_cpubind(topology, set.get(), HWLOC_CPUBIND_THREAD) == 0;
+}
+
+std::size_t last_level_cache_bytes(const std::vector<unsigned>& pus) {
+  auto topology = binding_topology();
+  if (!topology) return 0;
+  std::vector<hwloc_obj_t> caches;
+  for (unsigned pu : pus) {
+    hwloc_obj_t obj = hwloc_get_pu_obj_by_os_index(topology, pu);
+    hwloc_obj_t last = nullptr;
+    for (; obj; obj = obj->parent)
+      if (hwloc_obj_type_is_dcache(obj->type) && obj->attr) last = obj;
+    if (last && std::find(caches.begin(), caches.end(), last) == caches.end()) caches.push_back(last);
+  }
+  std::size_t bytes = 0;
+  for (auto cache : caches) bytes += cache->attr->cache.size;
+  return bytes;
 }
 
 ThreadPool::ThreadPool(std::vector<unsigned> pus) : pus_(std::move(pus)) {

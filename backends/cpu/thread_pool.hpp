@@ -77,4 +77,9 @@ class ThreadPool {
 /// when the system refuses (the thread then runs unbound).
 bool bind_current_thread(unsigned pu);
 
+/// Bytes of last-level cache the processing units `pus` share among them
+/// (the sum over the distinct last-level caches that hold one of them); 0
+/// when hwloc does not know.
+std::size_t last_level_cache_bytes(const std::vector<unsigned>& pus);
+
 }  // namespace canopy::backends::cpu

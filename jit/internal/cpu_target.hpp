@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
@@ -46,8 +47,12 @@ class HostTarget {
 
 /// Lowers `kernel` into a function `symbol`, optimizes it for the host (O3,
 /// loop and SLP vectorization, the host's TargetLibraryInfo) and returns the
-/// object file that defines it. Writes CANOPY_DUMP=llvm (optimized IR) and
+/// object file that defines it. The vector stores into the array parameters
+/// listed in `streaming_stores` become aligned non-temporal stores, followed
+/// by a store fence before the function returns (see
+/// CpuCompiler::CodeOptions). Writes CANOPY_DUMP=llvm (optimized IR) and
 /// CANOPY_DUMP=asm (assembly) dumps named after the kernel.
-std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol);
+std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
+                             const std::vector<int>& streaming_stores = {});
 
 }  // namespace canopy::jit

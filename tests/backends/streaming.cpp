@@ -1,0 +1,88 @@
+// Streaming (non-temporal) stores: which arrays may take them, and that
+// launches using them compute exactly what plain stores do, whatever the
+// range's length and alignment.
+#include <doctest/doctest.h>
+
+#include <canopy/canopy.hpp>
+#include <canopy/jit/cpu_compiler.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace canopy;
+
+TEST_CASE("streaming candidates: write-only arrays stored at exactly index(0), unconditionally") {
+  Kernel triad("triad", [](Out<double> a, In<double> b, In<double> c, Val<double> s) {
+    Idx i = index(0);
+    a[i] = b[i] + s * c[i];
+  });
+  CHECK(jit::streaming_candidates(triad.ir()) == std::vector<int>{0});
+
+  Kernel update("update", [](InOut<double> a) { a[index(0)] += 1.0; });
+  CHECK(jit::streaming_candidates(update.ir()).empty());  // read as well as written
+
+  Kernel guarded("guarded", [](Out<double> a, In<double> b) { If(b[index(0)] > 0.0, [&] { a[index(0)] = 1.0; }); });
+  CHECK(jit::streaming_candidates(guarded.ir()).empty());  // not every point writes
+
+  Kernel strided("strided", [](Out<float> a) { a[index(0) * 2] = 1.0f; });
+  CHECK(jit::streaming_candidates(strided.ir()).empty());
+
+  Kernel two_outputs("two_outputs", [](Out<float> a, Out<float> b, In<float> c) {
+    Idx i = index(0);
+    a[i] = c[i];
+    b[i] = c[i] * 2;
+  });
+  CHECK(jit::streaming_candidates(two_outputs.ir()) == std::vector<int>{0, 1});
+
+  Kernel grid("grid", [](Out<double, 2> g) { g(index(0), index(1)) = 1.0; });
+  CHECK(jit::streaming_candidates(grid.ir()).empty());  // two-dimensional
+}
+
+TEST_CASE("the streaming variant's stores are non-temporal and fenced") {
+  const auto dir = std::filesystem::temp_directory_path() / "canopy-streaming-test";
+  std::filesystem::remove_all(dir);
+  setenv("CANOPY_DUMP", "asm", 1);
+  setenv("CANOPY_DUMP_DIR", dir.c_str(), 1);
+  Kernel copy("stream_copy", [](Out<double> a, In<double> b) { a[index(0)] = b[index(0)]; });
+  jit::CpuCompiler compiler({"off"});
+  jit::CpuCompiler::CodeOptions code;
+  code.streaming_stores = {0};
+  compiler.compile(copy.ir(), code);
+  unsetenv("CANOPY_DUMP");
+  unsetenv("CANOPY_DUMP_DIR");
+  std::ifstream file(dir / "stream_copy.streaming.asm");
+  REQUIRE(file);
+  std::stringstream text;
+  text << file.rdbuf();
+  CHECK(text.str().find("vmovnt") != std::string::npos);
+  CHECK(text.str().find("sfence") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("launches with streaming stores give the same results as plain stores") {
+  setenv("CANOPY_STREAMING_STORES", "on", 1);
+  {
+    Runtime rt;
+    Kernel scale("stream_scale", [](Out<double> a, Out<float> f, In<double> b, Val<double> s) {
+      Idx i = index(0);
+      a[i] = s * b[i];
+      f[i] = cast<float>(b[i]) + 1.0f;
+    });
+    for (std::int64_t n : {1, 15, 16, 17, 1000, 4099, 100003, 1 << 20}) {
+      auto a = rt.array<double>(n), b = rt.array<double>(n);
+      auto f = rt.array<float>(n);
+      auto hb = b.host();
+      for (std::int64_t i = 0; i < n; ++i) hb[i] = double(i % 1013) * 0.5 - 7.0;
+      rt.region(scale).over(n).launch(a, f, b, 3.0);
+      auto ha = a.host();
+      auto hf = f.host();
+      bool same = true;
+      for (std::int64_t i = 0; i < n; ++i)
+        same = same && ha[i] == 3.0 * hb[i] && hf[i] == static_cast<float>(hb[i]) + 1.0f;
+      CHECK_MESSAGE(same, "n = " << n);
+    }
+  }
+  unsetenv("CANOPY_STREAMING_STORES");
+}
