@@ -96,6 +96,19 @@ void finish_region(RegionRun& run) {
   run.completion->finish(error);
 }
 
+// "x86_64-pc-linux-gnu, znver4, AVX-512" from the JIT's long target description
+// ("triple;cpu;+feature,-feature,...").
+std::string short_target(const std::string& description) {
+  auto first = description.find(';');
+  auto second = first == std::string::npos ? first : description.find(';', first + 1);
+  if (second == std::string::npos) return description;
+  const std::string features = description.substr(second) + ",";
+  const char* vector_isa = features.find("+avx512f,") != std::string::npos ? "AVX-512"
+                           : features.find("+avx2,") != std::string::npos  ? "AVX2"
+                                                                           : "SSE";
+  return description.substr(0, first) + ", " + description.substr(first + 1, second - first - 1) + ", " + vector_isa;
+}
+
 // The names of a leaf's ancestors, root first: two trees place a leaf alike
 // when these agree.
 std::vector<std::string> path_of(const Location& location) {
@@ -503,11 +516,13 @@ Stats Engine::stats() const {
   return stats;
 }
 
+const NodeInventory& Engine::inventory() const { return state_->inventory; }
+
 std::string Engine::describe() const {
   std::ostringstream out;
   const auto& node = state_->inventory;
   out << describe_inventory(node);
-  out << "JIT target: " << jit::CpuCompiler::shared().target_description() << "\n";
+  out << "JIT target: " << short_target(jit::CpuCompiler::shared().target_description()) << "\n";
   out << hierarchy().to_text();
   return out.str();
 }

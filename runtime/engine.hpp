@@ -15,6 +15,7 @@
 
 #include "array.hpp"
 #include "completion.hpp"
+#include "discovery.hpp"
 #include "hierarchy.hpp"
 #include "shape.hpp"
 #include "stats.hpp"
@@ -77,6 +78,8 @@ class Engine {
   void copy_array(const std::shared_ptr<ArrayStorage>& destination, const std::shared_ptr<ArrayStorage>& source);
 
   Stats stats() const;
+  /// What discovery found on this node (cores, NUMA nodes, devices, absent backends).
+  const NodeInventory& inventory() const;
   /// What this node has and what Canopy uses, as text.
   std::string describe() const;
   /// CANOPY_DUMP=program's record: the tree, every live array, the recent regions.

@@ -30,6 +30,8 @@ void Runtime::move_location(const std::string& name, const std::string& new_pare
 
 Stats Runtime::stats() const { return engine_->stats(); }
 
+const NodeInventory& Runtime::node() const { return engine_->inventory(); }
+
 std::string Runtime::describe() const { return engine_->describe(); }
 
 }  // namespace canopy

@@ -14,6 +14,7 @@
 #include <canopy/ir/error.hpp>
 
 #include "array.hpp"
+#include "discovery.hpp"
 #include "engine.hpp"
 #include "hierarchy.hpp"
 #include "region.hpp"
@@ -88,6 +89,9 @@ class Runtime {
 
   /// What the runtime has done so far.
   Stats stats() const;
+  /// What discovery found on this node: cores, NUMA nodes, devices, and the
+  /// backends that are absent with the reason.
+  const NodeInventory& node() const;
   /// What Canopy found on this node and will use, as text.
   std::string describe() const;
 

@@ -1,0 +1,87 @@
+// canopy-info: what Canopy finds on this node and the location tree it
+// builds from it, as a program would see it (CANOPY_CONFIG, CANOPY_DEVICES and
+// CANOPY_CPU_LEAVES apply).
+//
+//   canopy-info            devices, absent backends and why, the tree
+//   canopy-info --json     the same as JSON
+//   canopy-info --dot      the tree for Graphviz
+//   canopy-info --config   the tree in Gecko's configuration format
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <canopy/canopy.hpp>
+#include <canopy/jit/cpu_compiler.hpp>
+
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+      out += buffer;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json(const canopy::Runtime& rt) {
+  const auto& node = rt.node();
+  std::string out = "{\"cpu_model\":" + quoted(node.cpu_model) + ",\"cores\":" + std::to_string(node.cores.size()) +
+                    ",\"numa_nodes\":" + std::to_string(node.numa_nodes.size()) +
+                    ",\"vector_width\":" + std::to_string(node.vector_width) + ",\"devices\":[";
+  for (std::size_t i = 0; i < node.devices.size(); ++i) {
+    const auto& d = node.devices[i];
+    out += (i ? "," : "") + std::string("{\"id\":") + quoted(d.id) + ",\"name\":" + quoted(d.name) +
+           ",\"kind\":" + quoted(std::string(canopy::name_of(d.kind))) +
+           ",\"numa_node\":" + std::to_string(d.numa_node) + "}";
+  }
+  out += "],\"absent\":[";
+  for (std::size_t i = 0; i < node.absent.size(); ++i)
+    out += (i ? "," : "") + std::string("{\"backend\":") + quoted(node.absent[i].backend) +
+           ",\"reason\":" + quoted(node.absent[i].reason) + "}";
+  out += "],\"jit_target\":" + quoted(canopy::jit::CpuCompiler::shared().target_description());
+  out += ",\"hierarchy\":" + rt.hierarchy().to_json() + "}\n";
+  return out;
+}
+
+int usage(std::FILE* out, int status) {
+  std::fprintf(out,
+               "usage: canopy-info [--json | --dot | --config]\n"
+               "  (no option)  devices found, backends absent and why, the location tree\n"
+               "  --json       the same as JSON\n"
+               "  --dot        the location tree as a Graphviz digraph\n"
+               "  --config     the location tree in Gecko's configuration format\n");
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string option = argc > 1 ? argv[1] : "";
+  if (argc > 2 || (!option.empty() && option != "--json" && option != "--dot" && option != "--config")) {
+    if (option == "--help" || option == "-h") return usage(stdout, 0);
+    std::fprintf(stderr, "canopy-info: unknown argument '%s'\n", argc > 2 ? argv[2] : option.c_str());
+    return usage(stderr, 2);
+  }
+  try {
+    canopy::Runtime rt;
+    if (option == "--json")
+      std::fputs(json(rt).c_str(), stdout);
+    else if (option == "--dot")
+      std::fputs(rt.hierarchy().to_dot().c_str(), stdout);
+    else if (option == "--config")
+      std::fputs(rt.hierarchy().to_config().c_str(), stdout);
+    else
+      std::fputs(rt.describe().c_str(), stdout);
+  } catch (const canopy::Error& e) {
+    std::fprintf(stderr, "canopy-info: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
