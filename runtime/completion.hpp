@@ -29,11 +29,4 @@ class Completion {
 
 using CompletionPtr = std::shared_ptr<Completion>;
 
-/// One CPU pause instruction (or nothing where there is none).
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 }  // namespace canopy::runtime

@@ -395,15 +395,29 @@ RegionHandle Engine::submit(RegionRequest request) {
     finish_region(*run);
     return handle;
   }
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
+  auto range_of = [&](const Piece& piece) {
     backends::Range range;
     range.dims = request.range.rank();
-    range.begin[0] = pieces[i].begin;
-    range.end[0] = pieces[i].end;
+    range.begin[0] = piece.begin;
+    range.end[0] = piece.end;
     for (int d = 1; d < range.dims; ++d) range.end[static_cast<std::size_t>(d)] = request.range[d];
-    state_->workers.at(pieces[i].leaf->name())->push([state = state_.get(), run, i, range](auto& device) {
-      state->run_piece(run, i, range, device);
-    });
+    return range;
+  };
+  // A small region for an idle leaf runs here and now: handing it to the
+  // worker would cost more than the work. Order is kept, since the leaf has
+  // nothing queued before it and later launches start after this one returns.
+  auto& first = *state_->workers.at(pieces.front().leaf->name());
+  const auto first_range = range_of(pieces.front());
+  if (pieces.size() == 1 && first.idle() && first_range.points() < run->kernel->cpu.inline_points &&
+      std::all_of(run->deps.begin(), run->deps.end(), [](const CompletionPtr& d) { return d->done(); })) {
+    state_->run_piece(run, 0, first_range, first.device());
+    return handle;
+  }
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    state_->workers.at(pieces[i].leaf->name())
+        ->push([state = state_.get(), run, i, range = range_of(pieces[i])](auto& device) {
+          state->run_piece(run, i, range, device);
+        });
   }
   return handle;
 }

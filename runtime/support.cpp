@@ -6,6 +6,8 @@
 
 #include <canopy/ir/error.hpp>
 
+#include <canopy/backends/cpu/poll.hpp>
+
 #include "array.hpp"
 #include "completion.hpp"
 #include "host_memory.hpp"
@@ -110,9 +112,8 @@ void Completion::finish(std::exception_ptr error) {
 
 void Completion::wait(bool rethrow) const {
   if (!done()) {
-    // A short region ends within microseconds: spinning avoids two futex calls.
-    for (int spin = 0; spin < 4000 && !done(); ++spin) cpu_relax();
-    if (!done()) {
+    // A short region ends within microseconds: polling avoids two futex calls.
+    if (!backends::cpu::poll_until([&] { return done(); })) {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       while (state_.load(std::memory_order_seq_cst) == 0) state_.wait(0, std::memory_order_seq_cst);
       sleepers_.fetch_sub(1, std::memory_order_seq_cst);

@@ -1,5 +1,7 @@
 #include "thread_pool.hpp"
 
+#include "poll.hpp"
+
 #include <hwloc.h>
 
 #include <algorithm>
@@ -8,16 +10,6 @@
 namespace canopy::backends::cpu {
 
 namespace {
-
-// How long an idle thread polls before it sleeps: long enough to catch the
-// next launch of a loop of regions, short enough not to steal a core.
-constexpr int spin_iterations = 20000;
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 hwloc_topology_t binding_topology() {
   static std::once_flag once;
@@ -102,15 +94,10 @@ void ThreadPool::run_erased(std::int64_t begin, std::int64_t end, int chunks, Er
     if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
   }
   run_member(0);
-  if (helpers > 0) {
-    for (int spin = 0; remaining_.load(std::memory_order_acquire) != 0; ++spin) {
-      if (spin < spin_iterations) {
-        cpu_relax();
-      } else {
-        auto left = remaining_.load(std::memory_order_acquire);
-        if (left != 0) remaining_.wait(left, std::memory_order_acquire);
-      }
-    }
+  if (helpers > 0 && !poll_until([&] { return remaining_.load(std::memory_order_acquire) == 0; })) {
+    for (auto left = remaining_.load(std::memory_order_acquire); left != 0;
+         left = remaining_.load(std::memory_order_acquire))
+      remaining_.wait(left, std::memory_order_acquire);
   }
   if (error_) std::rethrow_exception(error_);
 }
@@ -121,20 +108,15 @@ void ThreadPool::worker(int member) {
   // thread got here is still seen as new.
   std::uint32_t seen = 0;
   for (;;) {
-    for (int spin = 0;; ++spin) {
-      auto now = generation_.load(std::memory_order_acquire);
-      if (now != seen) {
-        seen = now;
-        break;
-      }
-      if (spin < spin_iterations) {
-        cpu_relax();
-        continue;
-      }
+    // The next launch of a loop of regions comes soon: poll (yielding the
+    // core to anyone who wants it) before sleeping.
+    auto changed = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+    while (!poll_until(changed, 16, 512)) {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       if (generation_.load(std::memory_order_seq_cst) == seen) generation_.wait(seen, std::memory_order_acquire);
       sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     }
+    seen = generation_.load(std::memory_order_acquire);
     if (stopping_.load()) return;
     run_member(member);
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();

@@ -1,5 +1,7 @@
 #include "leaf_worker.hpp"
 
+#include <canopy/backends/cpu/poll.hpp>
+
 namespace canopy::runtime {
 
 LeafWorker::LeafWorker(std::string name, std::vector<unsigned> pus)
@@ -57,8 +59,7 @@ void LeafWorker::run() {
     }
     // Nothing queued: poll briefly (the next region of a loop comes soon),
     // then sleep until push() or the destructor signals.
-    for (int spin = 0; spin < 4000 && signal_.load(std::memory_order_acquire) == seen; ++spin) cpu_relax();
-    if (signal_.load(std::memory_order_seq_cst) == seen) {
+    if (!backends::cpu::poll_until([&] { return signal_.load(std::memory_order_acquire) != seen; }, 16, 256)) {
       sleeping_.fetch_add(1, std::memory_order_seq_cst);
       signal_.wait(seen, std::memory_order_seq_cst);
       sleeping_.fetch_sub(1, std::memory_order_seq_cst);

@@ -38,6 +38,9 @@ class LeafWorker {
   bool idle() const { return outstanding_.load(std::memory_order_acquire) == 0; }
   /// Tasks queued or running.
   std::int64_t outstanding() const { return outstanding_.load(std::memory_order_acquire); }
+  /// The leaf's device, for work run on the calling thread (small pieces
+  /// while the worker is idle; see Engine::submit).
+  backends::cpu::CpuDevice& device() { return *device_; }
 
  private:
   void run();

@@ -25,3 +25,10 @@ T dot(const T* a, const T* b, std::int64_t n);
 int threads();
 
 }  // namespace canopy::bench::openmp
+
+namespace canopy::bench::openmp {
+
+/// An OpenMP `parallel for` over n iterations whose body does nothing.
+void empty_parallel_for(std::int64_t n);
+
+}  // namespace canopy::bench::openmp

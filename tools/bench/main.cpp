@@ -8,7 +8,8 @@
 
 namespace canopy::bench {
 int stream_command(int argc, char** argv);
-}
+int overhead_command(int argc, char** argv);
+}  // namespace canopy::bench
 
 namespace {
 
@@ -18,7 +19,9 @@ void usage(std::FILE* out) {
                "commands:\n"
                "  stream   BabelStream's kernels (copy, mul, add, triad, dot)\n"
                "           --size N (2^25)  --repeat K (20)  --float  --compare (with the OpenMP baseline)\n"
-               "           --device cpu  --policy P  --json FILE\n");
+               "           --device cpu  --policy P  --json FILE\n"
+               "  overhead launch + pause of an empty region on one CPU leaf, beside an empty OpenMP parallel for\n"
+               "           --repeat N (20000)  --size N (1000 points)  --json FILE\n");
 }
 
 }  // namespace
@@ -31,6 +34,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   try {
     if (command == "stream") return canopy::bench::stream_command(argc - 2, argv + 2);
+    if (command == "overhead") return canopy::bench::overhead_command(argc - 2, argv + 2);
   } catch (const canopy::Error& e) {
     std::fprintf(stderr, "canopy-bench %s: %s\n", command.c_str(), e.what());
     return 1;
