@@ -1,0 +1,96 @@
+// Device: what every backend (CPU, OpenCL, CUDA, Level Zero) offers the
+// runtime, so that the runtime runs regions, moves data and combines
+// reductions the same way on all of them. A device has its own memory
+// (except the CPU, whose "device memory" is the host arrays themselves),
+// compiles kernels from the optimized IR, and runs one piece of a region at a
+// time. Every call returns when its work is done (the leaf's worker thread
+// is what makes regions asynchronous).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <canopy/ir/kernel.hpp>
+
+#include "launch.hpp"
+
+namespace canopy::backends {
+
+/// Who a device is and what it can do; zero or empty means unknown.
+struct DeviceInfo {
+  std::string id;              ///< "cpu0", "opencl:0", "cuda:1"
+  std::string backend;         ///< "cpu", "opencl", "cuda", "level_zero"
+  std::string name;            ///< what the driver calls it
+  std::string vendor;
+  std::string driver_version;  ///< driver and, where separate, compiler version
+  /// Devices with equal fingerprints run the same compiled code: backend,
+  /// name, driver and compiler versions (kernel caches and MPI sharing key on it).
+  std::string fingerprint;
+  std::string pci_bus_id;      ///< "0000:3b:00.0" when the device is on PCI, else empty
+  int compute_units = 0;
+  std::int64_t global_memory = 0;   ///< bytes
+  std::int64_t max_allocation = 0;  ///< bytes in one buffer
+  int max_work_group = 0;
+  int preferred_vector_width = 0;   ///< bytes
+  bool fp64 = true;                 ///< doubles supported
+  bool host_memory = false;         ///< its buffers are host memory (the CPU): no copies needed
+};
+
+/// Memory on a device: an opaque handle its backend understands (a cl_mem,
+/// a CUdeviceptr, a host pointer), and its size.
+struct Buffer {
+  void* handle = nullptr;
+  std::size_t bytes = 0;
+  explicit operator bool() const { return handle != nullptr; }
+};
+
+/// A kernel compiled for one device; each backend derives its own.
+class Program {
+ public:
+  virtual ~Program() = default;
+  /// The optimized IR it was compiled from.
+  virtual const ir::Kernel& kernel() const = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+
+  /// `bytes` of device memory. Throws canopy::Error naming the device, the
+  /// size and what it can hold when it cannot.
+  virtual Buffer allocate(std::size_t bytes) = 0;
+  virtual void free(Buffer buffer) noexcept = 0;
+  /// Host to device: `bytes` from `source` into `buffer` at byte `offset`.
+  virtual void copy_in(Buffer buffer, std::size_t offset, const void* source, std::size_t bytes) = 0;
+  /// Device to host.
+  virtual void copy_out(Buffer buffer, std::size_t offset, void* destination, std::size_t bytes) = 0;
+  /// Sets `count` elements of `value`'s type from element `first` to `value`.
+  virtual void fill(Buffer buffer, std::size_t first, std::size_t count, const ScalarArg& value) = 0;
+
+  /// Compiles an optimized kernel for this device (through its caches).
+  /// Throws canopy::Error with the device, the compiler's log and the
+  /// numbered source when it does not compile, or when the kernel needs
+  /// something the device lacks (fp64).
+  virtual std::shared_ptr<Program> compile(std::shared_ptr<const ir::Kernel> optimized) = 0;
+  /// Runs `program` over `range`. Array arguments carry this device's
+  /// buffers (ArrayArg::data is the Buffer handle) and the array's full
+  /// extents; indexes are those of the whole array. Returns one value per
+  /// reduction parameter, in parameter order.
+  virtual std::vector<ReductionValue> run(const Program& program, const std::vector<KernelArg>& args,
+                                          const Range& range) = 0;
+};
+
+/// What one backend found on this node: its devices, or why it has none.
+struct BackendDevices {
+  std::string backend;  ///< "opencl", "cuda", "level_zero"
+  std::vector<std::shared_ptr<Device>> devices;
+  /// Empty when the backend loaded; else a sentence saying why it is absent
+  /// (no library, a missing symbol, no platform, no device).
+  std::string absent_reason;
+};
+
+}  // namespace canopy::backends
