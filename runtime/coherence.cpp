@@ -120,18 +120,18 @@ std::vector<Transfer> Coherence::acquire(int place, const IntervalSet& need) {
   check_place(place, "acquire");
   check_inside(need, place, "acquire");
   check_not_merging(need, place, "acquire");
-  return plan(place, need);
+  return plan(place, need, /*count_avoided=*/true);
 }
 
 std::vector<Transfer> Coherence::acquire_host(Range range) { return acquire(kHost, range); }
 
 std::vector<Transfer> Coherence::acquire_host() { return acquire(kHost, Range{0, elements_}); }
 
-std::vector<Transfer> Coherence::plan(int place, const IntervalSet& need) {
+std::vector<Transfer> Coherence::plan(int place, const IntervalSet& need, bool count_avoided) {
   Copy& destination = copy_at(place);
   IntervalSet missing = need;
   missing.subtract(destination.valid);
-  counters_.avoided += (need.total() - missing.total()) * element_size_;
+  if (count_avoided) counters_.avoided += (need.total() - missing.total()) * element_size_;
 
   std::vector<Transfer> transfers;
   if (place != kHost) {
@@ -229,16 +229,17 @@ std::vector<Transfer> Coherence::release(int place) {
 
 // ------------------------------------------------------------------- merges
 
-MergeStart Coherence::begin_merge(int place, Range range) {
+MergeStart Coherence::begin_merge(int place, Range range) { return begin_merge(place, IntervalSet(range)); }
+
+MergeStart Coherence::begin_merge(int place, const IntervalSet& ranges) {
   check_place(place, "begin_merge");
-  const IntervalSet ranges(range);
   check_inside(ranges, place, "begin_merge");
   MergeStart start;
   Copy& copy = copy_at(place);
   if (ranges.empty()) return start;
   // Parts already being merged are current at the host (their other copies
   // went stale when their merge began), so the plan skips them.
-  start.flush = plan(kHost, ranges);
+  start.flush = plan(kHost, ranges, /*count_avoided=*/false);
   for (auto& [other, held] : copies_) {
     if (other != kHost) held.valid.subtract(ranges);
   }

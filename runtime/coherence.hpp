@@ -40,7 +40,18 @@
 // Elements that pieces at two different places may both write cannot be
 // resolved by the directory (it cannot tell which place's value is right):
 // such pieces must be disjoint (see conflicting_writes), run at one place, or
-// use a merge copy.
+// use a merge copy. A scatter (data-dependent write) covers the whole array,
+// so it cannot be split over places without a merge operator.
+//
+// How a piece at place p over rows [b,e) of index(0) uses it, per array:
+//   ReadPlan r = reads_of(fp.reads, shape, b, e);
+//   WritePlan w = writes_of(fp.writes, shape, range, b, e);
+//   need = r.ranges + w.acquire_first;   perform acquire(p, need); run the piece;
+//   wrote(p, w.written);
+// and for an array with a merge operator: perform begin_merge(p, w.written)
+// (flush, then fill `initialize` with the identity), run, and at the pause
+// combine end_merge()'s transfers into the host. CPU pieces work in the host
+// copy in place: their place is 0.
 #pragma once
 
 #include <fmt/ostream.h>
@@ -75,7 +86,7 @@ struct CoherenceCounters {
   std::int64_t host_to_device = 0;    ///< transfers from place 0 to another place
   std::int64_t device_to_host = 0;    ///< transfers from another place to place 0 (flushes and merges too)
   std::int64_t device_to_device = 0;  ///< transfers between two places other than 0 (Routing::Direct)
-  std::int64_t avoided = 0;           ///< elements an acquire needed that were already current there
+  std::int64_t avoided = 0;           ///< elements acquire() needed that were already current there
 
   CoherenceCounters& operator+=(const CoherenceCounters& other);
   bool operator==(const CoherenceCounters&) const = default;
@@ -116,9 +127,9 @@ class Coherence {
   /// canopy::Error when `elements` < 0 or `element_size` < 1.
   explicit Coherence(std::int64_t elements, std::int64_t element_size = 1, Routing routing = Routing::Direct);
 
-  std::int64_t elements() const { return elements_; }
-  std::int64_t element_size() const { return element_size_; }
-  Routing routing() const { return routing_; }
+  std::int64_t elements() const { return elements_; }          ///< the array's element count
+  std::int64_t element_size() const { return element_size_; }  ///< bytes per element, for the counters
+  Routing routing() const { return routing_; }                 ///< how device-only data is planned
 
   /// The places that hold a copy (valid in part or not at all), ascending; the
   /// host is always first. A place gets a copy at its first acquire, wrote or
@@ -169,7 +180,9 @@ class Coherence {
   /// places, and one place several times, may merge overlapping ranges.
   /// Throws canopy::Error for a negative place or a range outside the array.
   MergeStart begin_merge(int place, Range range);
-  /// Ends every merge in progress (the lead calls it at the pause): returns,
+  /// As above for every range of `ranges` (a WritePlan's `written`), in one start.
+  MergeStart begin_merge(int place, const IntervalSet& ranges);
+  /// Ends every merge in progress (the runtime calls it at the pause): returns,
   /// per place in ascending order, the ranges of its private copy, each a
   /// Transfer to the host that the caller combines into the host copy with the
   /// operator. Afterwards those elements are current at the host only.
@@ -194,7 +207,7 @@ class Coherence {
   void check_place(int place, const char* operation) const;
   void check_inside(const IntervalSet& ranges, int place, const char* operation) const;
   void check_not_merging(const IntervalSet& ranges, int place, const char* operation) const;
-  std::vector<Transfer> plan(int place, const IntervalSet& need);
+  std::vector<Transfer> plan(int place, const IntervalSet& need, bool count_avoided);
   void cover_from_devices(Range run, int place, std::vector<Transfer>& plan);
   void count(const Transfer& transfer);
 

@@ -42,6 +42,7 @@ std::ostream& operator<<(std::ostream& out, const Range& range);
 /// k ranges; set-with-set operations are linear in both sets.
 class IntervalSet {
  public:
+  /// Iterates the ranges in order (read-only).
   using const_iterator = std::vector<Range>::const_iterator;
 
   /// The empty set.
@@ -90,9 +91,10 @@ class IntervalSet {
   Range hull() const;
   /// The ranges, canonical (sorted, disjoint, not touching, non-empty).
   const std::vector<Range>& ranges() const { return ranges_; }
-  const_iterator begin() const { return ranges_.begin(); }
-  const_iterator end() const { return ranges_.end(); }
+  const_iterator begin() const { return ranges_.begin(); }  ///< the first range
+  const_iterator end() const { return ranges_.end(); }      ///< past the last range
 
+  /// Equal when they hold the same positions (the form is canonical).
   bool operator==(const IntervalSet&) const = default;
 
  private:

@@ -402,6 +402,33 @@ TEST_CASE("coherence: merge copies start at the identity and are combined into t
 
 ir::Footprint footprint(const std::string& kernel_text) { return ir::footprint_of(ir::parse(kernel_text)); }
 
+TEST_CASE("coherence: a histogram's scatter writes the whole array: split over places, it merges") {
+  const ir::Footprint histogram = footprint(
+      "kernel h(in i64[1] bins, inout i64[1] hist) dims 1 {\n"
+      "  atomic hist[bins[index(0)]] += 1:i64\n"
+      "}\n");
+  const Shape bins(1000), hist(16);
+  std::vector<PlacedWrites> placed;
+  Coherence dir(16, 8);
+  const std::int64_t bounds[] = {0, 400, 1000};
+  for (int piece = 0; piece < 2; ++piece) {
+    const int place = piece + 1;
+    const auto reads = reads_of(histogram.arrays[0].reads, bins, bounds[piece], bounds[piece + 1]);
+    CHECK(reads.ranges == IntervalSet(Range{bounds[piece], bounds[piece + 1]}));
+    const auto writes = writes_of(histogram.arrays[1].writes, hist, bins, bounds[piece], bounds[piece + 1]);
+    CHECK(writes.whole_array);
+    CHECK(writes.acquire_first == IntervalSet(Range{0, 16}));
+    placed.push_back(PlacedWrites{place, writes.written});
+    const MergeStart start = dir.begin_merge(place, writes.written);
+    CHECK(start.flush.empty());
+    CHECK(start.initialize == IntervalSet(Range{0, 16}));
+  }
+  // Without the merge operator the two pieces would conflict everywhere.
+  CHECK(conflicting_writes(placed) == IntervalSet(Range{0, 16}));
+  CHECK(dir.end_merge() == std::vector<Transfer>{{Range{0, 16}, 1, 0}, {Range{0, 16}, 2, 0}});
+  CHECK(dir.counters() == CoherenceCounters{0, 2 * 16 * 8, 0, 0});  // begin_merge avoids nothing: it needs no copy
+}
+
 TEST_CASE("coherence: reads_of gives the rows a piece reads with its halo, or everything for a gather") {
   const ir::Footprint stencil = footprint(
       "kernel s(out f64[2] next, in f64[2] grid) dims 2 {\n"
