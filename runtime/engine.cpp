@@ -16,6 +16,7 @@
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/passes/optimize.hpp>
 #include <canopy/ir/printer.hpp>
+#include <canopy/ir/visitor.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
 #include "config.hpp"
@@ -34,7 +35,20 @@ struct CompiledKernel {
   std::shared_ptr<const ir::Kernel> traced;
   std::shared_ptr<const ir::Kernel> optimized;
   backends::cpu::CpuProgram cpu;
+  /// A point may do any amount of work (a For loop), so even a small region
+  /// of it is never run in the launching thread (launch() must return at once).
+  bool has_loops = false;
 };
+
+// True when the kernel's body has a For loop.
+bool body_has_loops(const ir::Kernel& kernel) {
+  struct Finder : ir::Visitor {
+    bool found = false;
+    void visit(const ir::For&) override { found = true; }
+  } finder;
+  finder.walk(kernel.body);
+  return finder.found;
+}
 
 // A region between submit() and the end of its last piece.
 struct RegionRun {
@@ -138,6 +152,12 @@ struct Engine::State {
   std::mutex flight_mutex;
   std::vector<CompletionPtr> in_flight;
 
+  // Held from a region's (or copy's) first add_use to its last push: queues
+  // then hold work in the order its dependencies were recorded, so a piece
+  // never waits for one queued behind it (two threads launching on a shared
+  // array could otherwise deadlock two leaves).
+  std::mutex order_mutex;
+
   mutable std::mutex stats_mutex;
   std::int64_t regions = 0;
   std::unordered_map<std::string, LeafStats> leaf_stats;
@@ -152,6 +172,7 @@ struct Engine::State {
       compiled->optimized = std::make_shared<const ir::Kernel>(ir::optimize(*traced));
       dump("ir", traced->name, ir::print(*compiled->optimized));
       compiled->cpu = backends::cpu::CpuDevice::compile(compiled->optimized);
+      compiled->has_loops = body_has_loops(*compiled->optimized);
       slot = std::move(compiled);
     }
     return slot;
@@ -366,6 +387,7 @@ RegionHandle Engine::submit(RegionRequest request) {
                   std::string(name_of(piece.leaf->kind())) + ") has no device this build can run on");
 
   // Nothing below may throw: from here on, later regions depend on this one.
+  std::unique_lock order_lock(state_->order_mutex);
   run->record = std::make_shared<RegionStats>();
   run->record->kernel = kernel.name;
   run->record->location = at.name();
@@ -408,8 +430,10 @@ RegionHandle Engine::submit(RegionRequest request) {
   // nothing queued before it and later launches start after this one returns.
   auto& first = *state_->workers.at(pieces.front().leaf->name());
   const auto first_range = range_of(pieces.front());
-  if (pieces.size() == 1 && first.idle() && first_range.points() < run->kernel->cpu.inline_points &&
+  if (pieces.size() == 1 && !run->kernel->has_loops && first.idle() &&
+      first_range.points() < run->kernel->cpu.inline_points &&
       std::all_of(run->deps.begin(), run->deps.end(), [](const CompletionPtr& d) { return d->done(); })) {
+    order_lock.unlock();
     state_->run_piece(run, 0, first_range, first.device());
     return handle;
   }
@@ -498,11 +522,12 @@ void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const 
   if (destination->traits().read_only) throw Error("copy: " + destination->describe() + " is read-only");
   if (destination == source) return;
   auto done = std::make_shared<Completion>();
+  std::shared_lock lock(state_->tree_mutex);
+  std::lock_guard order_lock(state_->order_mutex);
   auto deps = source->add_use(done, true, false);
   auto more = destination->add_use(done, false, true);
   deps.insert(deps.end(), more.begin(), more.end());
   state_->track(done);
-  std::shared_lock lock(state_->tree_mutex);
   auto leaves = state_->tree.root() ? state_->tree.leaves(*state_->tree.root()) : std::vector<const Location*>{};
   auto it = leaves.empty() ? state_->workers.end() : state_->workers.find(leaves.front()->name());
   auto copy = [deps, done, destination, source] {
