@@ -19,6 +19,8 @@ using namespace canopy::engine_tests;
 namespace {
 
 constexpr std::int64_t kOuter = 20000, kInner = 100000;
+// Enough points that a region is queued on its leaf's worker, not run by the launching thread.
+constexpr std::int64_t kQueued = 100000;
 
 // Spins while gate[0] is 0, counting its steps in steps[i]: up to kOuter *
 // kInner atomic adds (many seconds) with the gate shut, a few microseconds
@@ -70,17 +72,17 @@ class ScopedEnvironment {
 TEST_CASE("engine: pause(location) waits for that subtree only") {
   Runtime rt;
   use_tree(rt, two_leaf_tree());
-  std::vector<std::int64_t> gate(1, 0), steps(1, 0), out(5000, -1);
+  std::vector<std::int64_t> gate(1, 0), steps(1, 0), out(kQueued, -1);
   auto gate_array = rt.wrap(gate.data(), 1, named("gate"));
   auto steps_array = rt.wrap(steps.data(), 1, named("steps"));
-  auto out_array = rt.wrap(out.data(), 5000, named("out"));
+  auto out_array = rt.wrap(out.data(), kQueued, named("out"));
 
   rt.region(hold()).over(1).at("cpuA").launch(gate_array, steps_array);
-  rt.region(fill_scaled()).over(5000).at("cpuB").launch(out_array, 3);
+  rt.region(fill_scaled()).over(kQueued).at("cpuB").launch(out_array, 3);
   rt.pause("cpuB");
   // cpuB's region is done (read straight from the program's memory, without host()).
   bool filled = true;
-  for (std::int64_t i = 0; i < 5000; ++i) filled = filled && out[std::size_t(i)] == 3 * i;
+  for (std::int64_t i = 0; i < kQueued; ++i) filled = filled && out[std::size_t(i)] == 3 * i;
   CHECK(filled);
   // cpuA's region is still held: open the gate, and it ends before running all its steps.
   std::atomic_ref<std::int64_t>(gate[0]).store(1);
@@ -90,7 +92,7 @@ TEST_CASE("engine: pause(location) waits for that subtree only") {
   const Stats stats = rt.stats();
   REQUIRE(stats.recent.size() == 2);
   CHECK(pieces_of(stats.recent[0]) == std::vector<std::string>{"cpuA[0,1)"});
-  CHECK(pieces_of(stats.recent[1]) == std::vector<std::string>{"cpuB[0,5000)"});
+  CHECK(pieces_of(stats.recent[1]) == std::vector<std::string>{"cpuB[0,100000)"});
   rt.pause();
   CHECK(error_of([&] { rt.pause("moon"); }) ==
         "no location 'moon' in the hierarchy; known locations: node, numa0, cpuA, cpuB");
@@ -99,16 +101,16 @@ TEST_CASE("engine: pause(location) waits for that subtree only") {
 TEST_CASE("engine: pause(location) above both leaves waits for both") {
   Runtime rt;
   use_tree(rt, two_leaf_tree());
-  std::vector<std::int64_t> left(3000, 0), right(3000, 0);
-  auto left_array = rt.wrap(left.data(), 3000);
-  auto right_array = rt.wrap(right.data(), 3000);
+  std::vector<std::int64_t> left(kQueued, 0), right(kQueued, 0);
+  auto left_array = rt.wrap(left.data(), kQueued);
+  auto right_array = rt.wrap(right.data(), kQueued);
   for (int k = 1; k <= 30; ++k) {
-    rt.region(fill_scaled()).over(3000).at("cpuA").launch(left_array, k);
-    rt.region(fill_scaled()).over(3000).at("cpuB").launch(right_array, k);
+    rt.region(fill_scaled()).over(kQueued).at("cpuA").launch(left_array, k);
+    rt.region(fill_scaled()).over(kQueued).at("cpuB").launch(right_array, k);
   }
   rt.pause("numa0");
-  CHECK(left[2999] == 2999 * 30);
-  CHECK(right[2999] == 2999 * 30);
+  CHECK(left[kQueued - 1] == (kQueued - 1) * 30);
+  CHECK(right[kQueued - 1] == (kQueued - 1) * 30);
 }
 
 TEST_CASE("engine: policy 'runtime' reads CANOPY_POLICY when each region is launched") {
