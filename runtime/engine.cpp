@@ -34,7 +34,7 @@ namespace {
 struct CompiledKernel {
   std::shared_ptr<const ir::Kernel> traced;
   std::shared_ptr<const ir::Kernel> optimized;
-  backends::cpu::CpuProgram cpu;
+  std::shared_ptr<backends::cpu::CpuProgram> cpu;
   /// A point may do any amount of work (a For loop), so even a small region
   /// of it is never run in the launching thread (launch() must return at once).
   bool has_loops = false;
@@ -171,7 +171,7 @@ struct Engine::State {
       compiled->traced = traced;
       compiled->optimized = std::make_shared<const ir::Kernel>(ir::optimize(*traced));
       dump("ir", traced->name, ir::print(*compiled->optimized));
-      compiled->cpu = backends::cpu::CpuDevice::compile(compiled->optimized);
+      compiled->cpu = backends::cpu::CpuDevice::compile_program(compiled->optimized);
       compiled->has_loops = body_has_loops(*compiled->optimized);
       slot = std::move(compiled);
     }
@@ -240,7 +240,7 @@ struct Engine::State {
     const auto start = std::chrono::steady_clock::now();
     try {
       for (auto& dep : run->deps) dep->wait(false);
-      run->partials[piece] = device.run(run->kernel->cpu, kernel_args(run->args), range);
+      run->partials[piece] = device.run(*run->kernel->cpu, kernel_args(run->args), range);
     } catch (...) {
       std::lock_guard lock(run->error_mutex);
       if (!run->error) run->error = std::current_exception();
@@ -431,7 +431,7 @@ RegionHandle Engine::submit(RegionRequest request) {
   auto& first = *state_->workers.at(pieces.front().leaf->name());
   const auto first_range = range_of(pieces.front());
   if (pieces.size() == 1 && !run->kernel->has_loops && first.idle() &&
-      first_range.points() < run->kernel->cpu.inline_points &&
+      first_range.points() < run->kernel->cpu->inline_points &&
       std::all_of(run->deps.begin(), run->deps.end(), [](const CompletionPtr& d) { return d->done(); })) {
     order_lock.unlock();
     state_->run_piece(run, 0, first_range, first.device());

@@ -1,5 +1,6 @@
 #include "cpu_device.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -74,7 +75,7 @@ bool streaming_arrays_aligned(const CpuProgram& program, const std::vector<Kerne
 std::size_t streaming_bytes(const CpuProgram& program, std::int64_t rows) {
   std::size_t bytes = 0;
   for (int p : program.streaming->params)
-    bytes += static_cast<std::size_t>(rows) * ir::size_of(program.kernel->params[static_cast<std::size_t>(p)].type);
+    bytes += static_cast<std::size_t>(rows) * ir::size_of(program.ir->params[static_cast<std::size_t>(p)].type);
   return bytes;
 }
 
@@ -85,24 +86,63 @@ CpuDevice::CpuDevice(std::string name, std::vector<unsigned> pus) : name_(std::m
   streaming_threshold_ = streaming_threshold_from_environment(cache ? 2 * cache : std::size_t{64} << 20);
 }
 
-CpuProgram CpuDevice::compile(std::shared_ptr<const ir::Kernel> optimized) {
-  CpuProgram program;
-  program.entry = jit::CpuCompiler::shared().compile(*optimized).entry;
-  program.layout = jit::cpu_arg_layout(*optimized);
-  program.inline_points = has_loops(*optimized) ? 256 : 16384;
+std::shared_ptr<CpuProgram> CpuDevice::compile_program(std::shared_ptr<const ir::Kernel> optimized) {
+  auto program = std::make_shared<CpuProgram>();
+  program->entry = jit::CpuCompiler::shared().compile(*optimized).entry;
+  program->layout = jit::cpu_arg_layout(*optimized);
+  program->inline_points = has_loops(*optimized) ? 256 : 16384;
   bool reduces = false;
   for (const auto& p : optimized->params) reduces = reduces || p.is_reduction();
   if (auto candidates = jit::streaming_candidates(*optimized); !candidates.empty() && !reduces) {
-    program.streaming = std::make_shared<StreamingVariant>();
-    program.streaming->params = std::move(candidates);
+    program->streaming = std::make_shared<StreamingVariant>();
+    program->streaming->params = std::move(candidates);
   }
-  program.kernel = std::move(optimized);
+  program->ir = std::move(optimized);
   return program;
 }
 
-std::vector<ReductionValue> CpuDevice::run(const CpuProgram& program, const std::vector<KernelArg>& args,
+std::shared_ptr<Program> CpuDevice::compile(std::shared_ptr<const ir::Kernel> optimized) {
+  return compile_program(std::move(optimized));
+}
+
+Buffer CpuDevice::allocate(std::size_t bytes) {
+  const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw Error("CPU device '" + name_ + "' cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+  std::memset(p, 0, rounded);
+  return Buffer{p, bytes};
+}
+
+void CpuDevice::free(Buffer buffer) noexcept { std::free(buffer.handle); }
+
+void CpuDevice::copy_in(Buffer buffer, std::size_t offset, const void* source, std::size_t bytes) {
+  std::memcpy(static_cast<char*>(buffer.handle) + offset, source, bytes);
+}
+
+void CpuDevice::copy_out(Buffer buffer, std::size_t offset, void* destination, std::size_t bytes) {
+  std::memcpy(destination, static_cast<const char*>(buffer.handle) + offset, bytes);
+}
+
+void CpuDevice::fill(Buffer buffer, std::size_t first, std::size_t count, const ScalarArg& value) {
+  auto fill_as = [&](auto typed) {
+    using T = decltype(typed);
+    T* data = static_cast<T*>(buffer.handle) + first;
+    const T v = ir::is_float(value.type) ? static_cast<T>(value.float_value) : static_cast<T>(value.int_value);
+    std::fill(data, data + count, v);
+  };
+  switch (value.type) {
+    case ir::ScalarType::Bool: fill_as(std::uint8_t{}); break;
+    case ir::ScalarType::I32: fill_as(std::int32_t{}); break;
+    case ir::ScalarType::I64: fill_as(std::int64_t{}); break;
+    case ir::ScalarType::F32: fill_as(float{}); break;
+    case ir::ScalarType::F64: fill_as(double{}); break;
+  }
+}
+
+std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std::vector<KernelArg>& args,
                                            const Range& range) {
-  const auto& kernel = *program.kernel;
+  const auto& program = dynamic_cast<const CpuProgram&>(any_program);
+  const auto& kernel = *program.ir;
   if (args.size() != kernel.params.size())
     throw Error("kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) + " arguments, " +
                 std::to_string(args.size()) + " were given");
@@ -143,7 +183,7 @@ std::vector<ReductionValue> CpuDevice::run(const CpuProgram& program, const std:
     std::call_once(program.streaming->compiled, [&] {
       jit::CpuCompiler::CodeOptions code;
       code.streaming_stores = program.streaming->params;
-      program.streaming->entry = jit::CpuCompiler::shared().compile(*program.kernel, code).entry;
+      program.streaming->entry = jit::CpuCompiler::shared().compile(*program.ir, code).entry;
     });
     streaming_entry = program.streaming->entry;
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <canopy/backends/device.hpp>
 #include <canopy/backends/launch.hpp>
 #include <canopy/ir/kernel.hpp>
 #include <canopy/jit/cpu_abi.hpp>
@@ -23,9 +24,12 @@ struct StreamingVariant {
   jit::CpuEntry entry = nullptr;
 };
 
-/// A kernel compiled for the CPU, ready to run.
-struct CpuProgram {
-  std::shared_ptr<const ir::Kernel> kernel;  ///< the optimized IR it was compiled from
+/// A kernel compiled for the CPU, ready to run. The same program runs on
+/// every CPU device of the process.
+struct CpuProgram final : Program {
+  const ir::Kernel& kernel() const override { return *ir; }
+
+  std::shared_ptr<const ir::Kernel> ir;  ///< the optimized IR it was compiled from
   jit::CpuEntry entry = nullptr;
   jit::CpuArgLayout layout;
   /// Below this many points a launch runs on the calling thread alone: the
@@ -35,10 +39,13 @@ struct CpuProgram {
   std::shared_ptr<StreamingVariant> streaming;
 };
 
-class CpuDevice {
+class CpuDevice final : public Device {
  public:
   /// A device over the processing units `pus` (hwloc OS indexes), one thread each.
   CpuDevice(std::string name, std::vector<unsigned> pus);
+
+  /// id = name, backend "cpu", host_memory (its buffers are host memory).
+  const DeviceInfo& info() const override { return info_; }
 
   /// Launches whose streaming arrays take more bytes than this write them with
   /// streaming stores (non-temporal: they do not fill the caches with data
@@ -51,19 +58,31 @@ class CpuDevice {
   int threads() const { return pool_.size(); }
   const std::vector<unsigned>& pus() const { return pool_.pus(); }
 
+  /// Host memory, 64-byte aligned and zeroed.
+  Buffer allocate(std::size_t bytes) override;
+  void free(Buffer buffer) noexcept override;
+  void copy_in(Buffer buffer, std::size_t offset, const void* source, std::size_t bytes) override;
+  void copy_out(Buffer buffer, std::size_t offset, void* destination, std::size_t bytes) override;
+  void fill(Buffer buffer, std::size_t first, std::size_t count, const ScalarArg& value) override;
+
   /// Compiles an optimized kernel (through jit::CpuCompiler::shared(), so a
   /// kernel is compiled once per process and found in the disk cache after).
-  static CpuProgram compile(std::shared_ptr<const ir::Kernel> optimized);
+  /// The program runs on any CPU device.
+  static std::shared_ptr<CpuProgram> compile_program(std::shared_ptr<const ir::Kernel> optimized);
+  std::shared_ptr<Program> compile(std::shared_ptr<const ir::Kernel> optimized) override;
 
-  /// Runs `program` over `range` with `args` (one per parameter, in order) on
-  /// this device's threads; the calling thread takes part. Returns one value
-  /// per reduction parameter, in parameter order, combined in a fixed order.
-  std::vector<ReductionValue> run(const CpuProgram& program, const std::vector<KernelArg>& args, const Range& range);
+  /// Runs `program` (a CpuProgram) over `range` with `args` (one per
+  /// parameter, in order; array data are host pointers) on this device's
+  /// threads; the calling thread takes part. Returns one value per reduction
+  /// parameter, in parameter order, combined in a fixed order.
+  std::vector<ReductionValue> run(const Program& program, const std::vector<KernelArg>& args,
+                                  const Range& range) override;
 
  private:
   std::string name_;
   ThreadPool pool_;
   std::size_t streaming_threshold_;
+  DeviceInfo info_;
 };
 
 }  // namespace canopy::backends::cpu

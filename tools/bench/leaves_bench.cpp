@@ -64,7 +64,7 @@ int leaves_command(int argc, char** argv) {
   // The direct backend: one device over the same cores, the same program, the same arrays.
   backends::cpu::CpuDevice direct("direct", pus);
   auto program =
-      backends::cpu::CpuDevice::compile(std::make_shared<const ir::Kernel>(ir::optimize(kernels.triad.ir())));
+      backends::cpu::CpuDevice::compile_program(std::make_shared<const ir::Kernel>(ir::optimize(kernels.triad.ir())));
   std::vector<backends::KernelArg> direct_args;
   for (auto* array : {&a, &b, &c}) {
     backends::ArrayArg arg;
@@ -89,7 +89,7 @@ int leaves_command(int argc, char** argv) {
       rt.pause();
     });
     settle();
-    const double t_direct = time([&] { direct.run(program, direct_args, range); });
+    const double t_direct = time([&] { direct.run(*program, direct_args, range); });
     settle();
     if (r == 0) continue;
     ratios.push_back(t_direct / t_runtime);
