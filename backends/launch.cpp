@@ -12,7 +12,8 @@ std::int64_t Range::points() const {
 }
 
 ReductionValue identity_value(ir::ReduceOp op, ir::ScalarType type) {
-  const auto& c = ir::identity_of(op, type)->as<ir::Const>();
+  const ir::Expr identity = ir::identity_of(op, type);  // kept alive: `c` refers into it
+  const auto& c = identity->as<ir::Const>();
   ReductionValue v;
   v.type = type;
   v.int_value = c.int_value;
