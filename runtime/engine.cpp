@@ -150,7 +150,13 @@ struct Engine::State {
   std::vector<std::weak_ptr<ArrayStorage>> arrays;
 
   std::mutex flight_mutex;
-  std::vector<CompletionPtr> in_flight;
+  /// Regions (and copies) not yet waited for by pause(), with the record of
+  /// where their pieces run (null for a copy: it may touch any leaf).
+  struct InFlight {
+    CompletionPtr completion;
+    std::shared_ptr<RegionStats> record;
+  };
+  std::vector<InFlight> in_flight;
 
   // Held from a region's (or copy's) first add_use to its last push: queues
   // then hold work in the order its dependencies were recorded, so a piece
@@ -222,10 +228,10 @@ struct Engine::State {
     return tree.at(traits.location).name();
   }
 
-  void track(const CompletionPtr& completion) {
+  void track(const CompletionPtr& completion, std::shared_ptr<RegionStats> record = nullptr) {
     std::lock_guard lock(flight_mutex);
-    std::erase_if(in_flight, [](const CompletionPtr& c) { return c->done() && !c->error(); });
-    in_flight.push_back(completion);
+    std::erase_if(in_flight, [](const InFlight& f) { return f.completion->done() && !f.completion->error(); });
+    in_flight.push_back({completion, std::move(record)});
   }
 
   void remember(const std::shared_ptr<RegionStats>& record) {
@@ -380,7 +386,12 @@ RegionHandle Engine::submit(RegionRequest request) {
     auto it = state_->workers.find(leaf.name());
     return it == state_->workers.end() ? 1e300 : double(it->second->outstanding());
   };
-  auto pieces = split(at, policy, 0, request.range[0], context);
+  std::vector<Piece> pieces;
+  try {
+    pieces = split(at, policy, 0, request.range[0], context);
+  } catch (const Error& e) {
+    throw Error("region of kernel '" + kernel.name + "': " + e.what());
+  }
   for (auto& piece : pieces)
     if (!state_->workers.count(piece.leaf->name()))
       throw Error("region of kernel '" + kernel.name + "': leaf '" + piece.leaf->name() + "' (" +
@@ -411,7 +422,7 @@ RegionHandle Engine::submit(RegionRequest request) {
     run->record->id = static_cast<std::uint64_t>(state_->regions + 1);
   }
   state_->remember(run->record);
-  state_->track(run->completion);
+  state_->track(run->completion, run->record);
   RegionHandle handle{run->completion, run->results};
   if (pieces.empty()) {
     finish_region(*run);
@@ -447,25 +458,41 @@ RegionHandle Engine::submit(RegionRequest request) {
 }
 
 void Engine::pause() {
-  std::vector<CompletionPtr> pending;
+  std::vector<State::InFlight> pending;
   {
     std::lock_guard lock(state_->flight_mutex);
     pending.swap(state_->in_flight);
   }
   std::exception_ptr first;
-  for (auto& c : pending) {
-    c->wait(false);
-    if (!first && c->error()) first = c->error();
+  for (auto& f : pending) {
+    f.completion->wait(false);
+    if (!first && f.completion->error()) first = f.completion->error();
   }
   if (first) std::rethrow_exception(first);
 }
 
 void Engine::pause(const std::string& location) {
-  std::shared_lock lock(state_->tree_mutex);
-  for (auto* leaf : state_->tree.leaves(state_->tree.at(location))) {
-    auto it = state_->workers.find(leaf->name());
-    if (it != state_->workers.end()) it->second->drain();
+  std::vector<std::string> leaves;
+  {
+    std::shared_lock lock(state_->tree_mutex);
+    for (auto* leaf : state_->tree.leaves(state_->tree.at(location))) leaves.push_back(leaf->name());
   }
+  // The regions with a piece on one of those leaves (whether queued on its
+  // worker or running in a launching thread), and every copy.
+  std::vector<CompletionPtr> pending;
+  {
+    std::lock_guard lock(state_->flight_mutex);
+    for (const auto& f : state_->in_flight) {
+      bool touches = !f.record;
+      if (f.record) {
+        std::lock_guard stats_lock(state_->stats_mutex);
+        for (const auto& piece : f.record->pieces)
+          touches = touches || std::find(leaves.begin(), leaves.end(), piece.leaf) != leaves.end();
+      }
+      if (touches) pending.push_back(f.completion);
+    }
+  }
+  for (auto& c : pending) c->wait(false);
 }
 
 Hierarchy Engine::hierarchy() const {
