@@ -147,7 +147,8 @@ TEST_CASE("engine: policy 'runtime' reads CANOPY_POLICY when each region is laun
   {
     ScopedEnvironment policy("CANOPY_POLICY", "range:[10,20]");
     CHECK(error_of([&] { rt.region(fill_scaled()).over(1000).policy("runtime").launch(x, 4); }) ==
-          "policy range:[10,20] lists 30 iterations but the region's range has 1000; make the numbers sum to the "
+          "region of kernel 'fill_scaled': policy range:[10,20] lists 30 iterations but the region's range has 1000; "
+          "make the numbers sum to the "
           "range's length");
   }
   // The refused launches changed nothing.

@@ -261,7 +261,8 @@ TEST_CASE("engine: regions launched before a reconfiguration finish with the rig
   rt.region(increment()).over(n).launch(y);
   rt.move_location("cpuA", "node");
   CHECK(error_of([&] { rt.region(increment()).over(n).launch(y); }) ==
-        "location 'numa0' has no executing leaf (a CPU or device location) at or below it, so no region can run "
+        "region of kernel 'increment': location 'numa0' has no executing leaf (a CPU or device location) at or below "
+        "it, so no region can run "
         "there; add one below it or run the region at another location");
   CHECK(holds_constant(y, 301));
 }
