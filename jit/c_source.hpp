@@ -42,8 +42,12 @@
 //       otherwise each end is preceded by its begin (i_begin, i_end, ...).
 //       Each work-item runs one point; the device dimension 0 is the LAST
 //       index (fastest in memory), so index(0) of a 2-D kernel is device
-//       dimension 1. Work-items past an end do nothing, so the global size
-//       may be rounded up to a multiple of the work-group size.
+//       dimension 1. Such kernels have two entry points with these same
+//       arguments (CSource): `entry` for whole work-groups inside the piece,
+//       which checks nothing (so that a compiler can vectorise across
+//       work-items), and `edge_entry`, whose work-items past an end do
+//       nothing, for the work-groups that straddle the piece's ends (the
+//       global size rounded up to a multiple of the work-group size).
 //     - kernels with reductions: i_begin, i_end (j_begin, j_end, k_begin,
 //       k_end for more dimensions). The launch is one-dimensional with a
 //       power-of-two work-group size; the work-items walk all the points of
@@ -54,6 +58,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -95,7 +100,13 @@ CSourceFeatures features_of(const ir::Kernel& kernel);
 /// Generated source and the name of its kernel function.
 struct CSource {
   std::string text;
-  std::string entry;  ///< the kernel function's name in `text` (the IR name unless it collides)
+  /// The kernel function's name in `text` (the IR name unless it collides).
+  /// For kernels without reductions it runs whole work-groups only.
+  std::string entry;
+  /// Kernels without reductions: the same kernel with a check of each
+  /// work-item against the piece's ends, for the partial work-groups at the
+  /// ends. Empty for reduction kernels.
+  std::string edge_entry;
 };
 
 class CSourcePrinter : protected ir::Visitor {
@@ -210,9 +221,10 @@ class CSourcePrinter : protected ir::Visitor {
   std::string unreserved(std::string_view name) const;
   /// A new name in the source, close to `wanted`, unique and no reserved word.
   std::string claim(std::string_view wanted);
-  std::string signature();
-  void print_body();
-  void print_point_kernel();
+  std::string signature(const std::string& function);
+  /// What `print` writes with line(), returned instead of added to the body.
+  std::string printed(const std::function<void()>& print);
+  void print_coordinates(bool guarded);
   void print_reduction_kernel();
   void print_walk();
   void print_work_group_combine();

@@ -181,6 +181,7 @@ OpenCLProgram::~OpenCLProgram() {
   for (cl_mem partials : partials_)
     if (partials) api_->clReleaseMemObject(partials);
   if (entry_) api_->clReleaseKernel(entry_);
+  if (edges_) api_->clReleaseKernel(edges_);
   if (program_) api_->clReleaseProgram(program_);
 }
 
@@ -216,6 +217,7 @@ OpenCLDevice::OpenCLDevice(std::shared_ptr<const Api> api, cl_platform_id platfo
 
   const auto type = device_value<cl_device_type>(cl, device, CL_DEVICE_TYPE);
   traits_.is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+  info_.on_host_cores = traits_.is_cpu;
   traits_.int64_atomics = has_word(traits_.extensions, "cl_khr_int64_base_atomics");
   traits_.correctly_rounded_divide_sqrt = (device_value<cl_device_fp_config>(cl, device, CL_DEVICE_SINGLE_FP_CONFIG) &
                                            CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
@@ -228,7 +230,10 @@ OpenCLDevice::OpenCLDevice(std::shared_ptr<const Api> api, cl_platform_id platfo
   // CPU devices run a work-group's items in a loop on one core: large groups
   // cost nothing and mean fewer of them to schedule. GPUs want a few warps.
   traits_.work_group_size = static_cast<int>(std::min<std::size_t>(most, traits_.is_cpu ? 1024 : 256));
-  traits_.reduction_groups = std::max(1, info_.compute_units) * (traits_.is_cpu ? 4 : 8);
+  // Reductions: on CPUs, 8 groups of 64 items per core measured best on
+  // PoCL (each item streams through one contiguous chunk).
+  traits_.reduction_work_group_size = static_cast<int>(std::min<std::size_t>(most, traits_.is_cpu ? 64 : 256));
+  traits_.reduction_groups = std::max(1, info_.compute_units) * 8;
   traits_.reduction_walk = traits_.is_cpu ? jit::ReductionWalk::Chunked : jit::ReductionWalk::Strided;
 
   cl_int status = CL_SUCCESS;
@@ -399,6 +404,10 @@ std::shared_ptr<OpenCLProgram> OpenCLDevice::build(std::shared_ptr<const ir::Ker
   cl_int status = CL_SUCCESS;
   program->entry_ = api_->clCreateKernel(program->program_, program->source_.entry.c_str(), &status);
   check(status, "clCreateKernel for kernel '" + program->kernel_->name + "'", label());
+  if (!program->source_.edge_entry.empty()) {
+    program->edges_ = api_->clCreateKernel(program->program_, program->source_.edge_entry.c_str(), &status);
+    check(status, "clCreateKernel for the edges of kernel '" + program->kernel_->name + "'", label());
+  }
   program->max_work_group_ =
       std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(std::max(1, info_.max_work_group)), [&] {
                               std::size_t size = 0;
@@ -502,18 +511,21 @@ std::vector<ReductionValue> OpenCLDevice::run(const Program& base, const std::ve
     return results;
   }
   std::lock_guard lock(launch_mutex_);
-  const int next_arg = set_arguments(*program, args);
-  if (jit::features_of(kernel).has_reductions)
-    return launch_reduction(const_cast<OpenCLProgram&>(*program), next_arg, range);
-  launch_points(*program, next_arg, range);
-  return results;
+  if (program->edges_) {
+    launch_points(*program, args, range);
+    return results;
+  }
+  set_arguments(*program, program->entry_, args, range);
+  return launch_reduction(*program, range);
 }
 
-int OpenCLDevice::set_arguments(const OpenCLProgram& program, const std::vector<KernelArg>& args) {
+// Sets the arguments of `entry` as the kernel ABI says (jit/c_source.hpp).
+void OpenCLDevice::set_arguments(const OpenCLProgram& program, cl_kernel entry, const std::vector<KernelArg>& args,
+                                 const Range& range) {
   const ir::Kernel& kernel = program.kernel();
   cl_uint next = 0;
   auto set = [&](std::size_t size, const void* value) {
-    check(api_->clSetKernelArg(program.entry_, next, size, value),
+    check(api_->clSetKernelArg(entry, next, size, value),
           "setting argument " + std::to_string(next) + " of kernel '" + kernel.name + "'", label());
     ++next;
   };
@@ -536,7 +548,12 @@ int OpenCLDevice::set_arguments(const OpenCLProgram& program, const std::vector<
       set(group * ir::size_of(param.type), nullptr);  // the work-group's scratch
     }
   }
-  return static_cast<int>(next);
+  // The range: ends only where the global offset carries the begins.
+  for (int d = 0; d < kernel.dims; ++d) {
+    const cl_long begin = range.begin[d], end = range.end[d];
+    if (!program.edges_) set(sizeof begin, &begin);
+    set(sizeof end, &end);
+  }
 }
 
 // A work-group size for a reduction: a power of two the kernel, the device
@@ -545,55 +562,90 @@ std::size_t OpenCLDevice::reduction_work_group(const OpenCLProgram& program) con
   std::size_t scratch_per_item = 0;
   for (const auto& param : program.kernel().params)
     if (param.is_reduction()) scratch_per_item += ir::size_of(param.type);
-  std::size_t size = std::min(
-      {static_cast<std::size_t>(traits_.work_group_size), program.max_work_group_, traits_.max_work_item_sizes[0]});
+  std::size_t size = std::min({static_cast<std::size_t>(traits_.reduction_work_group_size), program.max_work_group_,
+                               traits_.max_work_item_sizes[0]});
   if (scratch_per_item > 0 && traits_.local_memory > 0)
     size = std::min(size, std::max<std::size_t>(1, traits_.local_memory / scratch_per_item));
   return floor_pow2(std::max<std::size_t>(1, size));
 }
 
-void OpenCLDevice::launch_points(const OpenCLProgram& program, int next_arg, const Range& range) {
-  const int dims = range.dims;
-  std::size_t offset[3] = {0, 0, 0}, global[3] = {1, 1, 1}, local[3] = {1, 1, 1};
+// Work-group sizes per device dimension (0 is the last index): in one
+// dimension the device's size whatever the range, so that a device that
+// compiles per work-group size (PoCL) compiles once; in more, a power of two
+// no larger than the range in each dimension, at most 64 along the fastest.
+std::array<std::size_t, 3> OpenCLDevice::point_work_group(const OpenCLProgram& program, const Range& range) const {
+  std::array<std::size_t, 3> local{1, 1, 1};
   std::size_t budget = floor_pow2(
       std::max<std::size_t>(1, std::min(static_cast<std::size_t>(traits_.work_group_size), program.max_work_group_)));
-  // Device dimension 0 is the last index (fastest in memory).
+  const int dims = range.dims;
   for (int e = 0; e < dims; ++e) {
-    const int d = dims - 1 - e;
-    const auto extent = static_cast<std::size_t>(range.end[d] - range.begin[d]);
-    local[e] = std::min({budget, ceil_pow2(extent), floor_pow2(traits_.max_work_item_sizes[e])});
-    budget = std::max<std::size_t>(1, budget / local[e]);
-    global[e] = (extent + local[e] - 1) / local[e] * local[e];
-    offset[e] = static_cast<std::size_t>(range.begin[d]);
+    const auto extent = static_cast<std::size_t>(range.end[dims - 1 - e] - range.begin[dims - 1 - e]);
+    std::size_t size = std::min(budget, floor_pow2(traits_.max_work_item_sizes[static_cast<std::size_t>(e)]));
+    if (dims > 1) size = std::min({size, floor_pow2(extent), e == 0 ? std::size_t{64} : size});
+    local[static_cast<std::size_t>(e)] = std::max<std::size_t>(1, size);
+    budget = std::max<std::size_t>(1, budget / local[static_cast<std::size_t>(e)]);
   }
-  auto next = static_cast<cl_uint>(next_arg);
-  for (int d = 0; d < dims; ++d) {
-    const cl_long end = range.end[d];
-    check(api_->clSetKernelArg(program.entry_, next++, sizeof end, &end), "setting the range", label());
-  }
-  cl_event event = nullptr;
-  check(api_->clEnqueueNDRangeKernel(queue_, program.entry_, static_cast<cl_uint>(dims), offset, global, local, 0,
-                                     nullptr, &event),
-        "clEnqueueNDRangeKernel for kernel '" + program.kernel().name + "'", label());
-  wait(event, "a kernel");
+  return local;
 }
 
-std::vector<ReductionValue> OpenCLDevice::launch_reduction(OpenCLProgram& program, int next_arg, const Range& range) {
+// The whole work-groups inside the piece run the kernel's unchecked entry;
+// the rest runs the checked one in at most one launch per dimension: the
+// tail of dimension e, with every point before it in lower dimensions and
+// only whole groups in higher ones, so that the launches are disjoint.
+void OpenCLDevice::launch_points(const OpenCLProgram& program, const std::vector<KernelArg>& args, const Range& range) {
+  const int dims = range.dims;
+  const auto local = point_work_group(program, range);
+  std::array<std::size_t, 3> begin{}, extent{}, whole{};
+  for (int e = 0; e < dims; ++e) {
+    const auto d = static_cast<std::size_t>(dims - 1 - e);
+    begin[e] = static_cast<std::size_t>(range.begin[d]);
+    extent[e] = static_cast<std::size_t>(range.end[d] - range.begin[d]);
+    whole[e] = extent[e] / local[e] * local[e];
+  }
+  cl_event last = nullptr;
+  bool arguments_set[2] = {false, false};
+  auto launch = [&](cl_kernel entry, std::array<std::size_t, 3> offset, std::array<std::size_t, 3> global) {
+    for (int e = 0; e < dims; ++e)
+      if (global[e] == 0) return;
+    if (bool& set = arguments_set[entry == program.edges_ ? 1 : 0]; !set) {
+      set_arguments(program, entry, args, range);
+      set = true;
+    }
+    cl_event event = nullptr;
+    check(api_->clEnqueueNDRangeKernel(queue_, entry, static_cast<cl_uint>(dims), offset.data(), global.data(),
+                                       local.data(), 0, nullptr, &event),
+          "clEnqueueNDRangeKernel for kernel '" + program.kernel().name + "'", label());
+    if (last) api_->clReleaseEvent(last);
+    last = event;
+  };
+  try {
+    launch(program.entry_, begin, whole);
+    for (int e = 0; e < dims; ++e) {
+      if (whole[e] == extent[e]) continue;
+      std::array<std::size_t, 3> offset = begin, global = whole;
+      for (int f = 0; f < e; ++f) global[f] = (extent[f] + local[f] - 1) / local[f] * local[f];
+      offset[e] = begin[e] + whole[e];
+      global[e] = local[e];
+      launch(program.edges_, offset, global);
+    }
+  } catch (...) {
+    if (last) wait(last, "a kernel");
+    throw;
+  }
+  // The queue runs in order: the last launch ends after the others.
+  if (last) wait(last, "a kernel");
+}
+
+std::vector<ReductionValue> OpenCLDevice::launch_reduction(const OpenCLProgram& program, const Range& range) {
   const ir::Kernel& kernel = program.kernel();
   const std::size_t group = reduction_work_group(program);
   const auto points = static_cast<std::size_t>(range.points());
   const std::size_t groups = std::max<std::size_t>(
       1, std::min(static_cast<std::size_t>(traits_.reduction_groups), (points + group - 1) / group));
-  auto next = static_cast<cl_uint>(next_arg);
-  for (int d = 0; d < range.dims; ++d) {
-    const cl_long bounds[2] = {range.begin[d], range.end[d]};
-    for (const cl_long& bound : bounds)
-      check(api_->clSetKernelArg(program.entry_, next++, sizeof bound, &bound), "setting the range", label());
-  }
   const std::size_t global = groups * group;
   check(api_->clEnqueueNDRangeKernel(queue_, program.entry_, 1, nullptr, &global, &group, 0, nullptr, nullptr),
         "clEnqueueNDRangeKernel for kernel '" + kernel.name + "'", label());
-  // The queue is in order: the blocking reads wait for the kernel.
+  // The queue runs in order: the blocking reads wait for the kernel.
   std::vector<ReductionValue> results;
   for (std::size_t p = 0; p < kernel.params.size(); ++p) {
     const ir::Param& param = kernel.params[p];

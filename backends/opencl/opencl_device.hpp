@@ -61,6 +61,8 @@ struct OpenCLTraits {
   std::size_t local_memory = 0;  ///< bytes of work-group local memory
   /// The work-group size launches aim for (at most max_work_group).
   int work_group_size = 0;
+  /// The work-group size of reductions (a power of two).
+  int reduction_work_group_size = 0;
   /// The number of work-groups a reduction runs (a few per compute unit).
   int reduction_groups = 0;
   /// How the work-items of a reduction walk their points (chunked on CPUs).
@@ -101,7 +103,8 @@ class OpenCLProgram final : public Program {
   std::string cache_key_;
   ProgramOrigin origin_ = ProgramOrigin::Built;
   cl_program program_ = nullptr;
-  cl_kernel entry_ = nullptr;
+  cl_kernel entry_ = nullptr;  ///< the kernel (whole work-groups only, when edges_ is set)
+  cl_kernel edges_ = nullptr;  ///< kernels without reductions: the entry that checks the piece's ends
   std::size_t max_work_group_ = 1;
   /// Per reduction parameter (in order), a buffer for one partial per work-group; guarded by the device's launch mutex.
   std::vector<cl_mem> partials_;
@@ -160,10 +163,12 @@ class OpenCLDevice final : public Device {
   std::string build_log(cl_program program) const;
   std::string program_binary(cl_program program) const;
   void check_buffer(Buffer buffer, std::size_t offset, std::size_t bytes, const char* what) const;
-  int set_arguments(const OpenCLProgram& program, const std::vector<KernelArg>& args);
+  void set_arguments(const OpenCLProgram& program, cl_kernel entry, const std::vector<KernelArg>& args,
+                     const Range& range);
   std::size_t reduction_work_group(const OpenCLProgram& program) const;
-  void launch_points(const OpenCLProgram& program, int next_arg, const Range& range);
-  std::vector<ReductionValue> launch_reduction(OpenCLProgram& program, int next_arg, const Range& range);
+  std::array<std::size_t, 3> point_work_group(const OpenCLProgram& program, const Range& range) const;
+  void launch_points(const OpenCLProgram& program, const std::vector<KernelArg>& args, const Range& range);
+  std::vector<ReductionValue> launch_reduction(const OpenCLProgram& program, const Range& range);
   void wait(cl_event event, const char* what);
 
   std::shared_ptr<const Api> api_;
