@@ -21,22 +21,25 @@ namespace canopy::backends {
 
 /// Who a device is and what it can do; zero or empty means unknown.
 struct DeviceInfo {
-  std::string id;              ///< "cpu0", "opencl:0", "cuda:1"
-  std::string backend;         ///< "cpu", "opencl", "cuda", "level_zero"
-  std::string name;            ///< what the driver calls it
+  std::string id;       ///< "cpu0", "opencl:0", "cuda:1"
+  std::string backend;  ///< "cpu", "opencl", "cuda", "level_zero"
+  std::string name;     ///< what the driver calls it
   std::string vendor;
   std::string driver_version;  ///< driver and, where separate, compiler version
   /// Devices with equal fingerprints run the same compiled code: backend,
   /// name, driver and compiler versions (kernel caches and MPI sharing key on it).
   std::string fingerprint;
-  std::string pci_bus_id;      ///< "0000:3b:00.0" when the device is on PCI, else empty
+  std::string pci_bus_id;  ///< "0000:3b:00.0" when the device is on PCI, else empty
   int compute_units = 0;
   std::int64_t global_memory = 0;   ///< bytes
   std::int64_t max_allocation = 0;  ///< bytes in one buffer
   int max_work_group = 0;
-  int preferred_vector_width = 0;   ///< bytes
-  bool fp64 = true;                 ///< doubles supported
-  bool host_memory = false;         ///< its buffers are host memory (the CPU): no copies needed
+  int preferred_vector_width = 0;  ///< bytes
+  bool fp64 = true;                ///< doubles supported
+  bool host_memory = false;        ///< its buffers are host memory (the CPU): no copies needed
+  /// It computes on the host's own cores (an OpenCL CPU device such as PoCL):
+  /// it competes with the CPU leaves, so it is used only when asked for.
+  bool on_host_cores = false;
 };
 
 /// Memory on a device: an opaque handle its backend understands (a cl_mem,

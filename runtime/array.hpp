@@ -20,14 +20,20 @@ namespace canopy {
 
 namespace runtime {
 
+class DeviceCopies;
+struct TransferTotals;
+
 /// One array's memory and bookkeeping, shared by its handles and by the
 /// regions in flight that use it.
 class ArrayStorage {
  public:
-  /// An array in memory Canopy allocates (zero-filled).
-  ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location);
+  /// An array in memory Canopy allocates (zero-filled). Its transfers to and
+  /// from devices add to `totals` (may be null).
+  ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location,
+               std::shared_ptr<TransferTotals> totals = nullptr);
   /// An array over the user's memory at `user_data` (Runtime::wrap): never freed by Canopy.
-  ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location, void* user_data);
+  ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location, void* user_data,
+               std::shared_ptr<TransferTotals> totals);
   ~ArrayStorage();
   ArrayStorage(const ArrayStorage&) = delete;
   ArrayStorage& operator=(const ArrayStorage&) = delete;
@@ -49,6 +55,13 @@ class ArrayStorage {
   /// Gives the memory's pages back to the system; the contents read as zero
   /// afterwards (arrays with a per-region lifetime, between regions).
   void release_contents();
+  /// The copies of the array in device memories and which elements each
+  /// holds current (see internal/device_copies.hpp).
+  DeviceCopies& copies() const { return *copies_; }
+  /// Makes the host copy current (pulling back only stale ranges from
+  /// devices and combining merge copies); with `host_will_write`, the device
+  /// copies become stale, since the host may change any element.
+  void sync_host(bool host_will_write);
 
   /// Records a region that reads and/or writes the array and returns the
   /// earlier regions it must wait for (read after write, write after read
@@ -65,6 +78,7 @@ class ArrayStorage {
   std::uint64_t id_;
   void* host_ = nullptr;
   bool owns_memory_ = true;
+  std::unique_ptr<DeviceCopies> copies_;
 
   mutable std::mutex mutex_;
   std::string location_;
@@ -120,10 +134,19 @@ class Array {
   std::string location() const { return storage_->location(); }
 
   /// The elements on the host, current: waits for the regions that use the
-  /// array. Writes through the view are seen by the regions launched after.
+  /// array and brings back what devices changed. Writes through the view are
+  /// seen by the regions launched after (device copies are refreshed then).
   HostView<T, Rank> host() const {
     storage_->wait_idle();
+    storage_->sync_host(true);
     return HostView<T, Rank>(static_cast<T*>(storage_->host_data()), storage_->shape());
+  }
+  /// Like host(), for reading only: the device copies stay current, so the
+  /// next regions on devices copy nothing in again.
+  HostView<const T, Rank> host_read() const {
+    storage_->wait_idle();
+    storage_->sync_host(false);
+    return HostView<const T, Rank>(static_cast<const T*>(storage_->host_data()), storage_->shape());
   }
 
   const std::shared_ptr<runtime::ArrayStorage>& storage() const { return storage_; }

@@ -151,6 +151,56 @@ NodeInventory discover_node() {
   return node;
 }
 
+namespace {
+
+/// The NUMA node (logical index) nearest the PCI device `bus_id`, -1 when unknown.
+int numa_node_of_pci(const std::string& bus_id) {
+  if (bus_id.empty()) return -1;
+  Topology topology;
+  hwloc_topology_set_io_types_filter(topology.handle, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (hwloc_topology_load(topology.handle) != 0) return -1;
+  hwloc_obj_t pci = hwloc_get_pcidev_by_busidstring(topology.handle, bus_id.c_str());
+  hwloc_obj_t ancestor = pci ? hwloc_get_non_io_ancestor_obj(topology.handle, pci) : nullptr;
+  if (!ancestor) return -1;
+  hwloc_obj_t numa = nullptr;
+  if (ancestor->memory_arity > 0) numa = ancestor->memory_first_child;
+  for (hwloc_obj_t up = ancestor; !numa && up; up = up->parent)
+    if (up->memory_arity > 0) numa = up->memory_first_child;
+  return numa ? static_cast<int>(numa->logical_index) : -1;
+}
+
+LocationKind kind_of_backend(const std::string& backend) {
+  if (backend == "cuda") return LocationKind::Cuda;
+  if (backend == "level_zero") return LocationKind::LevelZero;
+  return LocationKind::OpenCL;
+}
+
+}  // namespace
+
+void add_backend_devices(NodeInventory& node, const backends::BackendDevices& found) {
+  std::erase_if(node.absent, [&](const AbsentBackend& a) { return a.backend == found.backend; });
+  if (found.devices.empty()) {
+    node.absent.push_back({found.backend, found.absent_reason.empty() ? "no device found" : found.absent_reason});
+    return;
+  }
+  int index = 0;
+  for (const auto& device : found.devices) {
+    const auto& info = device->info();
+    DiscoveredDevice d;
+    d.kind = kind_of_backend(found.backend);
+    d.index = index++;
+    d.id = info.id;
+    d.name = info.name;
+    d.numa_node = numa_node_of_pci(info.pci_bus_id);
+    d.on_host_cores = info.on_host_cores;
+    d.traits.cores = info.compute_units;
+    d.traits.capacity = info.global_memory;
+    d.traits.vector_width = info.preferred_vector_width;
+    d.traits.model = info.name;
+    node.devices.push_back(std::move(d));
+  }
+}
+
 NodeInventory discover_node_synthetic(std::string_view description) {
   Topology topology;
   std::string text(description);
@@ -212,9 +262,11 @@ bool is_selection_word(std::string_view word) {
 constexpr const char* kSelectionWords =
     "a comma-separated list of all, cpu, gpu, opencl, cuda, level_zero, or a device id such as opencl:0";
 
-/// Does `word` select `device`?
+/// Does `word` select `device`? "all" and "gpu" leave out devices that
+/// compute on the host's cores (they would compete with the CPU leaves).
 bool selects(std::string_view word, const DiscoveredDevice& device) {
-  return word == "all" || word == "gpu" || word == name_of(device.kind) || word == device.id;
+  if (word == "all" || word == "gpu") return !device.on_host_cores;
+  return word == name_of(device.kind) || word == device.id;
 }
 
 }  // namespace

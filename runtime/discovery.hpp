@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include <canopy/backends/device.hpp>
+
 #include "hierarchy.hpp"
 
 namespace canopy {
@@ -46,6 +48,9 @@ struct DiscoveredDevice {
   std::string name;                          ///< what the driver calls it
   int numa_node = -1;                        ///< the nearest NUMA node (logical index), -1 unknown
   LocationTraits traits;                     ///< compute units, memory, vector width, as known
+  /// It computes on the host's cores (an OpenCL CPU device): "all" leaves it
+  /// out when the node has CPU cores; name its backend or id to use it.
+  bool on_host_cores = false;
   bool operator==(const DiscoveredDevice&) const = default;
 };
 
@@ -70,6 +75,12 @@ struct NodeInventory {
 
 /// This machine, from hwloc. Throws canopy::Error when hwloc cannot load the topology.
 NodeInventory discover_node();
+
+/// Adds what one backend found to `node`: each device as a DiscoveredDevice
+/// (placed at the NUMA node nearest its PCI bus id, by hwloc; the first NUMA
+/// node when it reports none), or the reason it has none, replacing that
+/// backend's entry in `node.absent`.
+void add_backend_devices(NodeInventory& node, const backends::BackendDevices& found);
 /// A made-up machine in hwloc's synthetic syntax ("pack:2 numa:2 core:4 pu:1"),
 /// for tests. Throws canopy::Error naming the description when hwloc rejects it.
 NodeInventory discover_node_synthetic(std::string_view hwloc_synthetic_description);

@@ -6,12 +6,14 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
 #include <unordered_map>
 
 #include <canopy/backends/cpu/cpu_device.hpp>
+#include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/passes/optimize.hpp>
@@ -19,8 +21,12 @@
 #include <canopy/ir/visitor.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
+#include <canopy/backends/opencl/opencl_device.hpp>
+
+#include "coherence.hpp"
 #include "config.hpp"
 #include "discovery.hpp"
+#include "internal/device_copies.hpp"
 #include "internal/leaf_worker.hpp"
 #include "mcd.hpp"
 #include "policy.hpp"
@@ -35,9 +41,25 @@ struct CompiledKernel {
   std::shared_ptr<const ir::Kernel> traced;
   std::shared_ptr<const ir::Kernel> optimized;
   std::shared_ptr<backends::cpu::CpuProgram> cpu;
+  /// What each array parameter reads and writes: which elements a piece needs.
+  ir::Footprint footprint;
   /// A point may do any amount of work (a For loop), so even a small region
   /// of it is never run in the launching thread (launch() must return at once).
   bool has_loops = false;
+
+  /// The program for `device`: the CPU program on CPU devices, else compiled
+  /// for the device (once per device fingerprint).
+  std::shared_ptr<backends::Program> program_for(backends::Device& device) const {
+    if (device.info().host_memory) return cpu;
+    std::lock_guard lock(programs_mutex);
+    auto& slot = programs[device.info().fingerprint];
+    if (!slot) slot = device.compile(optimized);
+    return slot;
+  }
+
+ private:
+  mutable std::mutex programs_mutex;
+  mutable std::unordered_map<std::string, std::shared_ptr<backends::Program>> programs;
 };
 
 // True when the kernel's body has a For loop.
@@ -53,6 +75,7 @@ bool body_has_loops(const ir::Kernel& kernel) {
 // A region between submit() and the end of its last piece.
 struct RegionRun {
   std::shared_ptr<const CompiledKernel> kernel;
+  std::vector<std::shared_ptr<backends::Program>> programs;  // per piece, for its leaf's device
   std::vector<ArgRef> args;
   std::vector<CompletionPtr> deps;
   std::vector<std::vector<backends::ReductionValue>> partials;  // per piece
@@ -66,13 +89,21 @@ struct RegionRun {
   std::vector<std::shared_ptr<ArrayStorage>> per_region_arrays;
 };
 
-std::vector<backends::KernelArg> kernel_args(const std::vector<ArgRef>& refs) {
+// The arguments as `worker`'s device sees them: its copy of each array (the
+// host copy for CPU leaves).
+std::vector<backends::KernelArg> kernel_args(const std::vector<ArgRef>& refs, LeafWorker& worker) {
   std::vector<backends::KernelArg> args;
   args.reserve(refs.size());
   for (const auto& ref : refs) {
     if (auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&ref)) {
       backends::ArrayArg array;
-      array.data = (*storage)->host_data();
+      if (worker.place() == Coherence::kHost) {
+        array.data = (*storage)->host_data();
+      } else {
+        auto& copies = (*storage)->copies();
+        std::lock_guard lock(copies.mutex);
+        array.data = copies.buffer(worker.place(), worker.device()).handle;
+      }
       array.extents = (*storage)->shape().extents();
       args.emplace_back(array);
     } else if (auto* scalar = std::get_if<backends::ScalarArg>(&ref)) {
@@ -135,6 +166,19 @@ std::vector<std::string> path_of(const Location& location) {
 
 struct Engine::State {
   NodeInventory inventory;
+  /// The devices the backends found, by id ("opencl:0"), and where each keeps
+  /// its copies of arrays (coherence places: 0 is the host copy).
+  std::map<std::string, std::shared_ptr<backends::Device>> devices;
+  std::map<std::string, int> places;
+  std::shared_ptr<TransferTotals> totals = std::make_shared<TransferTotals>();
+
+  void add_backend(const backends::BackendDevices& found) {
+    add_backend_devices(inventory, found);
+    for (const auto& device : found.devices) {
+      devices[device->info().id] = device;
+      if (!device->info().host_memory) places.emplace(device->info().id, static_cast<int>(places.size()) + 1);
+    }
+  }
 
   mutable std::shared_mutex tree_mutex;  // shared: submit; exclusive: reconfigure
   Hierarchy tree;
@@ -179,6 +223,7 @@ struct Engine::State {
       dump("ir", traced->name, ir::print(*compiled->optimized));
       compiled->cpu = backends::cpu::CpuDevice::compile_program(compiled->optimized);
       compiled->has_loops = body_has_loops(*compiled->optimized);
+      compiled->footprint = ir::footprint_of(*compiled->optimized);
       slot = std::move(compiled);
     }
     return slot;
@@ -192,17 +237,44 @@ struct Engine::State {
   }
 
   // Workers for exactly the tree's executing leaves (call with tree_mutex held exclusively).
+  // The device a leaf runs on, or null when this node has none for it.
+  std::shared_ptr<backends::Device> device_of(const Location& leaf) const {
+    auto it = devices.find(leaf.traits().device);
+    return it == devices.end() ? nullptr : it->second;
+  }
+
+  // True when `worker` no longer matches `leaf` (gone, other cores, other device).
+  bool stale(const LeafWorker& worker, const Location* leaf) const {
+    if (!leaf || !leaf->executes()) return true;
+    if (leaf->kind() == LocationKind::Cpu)
+      return worker.place() != Coherence::kHost || leaf->traits().pus != worker.pus();
+    return worker.device() != device_of(*leaf);
+  }
+
+  // Workers for exactly the tree's executing leaves (call with tree_mutex held
+  // exclusively, after draining the stale ones).
   void sync_workers() {
-    std::vector<std::string> stale;
-    for (auto& [name, worker] : workers) {
-      auto* leaf = tree.find(name);
-      if (!leaf || !leaf->executes() || leaf->traits().pus != worker->pus()) stale.push_back(name);
-    }
-    for (auto& name : stale) workers.erase(name);
+    std::vector<std::string> gone;
+    for (auto& [name, worker] : workers)
+      if (stale(*worker, tree.find(name))) gone.push_back(name);
+    for (auto& name : gone) workers.erase(name);
     if (!tree.root()) return;
     for (auto* leaf : tree.leaves(*tree.root())) {
-      if (leaf->kind() != LocationKind::Cpu || workers.count(leaf->name())) continue;
-      workers.emplace(leaf->name(), std::make_unique<LeafWorker>(leaf->name(), leaf->traits().pus));
+      if (workers.count(leaf->name())) continue;
+      if (leaf->kind() == LocationKind::Cpu) {
+        workers.emplace(leaf->name(), std::make_unique<LeafWorker>(leaf->name(), leaf->traits().pus));
+      } else if (auto device = device_of(*leaf)) {
+        workers.emplace(leaf->name(), std::make_unique<LeafWorker>(leaf->name(), device, places.at(device->info().id)));
+      }
+    }
+  }
+
+  // Device copies made for `place` go back to the host and are freed.
+  void release_place(int place) {
+    for (auto& array : live_arrays()) {
+      auto& copies = array->copies();
+      std::lock_guard lock(copies.mutex);
+      copies.release(place);
     }
   }
 
@@ -241,12 +313,55 @@ struct Engine::State {
     while (recent.size() > 64) recent.pop_front();
   }
 
+  // Before a piece at `worker` over `range`: each array's elements the piece
+  // needs become current at the worker's place (merge arrays get private
+  // copies instead). Returns what each array's piece will write.
+  std::vector<IntervalSet> prepare_arrays(const RegionRun& run, const backends::Range& range, LeafWorker& worker) {
+    const auto& kernel = *run.kernel->optimized;
+    std::vector<IntervalSet> written(run.args.size());
+    for (std::size_t p = 0; p < run.args.size(); ++p) {
+      auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
+      if (!storage) continue;
+      const auto* footprint = run.kernel->footprint.of(static_cast<int>(p));
+      if (!footprint) continue;
+      const auto& shape = (*storage)->shape();
+      auto reads = reads_of(footprint->reads, shape, range.begin[0], range.end[0]);
+      auto writes = writes_of(footprint->writes, shape, run.record->range, range.begin[0], range.end[0]);
+      auto& copies = (*storage)->copies();
+      std::lock_guard lock(copies.mutex);
+      if (worker.place() != Coherence::kHost) copies.buffer(worker.place(), worker.device());
+      if (copies.merge_operator() && kernel.params[p].writes()) {
+        IntervalSet span = writes.written;
+        span.add(reads.ranges);
+        copies.begin_merge(worker.place(), span, run.record->id);
+        continue;
+      }
+      IntervalSet need = reads.ranges;
+      need.add(writes.acquire_first);
+      copies.acquire(worker.place(), need);
+      written[p] = std::move(writes.written);
+    }
+    return written;
+  }
+
+  void record_writes(const RegionRun& run, const std::vector<IntervalSet>& written, LeafWorker& worker) {
+    for (std::size_t p = 0; p < run.args.size(); ++p) {
+      auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
+      if (!storage || written[p].empty()) continue;
+      auto& copies = (*storage)->copies();
+      std::lock_guard lock(copies.mutex);
+      copies.wrote(worker.place(), written[p]);
+    }
+  }
+
   void run_piece(const std::shared_ptr<RegionRun>& run, std::size_t piece, const backends::Range& range,
-                 backends::cpu::CpuDevice& device) {
+                 LeafWorker& worker) {
     const auto start = std::chrono::steady_clock::now();
     try {
       for (auto& dep : run->deps) dep->wait(false);
-      run->partials[piece] = device.run(*run->kernel->cpu, kernel_args(run->args), range);
+      auto written = prepare_arrays(*run, range, worker);
+      run->partials[piece] = worker.device()->run(*run->programs[piece], kernel_args(run->args, worker), range);
+      record_writes(*run, written, worker);
     } catch (...) {
       std::lock_guard lock(run->error_mutex);
       if (!run->error) run->error = std::current_exception();
@@ -312,6 +427,7 @@ struct Engine::State {
 
 Engine::Engine() : state_(std::make_unique<State>()) {
   state_->inventory = discover_node();
+  state_->add_backend(backends::opencl::discover_opencl());
   if (const char* config = std::getenv("CANOPY_CONFIG"); config && *config)
     state_->tree = load_config_file(config, state_->inventory);
   else
@@ -332,7 +448,8 @@ Engine::~Engine() {
 }
 
 std::shared_ptr<ArrayStorage> Engine::allocate(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits) {
-  auto array = std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits));
+  auto array =
+      std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), state_->totals);
   state_->register_array(array);
   return array;
 }
@@ -340,7 +457,8 @@ std::shared_ptr<ArrayStorage> Engine::allocate(ir::ScalarType type, const Shape&
 std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits,
                                            void* data) {
   if (!data && shape.size() > 0) throw Error("wrap() was given a null pointer for " + shape.to_string() + " elements");
-  auto array = std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), data);
+  auto array =
+      std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), data, state_->totals);
   state_->register_array(array);
   return array;
 }
@@ -392,10 +510,15 @@ RegionHandle Engine::submit(RegionRequest request) {
   } catch (const Error& e) {
     throw Error("region of kernel '" + kernel.name + "': " + e.what());
   }
-  for (auto& piece : pieces)
-    if (!state_->workers.count(piece.leaf->name()))
+  // Every piece's program, compiled now (on this thread) so that a kernel a
+  // device cannot build fails the launch, naming the device.
+  for (auto& piece : pieces) {
+    auto worker = state_->workers.find(piece.leaf->name());
+    if (worker == state_->workers.end())
       throw Error("region of kernel '" + kernel.name + "': leaf '" + piece.leaf->name() + "' (" +
                   std::string(name_of(piece.leaf->kind())) + ") has no device this build can run on");
+    run->programs.push_back(run->kernel->program_for(*worker->second->device()));
+  }
 
   // Nothing below may throw: from here on, later regions depend on this one.
   std::unique_lock order_lock(state_->order_mutex);
@@ -441,17 +564,17 @@ RegionHandle Engine::submit(RegionRequest request) {
   // nothing queued before it and later launches start after this one returns.
   auto& first = *state_->workers.at(pieces.front().leaf->name());
   const auto first_range = range_of(pieces.front());
-  if (pieces.size() == 1 && !run->kernel->has_loops && first.idle() &&
+  if (pieces.size() == 1 && first.place() == Coherence::kHost && !run->kernel->has_loops && first.idle() &&
       first_range.points() < run->kernel->cpu->inline_points &&
       std::all_of(run->deps.begin(), run->deps.end(), [](const CompletionPtr& d) { return d->done(); })) {
     order_lock.unlock();
-    state_->run_piece(run, 0, first_range, first.device());
+    state_->run_piece(run, 0, first_range, first);
     return handle;
   }
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     state_->workers.at(pieces[i].leaf->name())
-        ->push([state = state_.get(), run, i, range = range_of(pieces[i])](auto& device) {
-          state->run_piece(run, i, range, device);
+        ->push([state = state_.get(), run, i, range = range_of(pieces[i])](LeafWorker& worker) {
+          state->run_piece(run, i, range, worker);
         });
   }
   return handle;
@@ -504,13 +627,16 @@ void Engine::reconfigure(const std::function<void(Hierarchy&)>& change) {
   std::unique_lock lock(state_->tree_mutex);
   Hierarchy next = state_->tree;
   change(next);
-  // Leaves that vanish, move or change cores finish what they were given first.
+  // Leaves that vanish, move or change cores finish what they were given
+  // first; a device that leaves the tree gives its copies back to the host.
+  std::vector<int> released;
   for (auto& [name, worker] : state_->workers) {
     auto* before = state_->tree.find(name);
     auto* after = next.find(name);
-    if (!before || !after || path_of(*before) != path_of(*after) || after->traits().pus != worker->pus())
-      worker->drain();
+    if (!before || !after || path_of(*before) != path_of(*after) || state_->stale(*worker, after)) worker->drain();
+    if (worker->place() != Coherence::kHost && state_->stale(*worker, after)) released.push_back(worker->place());
   }
+  for (int place : released) state_->release_place(place);
   // Arrays whose location disappears go to its nearest surviving ancestor.
   for (auto& array : state_->live_arrays()) {
     auto name = array->location();
@@ -557,15 +683,23 @@ void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const 
   state_->track(done);
   auto leaves = state_->tree.root() ? state_->tree.leaves(*state_->tree.root()) : std::vector<const Location*>{};
   auto it = leaves.empty() ? state_->workers.end() : state_->workers.find(leaves.front()->name());
+  // Copied in host memory: the source's host copy brought up to date first,
+  // the destination's device copies stale afterwards.
   auto copy = [deps, done, destination, source] {
-    for (auto& d : deps) d->wait(false);
-    std::memcpy(destination->host_data(), source->host_data(), source->bytes());
-    done->finish();
+    try {
+      for (auto& d : deps) d->wait(false);
+      source->sync_host(false);
+      destination->sync_host(true);
+      std::memcpy(destination->host_data(), source->host_data(), source->bytes());
+      done->finish();
+    } catch (...) {
+      done->finish(std::current_exception());
+    }
   };
   if (it == state_->workers.end())
     copy();
   else
-    it->second->push([copy](backends::cpu::CpuDevice&) { copy(); });
+    it->second->push([copy](LeafWorker&) { copy(); });
 }
 
 Stats Engine::stats() const {
@@ -579,6 +713,23 @@ Stats Engine::stats() const {
   std::sort(stats.leaves.begin(), stats.leaves.end(),
             [](const LeafStats& a, const LeafStats& b) { return a.leaf < b.leaf; });
   for (auto& r : state_->recent) stats.recent.push_back(*r);
+  stats.transfers.host_to_device = state_->totals->host_to_device.load();
+  stats.transfers.device_to_host = state_->totals->device_to_host.load();
+  stats.transfers.device_to_device = state_->totals->device_to_device.load();
+  stats.transfers.bytes_avoided = state_->totals->avoided.load();
+  for (auto& array : state_->live_arrays()) {
+    auto& copies = array->copies();
+    std::lock_guard copies_lock(copies.mutex);
+    const auto& c = copies.counters();
+    if (c.host_to_device + c.device_to_host + c.device_to_device + c.avoided == 0) continue;
+    ArrayTransferStats a;
+    a.array = array->describe();
+    a.host_to_device = c.host_to_device;
+    a.device_to_host = c.device_to_host;
+    a.device_to_device = c.device_to_device;
+    a.bytes_avoided = c.avoided;
+    stats.arrays.push_back(std::move(a));
+  }
   return stats;
 }
 

@@ -13,10 +13,17 @@ std::string Stats::to_text() const {
     out += line;
   }
   std::snprintf(line, sizeof line,
-                "bytes moved: host->device %lld, device->host %lld, device->device %lld; copies avoided %lld\n",
+                "bytes moved: host->device %lld, device->host %lld, device->device %lld; bytes not moved (already "
+                "current) %lld\n",
                 static_cast<long long>(transfers.host_to_device), static_cast<long long>(transfers.device_to_host),
-                static_cast<long long>(transfers.device_to_device), static_cast<long long>(transfers.copies_avoided));
+                static_cast<long long>(transfers.device_to_device), static_cast<long long>(transfers.bytes_avoided));
   out += line;
+  for (const auto& a : arrays) {
+    std::snprintf(line, sizeof line, "  %s: host->device %lld, device->host %lld, device->device %lld, avoided %lld\n",
+                  a.array.c_str(), static_cast<long long>(a.host_to_device), static_cast<long long>(a.device_to_host),
+                  static_cast<long long>(a.device_to_device), static_cast<long long>(a.bytes_avoided));
+    out += line;
+  }
   for (const auto& region : recent) {
     out += "region " + std::to_string(region.id) + " " + region.kernel + " over " + region.range.to_string() + " at " +
            region.location + " (" + region.policy + "):";

@@ -43,7 +43,16 @@ struct TransferStats {
   std::int64_t host_to_device = 0;
   std::int64_t device_to_host = 0;
   std::int64_t device_to_device = 0;
-  std::int64_t copies_avoided = 0;  ///< ranges already valid where they were needed
+  std::int64_t bytes_avoided = 0;  ///< bytes a piece needed that were already current where it ran
+};
+
+/// One array's transfers (arrays that moved nothing are left out).
+struct ArrayTransferStats {
+  std::string array;  ///< as ArrayStorage::describe() prints it
+  std::int64_t host_to_device = 0;
+  std::int64_t device_to_host = 0;
+  std::int64_t device_to_device = 0;
+  std::int64_t bytes_avoided = 0;
 };
 
 struct Stats {
@@ -51,6 +60,7 @@ struct Stats {
   std::vector<LeafStats> leaves;    ///< every leaf that ran something, and the current leaves
   std::vector<RegionStats> recent;  ///< the most recent regions (at most 64), oldest first
   TransferStats transfers;
+  std::vector<ArrayTransferStats> arrays;  ///< per live array
 
   std::string to_text() const;
 };

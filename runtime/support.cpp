@@ -11,6 +11,7 @@
 #include "array.hpp"
 #include "completion.hpp"
 #include "host_memory.hpp"
+#include "internal/device_copies.hpp"
 #include "shape.hpp"
 #include "traits.hpp"
 
@@ -40,6 +41,7 @@ MemoryTraits MemoryTraits::operator|(const MemoryTraits& other) const {
   if (other.lifetime != Lifetime::Persistent) t.lifetime = other.lifetime;
   t.read_only = t.read_only || other.read_only;
   if (!other.name.empty()) t.name = other.name;
+  if (other.merge) t.merge = other.merge;
   return t;
 }
 
@@ -59,6 +61,12 @@ MemoryTraits moving() {
 MemoryTraits read_only() {
   MemoryTraits t;
   t.read_only = true;
+  return t;
+}
+
+MemoryTraits merge(MergeOp op) {
+  MemoryTraits t;
+  t.merge = op;
   return t;
 }
 
@@ -126,10 +134,12 @@ namespace {
 std::atomic<std::uint64_t> next_array_id{1};
 }
 
-ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location)
-    : ArrayStorage(type, shape, std::move(traits), std::move(location), nullptr) {}
+ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location,
+                           std::shared_ptr<TransferTotals> totals)
+    : ArrayStorage(type, shape, std::move(traits), std::move(location), nullptr, std::move(totals)) {}
 
-ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location, void* user_data)
+ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location, void* user_data,
+                           std::shared_ptr<TransferTotals> totals)
     : type_(type), shape_(shape), traits_(std::move(traits)), id_(next_array_id++), location_(std::move(location)) {
   for (int d = 0; d < shape_.rank(); ++d)
     if (shape_[d] < 0) throw Error("an array cannot have a negative extent (" + shape_.to_string() + ")");
@@ -147,10 +157,18 @@ ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits
   } else {
     host_ = allocate_host(bytes_);
   }
+  copies_ = std::make_unique<DeviceCopies>(type_, static_cast<std::int64_t>(elements), host_, traits_.merge,
+                                           std::move(totals));
 }
 
 ArrayStorage::~ArrayStorage() {
+  copies_.reset();
   if (owns_memory_) free_host(host_, bytes_);
+}
+
+void ArrayStorage::sync_host(bool host_will_write) {
+  std::lock_guard lock(copies_->mutex);
+  copies_->sync_host(host_will_write);
 }
 
 std::string ArrayStorage::location() const {

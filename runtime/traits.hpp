@@ -34,6 +34,12 @@ struct MemoryTraits {
   bool read_only = false;
   /// A name for messages, statistics and dumps.
   std::string name;
+  /// Location consistency: several leaves of one region may write the array,
+  /// each into a private copy starting at the operator's identity; the copies
+  /// are combined with the operator into the array at the next pause (or the
+  /// next use). CPU leaves combine into the array itself, so their kernels
+  /// must update it with atomic_add (or write disjoint elements).
+  std::optional<ir::ReduceOp> merge;
 
   /// Combines the traits of two calls: `at("numa0") | read_only()`; the right
   /// side wins where both say something.
@@ -54,6 +60,11 @@ MemoryTraits moving();
 MemoryTraits read_only();
 /// Names the array in messages, statistics and dumps.
 MemoryTraits named(std::string name);
+/// The operators a merged array combines its copies with.
+using MergeOp = ir::ReduceOp;
+/// Several leaves may write the array in one region; their copies are
+/// combined with `op` (MergeOp::Sum, Min, Max).
+MemoryTraits merge(MergeOp op);
 
 std::string_view name_of(Lifetime lifetime);  ///< "persistent", "per_region", "moving"
 

@@ -5,9 +5,18 @@
 namespace canopy::runtime {
 
 LeafWorker::LeafWorker(std::string name, std::vector<unsigned> pus)
-    : name_(std::move(name)), pus_(std::move(pus)), device_(std::make_unique<backends::cpu::CpuDevice>(name_, pus_)) {
-  thread_ = std::thread([this] {
-    if (!pus_.empty()) backends::cpu::bind_current_thread(pus_.front());
+    : name_(std::move(name)), pus_(std::move(pus)), device_(std::make_shared<backends::cpu::CpuDevice>(name_, pus_)) {
+  start(pus_.empty() ? std::nullopt : std::optional<unsigned>(pus_.front()));
+}
+
+LeafWorker::LeafWorker(std::string name, std::shared_ptr<backends::Device> device, int place)
+    : name_(std::move(name)), device_(std::move(device)), place_(place) {
+  start(std::nullopt);
+}
+
+void LeafWorker::start(std::optional<unsigned> bind_to) {
+  thread_ = std::thread([this, bind_to] {
+    if (bind_to) backends::cpu::bind_current_thread(*bind_to);
     run();
   });
 }
@@ -35,7 +44,7 @@ void LeafWorker::push(Task task) {
 void LeafWorker::drain() {
   if (idle()) return;
   auto done = std::make_shared<Completion>();
-  push([done](backends::cpu::CpuDevice&) { done->finish(); });
+  push([done](LeafWorker&) { done->finish(); });
   done->wait(false);
 }
 
@@ -53,7 +62,7 @@ void LeafWorker::run() {
       }
     }
     if (task) {
-      task(*device_);
+      task(*this);
       outstanding_.fetch_sub(1, std::memory_order_acq_rel);
       continue;
     }

@@ -1,6 +1,7 @@
 // LeafWorker: the thread that runs one leaf's pieces of regions, in the order
 // they were queued, on the leaf's device. A CPU leaf's worker is bound to the
-// leaf's first core and is member 0 of the leaf's thread pool.
+// leaf's first core and is member 0 of the leaf's thread pool; a device
+// leaf's worker drives the device (copies, launches) and waits for it.
 #pragma once
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,10 +23,13 @@ namespace canopy::runtime {
 
 class LeafWorker {
  public:
-  /// A work item: runs on the worker thread with the leaf's device.
-  using Task = std::function<void(backends::cpu::CpuDevice&)>;
+  /// A work item: runs on the worker thread.
+  using Task = std::function<void(LeafWorker&)>;
 
+  /// A CPU leaf over the processing units `pus` (its device is made here).
   LeafWorker(std::string name, std::vector<unsigned> pus);
+  /// A device leaf: `device` holds its data at coherence place `place` (not 0).
+  LeafWorker(std::string name, std::shared_ptr<backends::Device> device, int place);
   /// Runs what is queued, then stops the thread.
   ~LeafWorker();
 
@@ -38,16 +43,21 @@ class LeafWorker {
   bool idle() const { return outstanding_.load(std::memory_order_acquire) == 0; }
   /// Tasks queued or running.
   std::int64_t outstanding() const { return outstanding_.load(std::memory_order_acquire); }
-  /// The leaf's device, for work run on the calling thread (small pieces
+  /// The leaf's device (also used by the calling thread for small pieces
   /// while the worker is idle; see Engine::submit).
-  backends::cpu::CpuDevice& device() { return *device_; }
+  const std::shared_ptr<backends::Device>& device() const { return device_; }
+  /// Where the device keeps its copies of arrays: 0 (the host copy) for CPU
+  /// leaves, a number of its own for each device.
+  int place() const { return place_; }
 
  private:
   void run();
+  void start(std::optional<unsigned> bind_to);
 
   std::string name_;
   std::vector<unsigned> pus_;
-  std::unique_ptr<backends::cpu::CpuDevice> device_;
+  std::shared_ptr<backends::Device> device_;
+  int place_ = 0;
   std::mutex mutex_;
   std::deque<Task> queue_;
   bool stopping_ = false;

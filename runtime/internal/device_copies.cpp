@@ -1,0 +1,157 @@
+#include "device_copies.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <canopy/ir/error.hpp>
+
+namespace canopy::runtime {
+
+namespace {
+
+// host[i] = host[i] op copy[i] for `count` elements of T.
+template <class T>
+void combine_into(void* host, const void* copy, std::size_t count, ir::ReduceOp op) {
+  auto* h = static_cast<T*>(host);
+  const auto* c = static_cast<const T*>(copy);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (op == ir::ReduceOp::Sum) {
+      if constexpr (std::is_integral_v<T>)
+        h[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(h[i]) + static_cast<std::make_unsigned_t<T>>(c[i]));
+      else
+        h[i] = h[i] + c[i];
+    } else if constexpr (std::is_floating_point_v<T>) {
+      h[i] = op == ir::ReduceOp::Min ? std::fmin(h[i], c[i]) : std::fmax(h[i], c[i]);
+    } else {
+      h[i] = op == ir::ReduceOp::Min ? std::min(h[i], c[i]) : std::max(h[i], c[i]);
+    }
+  }
+}
+
+void combine(ir::ScalarType type, void* host, const void* copy, std::size_t count, ir::ReduceOp op) {
+  switch (type) {
+    case ir::ScalarType::I32: combine_into<std::int32_t>(host, copy, count, op); break;
+    case ir::ScalarType::I64: combine_into<std::int64_t>(host, copy, count, op); break;
+    case ir::ScalarType::F32: combine_into<float>(host, copy, count, op); break;
+    case ir::ScalarType::F64: combine_into<double>(host, copy, count, op); break;
+    case ir::ScalarType::Bool: combine_into<std::uint8_t>(host, copy, count, op); break;
+  }
+}
+
+}  // namespace
+
+DeviceCopies::DeviceCopies(ir::ScalarType type, std::int64_t elements, void* host, std::optional<ir::ReduceOp> merge,
+                           std::shared_ptr<TransferTotals> totals)
+    : type_(type),
+      element_size_(ir::size_of(type)),
+      host_(host),
+      merge_(merge),
+      totals_(std::move(totals)),
+      directory_(elements, static_cast<std::int64_t>(element_size_), Routing::ThroughHost) {}
+
+DeviceCopies::~DeviceCopies() {
+  for (auto& [place, copy] : copies_) copy.device->free(copy.buffer);
+}
+
+backends::Buffer DeviceCopies::buffer(int place, const std::shared_ptr<backends::Device>& device) {
+  auto it = copies_.find(place);
+  if (it != copies_.end()) return it->second.buffer;
+  const std::size_t bytes = static_cast<std::size_t>(directory_.elements()) * element_size_;
+  auto buffer = device->allocate(bytes);
+  copies_.emplace(place, Copy{device, buffer});
+  return buffer;
+}
+
+void DeviceCopies::count(const CoherenceCounters& before) {
+  if (!totals_) return;
+  const auto& now = directory_.counters();
+  totals_->host_to_device += now.host_to_device - before.host_to_device;
+  totals_->device_to_host += now.device_to_host - before.device_to_host;
+  totals_->device_to_device += now.device_to_device - before.device_to_device;
+  totals_->avoided += now.avoided - before.avoided;
+}
+
+void DeviceCopies::perform(const std::vector<Transfer>& transfers) {
+  for (const auto& t : transfers) {
+    const std::size_t offset = static_cast<std::size_t>(t.range.begin) * element_size_;
+    const std::size_t bytes = static_cast<std::size_t>(t.range.size()) * element_size_;
+    char* host = static_cast<char*>(host_) + offset;
+    if (t.from == Coherence::kHost) {
+      auto& copy = copies_.at(t.to);
+      copy.device->copy_in(copy.buffer, offset, host, bytes);
+    } else if (t.to == Coherence::kHost) {
+      auto& copy = copies_.at(t.from);
+      copy.device->copy_out(copy.buffer, offset, host, bytes);
+    } else {
+      // Routed through the host by the directory; never planned directly.
+      throw Error("internal: a device-to-device transfer was planned without the host");
+    }
+  }
+}
+
+void DeviceCopies::acquire(int place, const IntervalSet& need) {
+  if (need.empty()) return;
+  if (merge_ && directory_.merging().overlaps(need)) combine_merges();
+  const auto before = directory_.counters();
+  perform(directory_.acquire(place, need));
+  count(before);
+}
+
+void DeviceCopies::wrote(int place, const IntervalSet& written) {
+  if (written.total() > 0) directory_.wrote(place, written);
+}
+
+void DeviceCopies::begin_merge(int place, const IntervalSet& span, std::uint64_t region) {
+  if (span.total() == 0) return;
+  if (merge_region_ != region && directory_.merging().total() > 0) combine_merges();
+  merge_region_ = region;
+  const auto before = directory_.counters();
+  auto start = directory_.begin_merge(place, span);
+  perform(start.flush);
+  count(before);
+  if (place == Coherence::kHost) return;
+  auto& copy = copies_.at(place);
+  auto identity = backends::identity_value(*merge_, type_);
+  for (const auto& range : start.initialize)
+    copy.device->fill(copy.buffer, static_cast<std::size_t>(range.begin), static_cast<std::size_t>(range.size()),
+                      identity);
+}
+
+void DeviceCopies::combine_merges() {
+  if (!merge_ || directory_.merging().total() == 0) return;
+  const auto before = directory_.counters();
+  std::vector<char> scratch;
+  for (const auto& t : directory_.end_merge()) {
+    auto& copy = copies_.at(t.from);
+    const std::size_t count = static_cast<std::size_t>(t.range.size());
+    const std::size_t offset = static_cast<std::size_t>(t.range.begin) * element_size_;
+    scratch.resize(count * element_size_);
+    copy.device->copy_out(copy.buffer, offset, scratch.data(), scratch.size());
+    combine(type_, static_cast<char*>(host_) + offset, scratch.data(), count, *merge_);
+  }
+  count(before);
+}
+
+void DeviceCopies::sync_host(bool host_will_write) {
+  combine_merges();
+  const auto before = directory_.counters();
+  perform(directory_.acquire_host());
+  count(before);
+  if (host_will_write && directory_.elements() > 0 && copies_.size() > 0)
+    directory_.wrote(Coherence::kHost, Range{0, directory_.elements()});
+}
+
+void DeviceCopies::release(int place) {
+  if (place == Coherence::kHost || !copies_.count(place)) return;
+  combine_merges();
+  const auto before = directory_.counters();
+  perform(directory_.release(place));
+  count(before);
+  auto copy = copies_.at(place);
+  copies_.erase(place);
+  copy.device->free(copy.buffer);
+}
+
+}  // namespace canopy::runtime

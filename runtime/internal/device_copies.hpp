@@ -1,0 +1,86 @@
+// DeviceCopies: one array's copies in device memories, and the coherence
+// directory that says which elements each holds current. The engine asks it
+// for the copies a piece needs before running at a place, performs them, and
+// records what the piece wrote; a.host() asks it to bring the host copy up
+// to date. Place 0 is the host copy (the array's home, also where CPU leaves
+// work); every other place is one device's buffer.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <canopy/backends/device.hpp>
+#include <canopy/ir/kernel.hpp>
+
+#include "../coherence.hpp"
+
+namespace canopy::runtime {
+
+/// Bytes moved between memories, for the whole engine.
+struct TransferTotals {
+  std::atomic<std::int64_t> host_to_device{0};
+  std::atomic<std::int64_t> device_to_host{0};
+  std::atomic<std::int64_t> device_to_device{0};
+  std::atomic<std::int64_t> avoided{0};
+};
+
+class DeviceCopies {
+ public:
+  /// An array of `elements` elements of `type` whose host copy is at `host`.
+  DeviceCopies(ir::ScalarType type, std::int64_t elements, void* host, std::optional<ir::ReduceOp> merge,
+               std::shared_ptr<TransferTotals> totals);
+  /// Frees the device buffers.
+  ~DeviceCopies();
+  DeviceCopies(const DeviceCopies&) = delete;
+  DeviceCopies& operator=(const DeviceCopies&) = delete;
+
+  /// Guards everything; held while transfers run so that no one reads a copy
+  /// the directory already calls current before its data arrived.
+  std::mutex mutex;
+
+  /// The array's buffer at `place` on `device` (allocated, full size, on first use).
+  backends::Buffer buffer(int place, const std::shared_ptr<backends::Device>& device);
+  /// Makes `need` current at `place` (performing the copies).
+  void acquire(int place, const IntervalSet& need);
+  /// Records that a piece at `place` wrote `written`.
+  void wrote(int place, const IntervalSet& written);
+  /// Starts private merge copies of `span` at `place` for region `region`
+  /// (combining earlier regions' merges first), filling a device's private
+  /// copy with the operator's identity.
+  void begin_merge(int place, const IntervalSet& span, std::uint64_t region);
+  /// Combines every private merge copy into the host copy.
+  void combine_merges();
+  /// Brings the host copy up to date (merges combined first); with
+  /// `host_will_write`, every device copy becomes stale (the host may change it).
+  void sync_host(bool host_will_write);
+  /// Flushes what only `place` holds to the host and frees its buffer.
+  void release(int place);
+
+  std::optional<ir::ReduceOp> merge_operator() const { return merge_; }
+  /// Bytes moved for this array so far.
+  const CoherenceCounters& counters() const { return directory_.counters(); }
+
+ private:
+  void perform(const std::vector<Transfer>& transfers);
+  void count(const CoherenceCounters& before);
+
+  struct Copy {
+    std::shared_ptr<backends::Device> device;
+    backends::Buffer buffer;
+  };
+  ir::ScalarType type_;
+  std::size_t element_size_;
+  void* host_;
+  std::optional<ir::ReduceOp> merge_;
+  std::shared_ptr<TransferTotals> totals_;
+  Coherence directory_;
+  std::map<int, Copy> copies_;
+  std::uint64_t merge_region_ = 0;
+};
+
+}  // namespace canopy::runtime
