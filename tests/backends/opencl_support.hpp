@@ -102,7 +102,13 @@ std::vector<battery::host_t<T>> values_of(const HostArray& array) {
   return array.values<T>();
 }
 
-using HostArg = std::variant<HostArray, ScalarArg, ReductionArg>;
+/// An array argument that is the same array as argument `param` (an array
+/// passed twice, say as Out and In).
+struct SameArrayAs {
+  int param = 0;
+};
+
+using HostArg = std::variant<HostArray, ScalarArg, ReductionArg, SameArrayAs>;
 
 /// What one run left: every argument's array after the run (empty for
 /// scalars and reductions), and the reductions' values.
@@ -141,6 +147,8 @@ inline Results run_on_cpu(const std::shared_ptr<const canopy::ir::Kernel>& kerne
       launch.push_back(ArrayArg{results.arrays[p].bytes.data(), results.arrays[p].extents});
     } else if (const auto* scalar = std::get_if<ScalarArg>(&args[p])) {
       launch.push_back(*scalar);
+    } else if (const auto* same = std::get_if<SameArrayAs>(&args[p])) {
+      launch.push_back(launch.at(static_cast<std::size_t>(same->param)));
     } else {
       launch.push_back(ReductionArg{});
     }
@@ -167,6 +175,8 @@ inline Results run_on_opencl(canopy::backends::opencl::OpenCLDevice& device,
       results.arrays[p] = *array;
     } else if (const auto* scalar = std::get_if<ScalarArg>(&args[p])) {
       launch.push_back(*scalar);
+    } else if (const auto* same = std::get_if<SameArrayAs>(&args[p])) {
+      launch.push_back(launch.at(static_cast<std::size_t>(same->param)));
     } else {
       launch.push_back(ReductionArg{});
     }
