@@ -735,6 +735,11 @@ Stats Engine::stats() const {
 
 const NodeInventory& Engine::inventory() const { return state_->inventory; }
 
+std::shared_ptr<backends::Device> Engine::device(const std::string& id) const {
+  auto it = state_->devices.find(id);
+  return it == state_->devices.end() ? nullptr : it->second;
+}
+
 std::string Engine::describe() const {
   std::ostringstream out;
   const auto& node = state_->inventory;

@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include <canopy/backends/device.hpp>
 #include <canopy/backends/launch.hpp>
 #include <canopy/ir/kernel.hpp>
 
@@ -80,6 +81,8 @@ class Engine {
   Stats stats() const;
   /// What discovery found on this node (cores, NUMA nodes, devices, absent backends).
   const NodeInventory& inventory() const;
+  /// The device a backend found, by id ("opencl:0"), or null.
+  std::shared_ptr<backends::Device> device(const std::string& id) const;
   /// What this node has and what Canopy uses, as text.
   std::string describe() const;
   /// CANOPY_DUMP=program's record: the tree, every live array, the recent regions.

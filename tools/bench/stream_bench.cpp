@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include <canopy/backends/opencl/opencl_device.hpp>
 #include <canopy/ir/passes/optimize.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 #include <canopy/runtime/host_memory.hpp>
@@ -16,6 +17,7 @@
 #include "../../examples/stream/babelstream.hpp"
 #include "baselines.hpp"
 #include "report.hpp"
+#include "stream_opencl_baseline.hpp"
 
 namespace canopy::bench {
 
@@ -66,9 +68,21 @@ JitFigures measure_jit() {
   return figures;
 }
 
+// What canopy-bench runs beside Canopy: the five kernels, one at a time.
+class Baseline {
+ public:
+  virtual ~Baseline() = default;
+  /// "openmp" or "opencl".
+  virtual const char* name() const = 0;
+  /// Runs kernel k (copy, mul, add, triad, dot) once; its time in seconds.
+  virtual double run(int k) = 0;
+  /// BabelStream's check after `repeats` rounds; empty when right.
+  virtual std::string check(int repeats) const = 0;
+};
+
 // The OpenMP baseline on its own arrays, allocated as Canopy allocates its own.
 template <class T>
-class OpenMpStream {
+class OpenMpStream final : public Baseline {
  public:
   explicit OpenMpStream(std::int64_t n) : n_(n), bytes_(static_cast<std::size_t>(n) * sizeof(T)) {
     a_ = static_cast<T*>(runtime::allocate_host(bytes_));
@@ -81,7 +95,8 @@ class OpenMpStream {
     runtime::free_host(b_, bytes_);
     runtime::free_host(c_, bytes_);
   }
-  double run(int k) {
+  const char* name() const override { return "openmp"; }
+  double run(int k) override {
     const T scalar = T(babelstream::start_scalar);
     auto start = std::chrono::steady_clock::now();
     switch (k) {
@@ -93,12 +108,46 @@ class OpenMpStream {
     }
     return seconds_since(start);
   }
-  std::string check(int repeats) const { return babelstream::Stream<T>::check_results(a_, b_, c_, n_, sum_, repeats); }
+  std::string check(int repeats) const override {
+    return babelstream::Stream<T>::check_results(a_, b_, c_, n_, sum_, repeats);
+  }
 
  private:
   std::int64_t n_;
   std::size_t bytes_;
   T *a_, *b_, *c_;
+  T sum_ = 0;
+};
+
+// The hand-written OpenCL baseline, on the same device (context, queue) as
+// Canopy's OpenCL leaf.
+template <class T>
+class OpenClStream final : public Baseline {
+ public:
+  OpenClStream(backends::opencl::OpenCLDevice& device, std::int64_t n) : baseline_(device, n), n_(n) {}
+  const char* name() const override { return "opencl"; }
+  double run(int k) override {
+    switch (k) {
+      case 0: return baseline_.copy();
+      case 1: return baseline_.mul();
+      case 2: return baseline_.add();
+      case 3: return baseline_.triad();
+      default: {
+        double value = 0;
+        const double seconds = baseline_.dot(&value);
+        sum_ = static_cast<T>(value);
+        return seconds;
+      }
+    }
+  }
+  std::string check(int repeats) const override {
+    auto a = baseline_.read_a(), b = baseline_.read_b(), c = baseline_.read_c();
+    return babelstream::Stream<T>::check_results(a.data(), b.data(), c.data(), n_, sum_, repeats);
+  }
+
+ private:
+  opencl_baseline::StreamBaseline<T> baseline_;
+  std::int64_t n_;
   T sum_ = 0;
 };
 
@@ -113,18 +162,26 @@ int run(const Args& args) {
   const bool compare = args.has("--compare");
   const std::string device = args.get("--device", "cpu");
   const std::string policy = args.get("--policy", "static");
-  if (device != "cpu") fail("--device " + device + ": this build runs STREAM on the CPU only (--device cpu)");
+  if (device != "cpu" && device != "opencl") fail("--device " + device + ": expected cpu or opencl");
   const char* type_name = sizeof(T) == 4 ? "float" : "double";
 
   auto jit = measure_jit<T>();
 
+  // The tree holds just the device measured (CANOPY_DEVICES, when set, wins).
+  setenv("CANOPY_DEVICES", device == "cpu" ? "cpu" : "opencl:0", 0);
   Runtime rt;
   std::printf("%s", rt.describe().c_str());
   std::printf("STREAM: %lld %ss per array (%.1f MB), %d repetitions, best time of each kernel\n",
               static_cast<long long>(n), type_name, double(n) * sizeof(T) * 1e-6, repeat);
   babelstream::Stream<T> canopy(rt, n, policy);
-  std::unique_ptr<OpenMpStream<T>> baseline;
-  if (compare) baseline = std::make_unique<OpenMpStream<T>>(n);
+  std::unique_ptr<Baseline> baseline;
+  if (compare && device == "cpu") baseline = std::make_unique<OpenMpStream<T>>(n);
+  if (compare && device == "opencl") {
+    auto* opencl = dynamic_cast<backends::opencl::OpenCLDevice*>(rt.engine().device("opencl:0").get());
+    if (!opencl) fail("--device opencl: this node has no OpenCL device (" + rt.node().absent.front().reason + ")");
+    baseline = std::make_unique<OpenClStream<T>>(*opencl, n);
+  }
+  const std::string other = baseline ? baseline->name() : "";
 
   // One untimed round each (first touch, JIT), then the timed rounds, interleaved.
   babelstream::Timings canopy_times, baseline_times;
@@ -147,7 +204,8 @@ int run(const Args& args) {
 
   std::vector<Row> rows;
   if (compare)
-    std::printf("%-8s %14s %14s %15s\n", "kernel", "canopy MB/s", "openmp MB/s", "canopy/openmp");
+    std::printf("%-8s %14s %14s %15s\n", "kernel", "canopy MB/s", (other + " MB/s").c_str(),
+                ("canopy/" + other).c_str());
   else
     std::printf("%-8s %14s\n", "kernel", "canopy MB/s");
   for (int k = 0; k < 5; ++k) {
@@ -156,7 +214,7 @@ int run(const Args& args) {
     rows.push_back(Row()
                        .set("kernel", kernel_names[k])
                        .set("impl", "canopy")
-                       .set("device", "cpu")
+                       .set("device", device)
                        .set("type", type_name)
                        .set("bytes", bytes)
                        .set("best_s", canopy_times.best[k])
@@ -170,8 +228,8 @@ int run(const Args& args) {
     const double theirs = bytes / baseline_times.best[k] * 1e-6;
     rows.push_back(Row()
                        .set("kernel", kernel_names[k])
-                       .set("impl", "openmp")
-                       .set("device", "cpu")
+                       .set("impl", other)
+                       .set("device", device)
                        .set("type", type_name)
                        .set("bytes", bytes)
                        .set("best_s", baseline_times.best[k])
@@ -185,7 +243,8 @@ int run(const Args& args) {
   std::printf(" ms)\nJIT disk-cache hit%s: ", jit.all_from_disk ? "" : " (NOT all from disk)");
   for (int k = 0; k < 5; ++k) std::printf("%s%s %.2f", k ? ", " : "", kernel_names[k], jit.disk_hit[k] * 1e3);
   std::printf(" ms\n");
-  std::printf("check: canopy %s%s%s\n", canopy_check.empty() ? "ok" : canopy_check.c_str(), compare ? ", openmp " : "",
+  std::printf("check: canopy %s%s%s\n", canopy_check.empty() ? "ok" : canopy_check.c_str(),
+              compare ? (", " + other + " ").c_str() : "",
               compare ? (baseline_check.empty() ? "ok" : baseline_check.c_str()) : "");
 
   if (args.has("--json")) {
