@@ -1,5 +1,6 @@
 #include "c_source.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -469,6 +470,80 @@ bool CSourcePrinter::invariant_in_loops(const ir::Expr& expr) const {
   return check.invariant;
 }
 
+// ---- bounds of integer expressions ---------------------------------------------
+
+CSourcePrinter::Bounds CSourcePrinter::type_limits(ScalarType type) {
+  if (type == ScalarType::I32)
+    return {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
+  if (type == ScalarType::Bool) return {0, 1};
+  return {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
+}
+
+// What is known of an integer expression's value without running it: exact
+// for literals, the range of indices and extents, and what arithmetic on
+// known bounds gives; nothing for values from memory or parameters.
+std::optional<CSourcePrinter::Bounds> CSourcePrinter::bounds(const ir::Expr& expr) const {
+  if (!expr || !(ir::is_int(expr->type) || expr->type == ScalarType::Bool)) return std::nullopt;
+  switch (expr->kind) {
+    case ir::ExprKind::Const: return Bounds{expr->as<ir::Const>().int_value, expr->as<ir::Const>().int_value};
+    case ir::ExprKind::Index:
+      // index(d) < end <= the largest i64, so index(d) + 1 never overflows.
+      if (coordinates_non_negative()) return Bounds{0, std::numeric_limits<std::int64_t>::max() - 1};
+      return Bounds{std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max() - 1};
+    case ir::ExprKind::Extent: return Bounds{0, kLargestExtent};
+    case ir::ExprKind::Binary: return binary_bounds(expr->as<ir::Binary>());
+    case ir::ExprKind::Cast: {
+      const auto& cast = expr->as<ir::Cast>();
+      auto inner = bounds(cast.operand);
+      const Bounds limits = type_limits(cast.type);
+      if (inner && inner->lo >= limits.lo && inner->hi <= limits.hi) return inner;
+      return limits;
+    }
+    default: return type_limits(expr->type);
+  }
+}
+
+std::optional<CSourcePrinter::Bounds> CSourcePrinter::binary_bounds(const ir::Binary& node) const {
+  auto a = bounds(node.lhs), b = bounds(node.rhs);
+  if (!a || !b || node.type == ScalarType::Bool) return type_limits(node.type);
+  Bounds result = type_limits(node.type);
+  switch (node.op) {
+    case ir::BinaryOp::Add: result = {a->lo + b->lo, a->hi + b->hi}; break;
+    case ir::BinaryOp::Sub: result = {a->lo - b->hi, a->hi - b->lo}; break;
+    case ir::BinaryOp::Mul: {
+      const Wide products[4] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
+      result = {*std::min_element(products, products + 4), *std::max_element(products, products + 4)};
+      break;
+    }
+    case ir::BinaryOp::Min: result = {std::min(a->lo, b->lo), std::min(a->hi, b->hi)}; break;
+    case ir::BinaryOp::Max: result = {std::max(a->lo, b->lo), std::max(a->hi, b->hi)}; break;
+    default: return type_limits(node.type);
+  }
+  const Bounds limits = type_limits(node.type);
+  // Wrapped results can be anything.
+  if (result.lo < limits.lo || result.hi > limits.hi) return limits;
+  return result;
+}
+
+// True when + - * of `node` cannot overflow its type.
+bool CSourcePrinter::fits(const ir::Binary& node) const {
+  auto a = bounds(node.lhs), b = bounds(node.rhs);
+  if (!a || !b) return false;
+  const Bounds limits = type_limits(node.type);
+  Bounds result{};
+  switch (node.op) {
+    case ir::BinaryOp::Add: result = {a->lo + b->lo, a->hi + b->hi}; break;
+    case ir::BinaryOp::Sub: result = {a->lo - b->hi, a->hi - b->lo}; break;
+    case ir::BinaryOp::Mul: {
+      const Wide products[4] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
+      result = {*std::min_element(products, products + 4), *std::max_element(products, products + 4)};
+      break;
+    }
+    default: return false;
+  }
+  return result.lo >= limits.lo && result.hi <= limits.hi;
+}
+
 // ---- expressions ----------------------------------------------------------------
 
 CSourcePrinter::Code CSourcePrinter::code_of(const ir::Expr& expr) {
@@ -504,7 +579,8 @@ std::string CSourcePrinter::element(int param, const std::vector<ir::Expr>& indi
     index = operand(indices[0], kMultiplicative);
     for (std::size_t d = 1; d < indices.size(); ++d) {
       if (d > 1) index = "(" + index + ")";
-      index += " * " + extents.at(d) + " + " + operand(indices[d], kMultiplicative);
+      // (i * n1) + j - 1 is i * n1 + (j - 1): an element's offset never overflows.
+      index += " * " + extents.at(d) + " + " + operand(indices[d], kAdditive);
     }
   }
   return names_->params.at(static_cast<std::size_t>(param)) + "[" + index + "]";
@@ -539,6 +615,9 @@ void CSourcePrinter::visit(const ir::Unary& node) {
   } else if (ir::is_float(type)) {
     std::string x = operand(node.operand, kUnary);
     result_ = {"-" + (x[0] == '-' ? "(" + x + ")" : x), kUnary};
+  } else if (auto range = bounds(node.operand); range && range->lo > type_limits(type).lo) {
+    std::string x = operand(node.operand, kUnary);
+    result_ = {"-" + (x[0] == '-' ? "(" + x + ")" : x), kUnary};
   } else {
     // -(U)x wraps: the negation of MIN is MIN.
     result_ = {"(" + type_name(type) + ")-(" + unsigned_type_name(type) + ")" + operand(node.operand, kUnary), kUnary};
@@ -570,9 +649,20 @@ void CSourcePrinter::visit(const ir::Binary& node) {
   const std::string width = type == ScalarType::I64 ? "i64" : "i32";
   const int bits = type == ScalarType::I64 ? 64 : 32;
   switch (node.op) {
-    case BinaryOp::Add: result_ = {wrap("+", node.lhs, node.rhs, type), kUnary}; return;
-    case BinaryOp::Sub: result_ = {wrap("-", node.lhs, node.rhs, type), kUnary}; return;
-    case BinaryOp::Mul: result_ = {wrap("*", node.lhs, node.rhs, type), kUnary}; return;
+    // Plain C where the operands' bounds prove the result fits (no overflow
+    // to wrap), else on the unsigned type.
+    case BinaryOp::Add:
+      if (fits(node)) return infix("+", kAdditive, kAdditive, kMultiplicative);
+      result_ = {wrap("+", node.lhs, node.rhs, type), kUnary};
+      return;
+    case BinaryOp::Sub:
+      if (fits(node)) return infix("-", kAdditive, kAdditive, kMultiplicative);
+      result_ = {wrap("-", node.lhs, node.rhs, type), kUnary};
+      return;
+    case BinaryOp::Mul:
+      if (fits(node)) return infix("*", kMultiplicative, kMultiplicative, kUnary);
+      result_ = {wrap("*", node.lhs, node.rhs, type), kUnary};
+      return;
     case BinaryOp::Div: need_helper("div_" + width); return call("div_" + width);
     case BinaryOp::Rem: need_helper("rem_" + width); return call("rem_" + width);
     case BinaryOp::Min:

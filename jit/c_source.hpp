@@ -15,7 +15,10 @@
 // Semantics (ir/expr.hpp), and how the source keeps them without undefined
 // behaviour in C:
 //  - integer + - * and unary - wrap: computed on the unsigned type and cast
-//    back, `(int)((uint)a + (uint)b)`;
+//    back, `(int)((uint)a + (uint)b)`, except where the operands' bounds
+//    prove that the result fits (index and extent arithmetic such as
+//    `(i - 1) * n1 + j` prints as plain C: indices lie in [0, 2^63 - 1),
+//    extents in [0, 2^62]);
 //  - x / 0 == 0, x % 0 == 0, MIN / -1 == MIN: helper functions div_i32,
 //    rem_i64, ... emitted before the kernel when it uses them;
 //  - shift amounts are masked, `a >> (b & 31)`; << shifts the unsigned bits;
@@ -60,6 +63,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -159,6 +163,10 @@ class CSourcePrinter : protected ir::Visitor {
   virtual std::string group_id() const = 0;    ///< of a one-dimensional launch
   /// A statement that waits for the work-group and makes scratch writes visible.
   virtual std::string barrier() const = 0;
+  /// True when the host never runs a piece with a negative index (OpenCL:
+  /// global ids are unsigned): index(d) + 1 then never overflows, which lets
+  /// index arithmetic print as plain C.
+  virtual bool coordinates_non_negative() const { return false; }
   /// The suffix of a 64-bit integer literal ("L"; "LL" where long is 32-bit).
   virtual std::string long_suffix() const { return "L"; }
   /// The function computing `fn` on `type` ("sqrt", "fabs").
@@ -193,6 +201,13 @@ class CSourcePrinter : protected ir::Visitor {
     int precedence = 0;
   };
   struct Names;
+  /// Bounds of an integer value, wide enough that + - * of two i64 bounds is exact.
+  using Wide = __int128;
+  struct Bounds {
+    Wide lo = 0, hi = 0;
+  };
+  /// The largest extent an array can have (no array in memory has 2^62 elements).
+  static constexpr std::int64_t kLargestExtent = std::int64_t{1} << 62;
 
   // statements
   void visit(const ir::Block& node) override;
@@ -234,6 +249,10 @@ class CSourcePrinter : protected ir::Visitor {
   Code code_of(const ir::Expr& expr);
   /// The expression's text, parenthesised when its precedence is below `at_least`.
   std::string operand(const ir::Expr& expr, int at_least);
+  static Bounds type_limits(ir::ScalarType type);
+  std::optional<Bounds> bounds(const ir::Expr& expr) const;
+  std::optional<Bounds> binary_bounds(const ir::Binary& node) const;
+  bool fits(const ir::Binary& node) const;
   std::string element(int param, const std::vector<ir::Expr>& indices);
   std::string literal(const ir::Const& node) const;
   std::string wrap(const std::string& op, const ir::Expr& lhs, const ir::Expr& rhs, ir::ScalarType type);

@@ -37,6 +37,7 @@ class OpenCLCPrinter final : public CSourcePrinter {
   std::string global_pointer(ir::ScalarType type, bool read_only) const override;
   std::string scratch_parameter(ir::ScalarType type, const std::string& name) const override;
   bool begin_in_global_offset() const override { return true; }
+  bool coordinates_non_negative() const override { return true; }
   std::string global_id(int dim) const override;
   std::string global_size() const override { return "get_global_size(0)"; }
   std::string local_id() const override { return "get_local_id(0)"; }

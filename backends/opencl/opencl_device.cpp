@@ -111,12 +111,6 @@ std::size_t floor_pow2(std::size_t n) {
   return p;
 }
 
-std::size_t ceil_pow2(std::size_t n) {
-  std::size_t p = 1;
-  while (p < n && p < (std::size_t{1} << 62)) p *= 2;
-  return p;
-}
-
 std::string bytes_text(std::size_t bytes) {
   char text[64];
   std::snprintf(text, sizeof text, "%zu bytes (%.2f GiB)", bytes, static_cast<double>(bytes) / (1 << 30));
