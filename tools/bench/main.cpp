@@ -10,6 +10,7 @@ namespace canopy::bench {
 int stream_command(int argc, char** argv);
 int overhead_command(int argc, char** argv);
 int leaves_command(int argc, char** argv);
+int halo_command(int argc, char** argv);
 }  // namespace canopy::bench
 
 namespace {
@@ -20,12 +21,14 @@ void usage(std::FILE* out) {
                "commands:\n"
                "  stream   BabelStream's kernels (copy, mul, add, triad, dot)\n"
                "           --size N (2^25)  --repeat K (20)  --float  --compare (with the OpenMP baseline)\n"
-               "           --device cpu  --policy P  --json FILE\n"
+               "           --device cpu|opencl  --policy P  --json FILE\n"
                "  overhead launch + pause of an empty region on one CPU leaf, beside an empty OpenMP parallel for\n"
                "           --repeat N (20000)  --size N (default: 1000 and 1000000 points)  --json FILE\n"
                "  leaves   STREAM triad through the runtime on one-core CPU leaves, beside the CPU backend called\n"
                "           directly with the same cores\n"
-               "           --size N (2^25)  --repeat K (20)  --policy P (static)  --json FILE\n");
+               "           --size N (2^25)  --repeat K (20)  --policy P (static)  --json FILE\n"
+               "  halo     a 2-D stencil split over the CPU leaf and an OpenCL device: bytes moved per iteration\n"
+               "           --rows N (2048)  --cols N (2048)  --iterations K (100)  --policy P (percentage:[50,50])\n");
 }
 
 }  // namespace
@@ -40,6 +43,7 @@ int main(int argc, char** argv) {
     if (command == "stream") return canopy::bench::stream_command(argc - 2, argv + 2);
     if (command == "overhead") return canopy::bench::overhead_command(argc - 2, argv + 2);
     if (command == "leaves") return canopy::bench::leaves_command(argc - 2, argv + 2);
+    if (command == "halo") return canopy::bench::halo_command(argc - 2, argv + 2);
   } catch (const canopy::Error& e) {
     std::fprintf(stderr, "canopy-bench %s: %s\n", command.c_str(), e.what());
     return 1;
