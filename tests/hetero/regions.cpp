@@ -1,0 +1,284 @@
+// One region split over a CPU leaf and an OpenCL device, or over two OpenCL
+// devices, gives what the same region gives on the CPU leaf alone, under
+// every policy: triad, a 2-D 5-point stencil, a floating-point dot product
+// (within the bound of a float sum in any order), an integer sum and an
+// integer maximum (exact), a kernel with a For loop and a gather. The
+// statistics show that the pieces really went to both leaves.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "hetero_support.hpp"
+
+using namespace canopy;
+using namespace canopy::hetero_tests;
+
+namespace {
+
+constexpr std::int64_t kN = 100000;      // 1-D regions
+constexpr std::int64_t kRows = 1000;     // the stencil's rows (the dimension that splits)
+constexpr std::int64_t kCols = 96;       // and columns
+constexpr std::int64_t kWindow = 8;      // the For loop's trip count
+constexpr std::int32_t kKeys = 1 << 20;  // gather indexes are below this
+
+const Kernel<void(Out<double>, In<double>, In<double>, Val<double>)>& triad() {
+  static const Kernel kernel("triad",
+                             [](Out<double> a, In<double> b, In<double> c, Val<double> s) {
+                               Idx i = index(0);
+                               a[i] = b[i] + s * c[i];
+                             },
+                             {"a", "b", "c", "s"});
+  return kernel;
+}
+
+// A 5-point stencil over the whole grid; the boundary keeps its value. The
+// store is unconditional, so a piece overwrites its rows without reading them.
+const Kernel<void(Out<float, 2>, In<float, 2>)>& stencil() {
+  static const Kernel kernel("stencil",
+                             [](Out<float, 2> out, In<float, 2> in) {
+                               Idx i = index(0), j = index(1);
+                               Var<float> v = in(i, j);
+                               If(i > 0 && i < in.extent(0) - 1 && j > 0 && j < in.extent(1) - 1,
+                                  [&] { v = 0.25f * (in(i - 1, j) + in(i + 1, j) + in(i, j - 1) + in(i, j + 1)); });
+                               out(i, j) = v;
+                             },
+                             {"out", "in"});
+  return kernel;
+}
+
+const Kernel<void(In<double>, In<double>, Sum<double>)>& dot() {
+  static const Kernel kernel("dot",
+                             [](In<double> a, In<double> b, Sum<double> total) {
+                               Idx i = index(0);
+                               total += a[i] * b[i];
+                             },
+                             {"a", "b", "total"});
+  return kernel;
+}
+
+const Kernel<void(In<std::int32_t>, Sum<std::int64_t>, Max<std::int32_t>)>& integer_sum_max() {
+  static const Kernel kernel("integer_sum_max",
+                             [](In<std::int32_t> keys, Sum<std::int64_t> total, Max<std::int32_t> largest) {
+                               Idx i = index(0);
+                               total += cast<std::int64_t>(keys[i]);
+                               largest.combine(keys[i]);
+                             },
+                             {"keys", "total", "largest"});
+  return kernel;
+}
+
+// out[i] = sum over k < 8 of (k+1) * x[i+k]: reads a window of 8 past each point.
+const Kernel<void(Out<std::int64_t>, In<std::int32_t>)>& window() {
+  static const Kernel kernel("window",
+                             [](Out<std::int64_t> out, In<std::int32_t> x) {
+                               Idx i = index(0);
+                               Var<std::int64_t> acc = 0;
+                               For(0, kWindow, [&](Idx k) { acc += (k + 1) * cast<std::int64_t>(x[i + k]); });
+                               out[i] = acc;
+                             },
+                             {"out", "x"});
+  return kernel;
+}
+
+// out[i] = x[where[i]]: every piece may read any element of x.
+const Kernel<void(Out<double>, In<double>, In<std::int32_t>)>& gather() {
+  static const Kernel kernel("gather",
+                             [](Out<double> out, In<double> x, In<std::int32_t> where) {
+                               Idx i = index(0);
+                               out[i] = x[where[i]];
+                             },
+                             {"out", "x", "where"});
+  return kernel;
+}
+
+struct Arrays {
+  Array<double> a, b, c, gathered, x;
+  Array<float, 2> grid, smoothed;
+  Array<std::int32_t> keys, where, window_in;
+  Array<std::int64_t> windowed;
+};
+
+// Inputs with no pattern a split could hide behind.
+Arrays make_arrays(Runtime& rt) {
+  Arrays in;
+  in.a = rt.array<double>(kN, at("numa0") | named("a"));
+  in.b = rt.array<double>(kN, at("numa0") | named("b"));
+  in.c = rt.array<double>(kN, at("numa0") | named("c"));
+  in.x = rt.array<double>(kKeys, at("numa0") | named("x"));
+  in.gathered = rt.array<double>(kN, at("numa0") | named("gathered"));
+  in.grid = rt.array<float, 2>(Shape(kRows, kCols), at("numa0") | named("grid"));
+  in.smoothed = rt.array<float, 2>(Shape(kRows, kCols), at("numa0") | named("smoothed"));
+  in.keys = rt.array<std::int32_t>(kN, at("numa0") | named("keys"));
+  in.where = rt.array<std::int32_t>(kN, at("numa0") | named("where"));
+  in.window_in = rt.array<std::int32_t>(kN + kWindow - 1, at("numa0") | named("window_in"));
+  in.windowed = rt.array<std::int64_t>(kN, at("numa0") | named("windowed"));
+  auto b = in.b.host();
+  auto c = in.c.host();
+  auto keys = in.keys.host();
+  auto where = in.where.host();
+  for (std::int64_t i = 0; i < kN; ++i) {
+    b[i] = std::sin(0.001 * double(i)) * 3.7;
+    c[i] = std::cos(0.0007 * double(i)) + 0.1;
+    keys[i] = static_cast<std::int32_t>((i * 2654435761LL) % 1000003) - 500000;
+    where[i] = static_cast<std::int32_t>((i * 7919 + 13) % kKeys);
+  }
+  auto x = in.x.host();
+  for (std::int64_t i = 0; i < kKeys; ++i) x[i] = double(i) * 0.5 - 3.25;
+  auto window_in = in.window_in.host();
+  for (std::int64_t i = 0; i < window_in.size(); ++i) window_in[i] = static_cast<std::int32_t>((i * 37) % 2001) - 1000;
+  auto grid = in.grid.host();
+  for (std::int64_t i = 0; i < kRows; ++i)
+    for (std::int64_t j = 0; j < kCols; ++j) grid(i, j) = std::sin(0.01f * float(i * kCols + j)) * 10.0f;
+  return in;
+}
+
+struct Results {
+  std::vector<double> triad, gathered;
+  std::vector<float> smoothed;
+  std::vector<std::int64_t> windowed;
+  double dot = 0;
+  std::int64_t integer_sum = 0;
+  std::int32_t integer_max = 0;
+};
+
+template <class View>
+auto contents(const View& view) {
+  return std::vector<std::remove_const_t<std::remove_reference_t<decltype(*view.begin())>>>(view.begin(), view.end());
+}
+
+// Runs every kernel with policy number `policy` of every_policy() (whose
+// range list depends on the region's rows), at `location` when it is not
+// empty (otherwise where the arrays are: the root, split over its leaves),
+// and reads the results back. Outputs start out poisoned, so a piece that
+// does not run shows.
+Results run_all(Runtime& rt, Arrays& in, std::size_t policy, const std::string& location,
+                std::vector<RegionStats>* regions = nullptr) {
+  for (auto& v : in.a.host()) v = -1;
+  for (auto& v : in.gathered.host()) v = -1;
+  for (auto& v : in.smoothed.host()) v = -1;
+  for (auto& v : in.windowed.host()) v = -1;
+  const std::string on_n = every_policy(kN)[policy], on_rows = every_policy(kRows)[policy];
+  Results out;
+  auto record = [&] {
+    if (regions) regions->push_back(last_region(rt));
+  };
+  rt.region(triad()).over(kN).policy(on_n).at(location).launch(in.a, in.b, in.c, 0.375);
+  record();
+  rt.region(stencil()).over(kRows, kCols).policy(on_rows).at(location).launch(in.smoothed, in.grid);
+  record();
+  rt.region(window()).over(kN).policy(on_n).at(location).launch(in.windowed, in.window_in);
+  record();
+  rt.region(gather()).over(kN).policy(on_n).at(location).launch(in.gathered, in.x, in.where);
+  record();
+  out.dot = rt.region(dot()).over(kN).policy(on_n).at(location).reduce(in.a, in.c);
+  record();
+  std::tie(out.integer_sum, out.integer_max) =
+      rt.region(integer_sum_max()).over(kN).policy(on_n).at(location).reduce(in.keys);
+  record();
+  rt.pause();
+  out.triad = contents(in.a.host_read());
+  out.gathered = contents(in.gathered.host_read());
+  out.smoothed = contents(in.smoothed.host_read());
+  out.windowed = contents(in.windowed.host_read());
+  return out;
+}
+
+// What plain C++ gives for the integer kernels (exact) and the dot product's
+// error bound: a sum of n terms in any order is within (n-1) * eps * sum|terms|.
+void check_against_plain_cpp(const Results& r, Arrays& in) {
+  auto keys = in.keys.host_read();
+  std::int64_t sum = 0;
+  std::int32_t largest = std::numeric_limits<std::int32_t>::min();
+  for (auto k : keys) {
+    sum += k;
+    largest = std::max(largest, k);
+  }
+  CHECK(r.integer_sum == sum);
+  CHECK(r.integer_max == largest);
+  auto window_in = in.window_in.host_read();
+  std::int64_t wrong_window = 0;
+  for (std::int64_t i = 0; i < kN; ++i) {
+    std::int64_t acc = 0;
+    for (std::int64_t k = 0; k < kWindow; ++k) acc += (k + 1) * std::int64_t(window_in[i + k]);
+    wrong_window += r.windowed[std::size_t(i)] != acc;
+  }
+  CHECK(wrong_window == 0);
+  auto x = in.x.host_read();
+  auto where = in.where.host_read();
+  std::int64_t wrong_gather = 0;
+  for (std::int64_t i = 0; i < kN; ++i) wrong_gather += r.gathered[std::size_t(i)] != x[where[i]];
+  CHECK(wrong_gather == 0);
+  auto c = in.c.host_read();
+  double magnitude = 0, plain = 0;
+  for (std::int64_t i = 0; i < kN; ++i) {
+    magnitude += std::fabs(r.triad[std::size_t(i)] * c[i]);
+    plain += r.triad[std::size_t(i)] * c[i];
+  }
+  const double bound = double(kN - 1) * std::numeric_limits<double>::epsilon() * magnitude;
+  CHECK(std::fabs(r.dot - plain) <= bound);
+}
+
+// `got` (split) against `want` (the CPU leaf alone).
+void check_same(const Results& got, const Results& want) {
+  CHECK(got.triad == want.triad);
+  CHECK(got.smoothed == want.smoothed);
+  CHECK(got.windowed == want.windowed);
+  CHECK(got.gathered == want.gathered);
+  CHECK(got.integer_sum == want.integer_sum);
+  CHECK(got.integer_max == want.integer_max);
+  double magnitude = 0;
+  for (std::size_t i = 0; i < want.triad.size(); ++i) magnitude += std::fabs(want.triad[i]);
+  // Both are float sums of the same terms in different orders: each is within
+  // (n-1) eps sum|a_i c_i| of the exact value, and |c_i| <= 1.1.
+  const double bound = 2.0 * double(kN - 1) * std::numeric_limits<double>::epsilon() * magnitude * 1.1;
+  CHECK(std::fabs(got.dot - want.dot) <= bound);
+}
+
+// The regions split over `first` and `second` (nothing else in the tree),
+// under every policy, against the CPU leaf alone on the discovered tree.
+void check_split(const std::string& first, const std::string& second) {
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", first, second})) return;
+  Arrays in = make_arrays(rt);
+
+  const Results want = run_all(rt, in, 0, "cpu0");
+  check_against_plain_cpp(want, in);
+
+  use_leaves(rt, discovered, {first, second});
+  for (std::size_t policy = 0; policy < every_policy(kN).size(); ++policy) {
+    CAPTURE(every_policy(kN)[policy]);
+    std::vector<RegionStats> regions;
+    const Results got = run_all(rt, in, policy, "", &regions);
+    check_same(got, want);
+    REQUIRE(regions.size() == 6);
+    for (const RegionStats& region : regions) {
+      CAPTURE(region.kernel);
+      const std::int64_t rows = region.range[0];
+      const std::string text = every_policy(rows)[policy];
+      CHECK(region.location == "numa0");
+      CHECK(region.policy == text);
+      if (text == "any") {
+        REQUIRE(region.pieces.size() == 1);
+        CHECK((region.pieces[0].leaf == first || region.pieces[0].leaf == second));
+        CHECK(region.pieces[0].end - region.pieces[0].begin == rows);
+      } else {
+        CHECK(joined(pieces_of(region)) == joined(expected_pieces(text, rows, first, second)));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("hetero: regions split over cpu0 and opencl0 give the CPU leaf's results under every policy") {
+  check_split("cpu0", "opencl0");
+}
+
+TEST_CASE("hetero: regions split over opencl0 and opencl1 give the CPU leaf's results under every policy") {
+  check_split("opencl0", "opencl1");
+}
