@@ -48,18 +48,21 @@ struct CompiledKernel {
   bool has_loops = false;
 
   /// The program for `device`: the CPU program on CPU devices, else compiled
-  /// for the device (once per device fingerprint).
+  /// for the device (once per device: a program belongs to the context of the
+  /// device that built it, so two devices with one fingerprint, such as two
+  /// PoCL devices, each build their own; the second finds the binary in the
+  /// disk cache).
   std::shared_ptr<backends::Program> program_for(backends::Device& device) const {
     if (device.info().host_memory) return cpu;
     std::lock_guard lock(programs_mutex);
-    auto& slot = programs[device.info().fingerprint];
+    auto& slot = programs[device.info().id];
     if (!slot) slot = device.compile(optimized);
     return slot;
   }
 
  private:
   mutable std::mutex programs_mutex;
-  mutable std::unordered_map<std::string, std::shared_ptr<backends::Program>> programs;
+  mutable std::unordered_map<std::string, std::shared_ptr<backends::Program>> programs;  // by device id
 };
 
 // True when the kernel's body has a For loop.
