@@ -444,7 +444,9 @@ void OpenCLDevice::build_from_source(OpenCLProgram& program) {
   if (status == CL_SUCCESS) return;
   throw Error(label() + " could not build kernel '" + program.kernel_->name +
               "' (clBuildProgram: " + error_name(status) + ").\nBuild log:\n" + build_log(program.program_) +
-              "\nOpenCL C source (" + program.source_.entry + "):\n" + jit::numbered_source(text));
+              "\nOpenCL C source (" + program.source_.entry + "):\n" + jit::numbered_source(text) +
+              "Canopy generated this source from the kernel's IR: if the log blames the source, please report it "
+              "with the IR (CANOPY_DUMP=ir,opencl writes both).");
 }
 
 std::string OpenCLDevice::build_log(cl_program program) const {
