@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "../error.hpp"
+#include "../passes/internal/equality.hpp"
 #include "../visitor.hpp"
 
 namespace canopy::ir {
@@ -560,7 +561,12 @@ class SiteScan : public Visitor {
   void visit(const Decl& node) override { scan(node.init); }
   void visit(const Assign& node) override { scan(node.value); }
   void visit(const Reduce& node) override { scan(node.value); }
-  void visit(const Store& node) override { write(node.param, node.indices, node.value, false); }
+  void visit(const Store& node) override {
+    const bool outer = conditional_;
+    if (both_branches_.count(&node)) conditional_ = false;  // its twin in the other branch covers the rest
+    write(node.param, node.indices, node.value, false);
+    conditional_ = outer;
+  }
   void visit(const AtomicAdd& node) override { write(node.param, node.indices, node.value, true); }
 
   void visit(const If& node) override {
@@ -570,6 +576,7 @@ class SiteScan : public Visitor {
       return;
     }
     const bool outer = conditional_;
+    if (!outer) mark_stores_in_both_branches(node);
     conditional_ = true;
     walk(node.then_body);
     walk(node.else_body);
@@ -589,6 +596,34 @@ class SiteScan : public Visitor {
   }
 
  private:
+  /// The Stores directly in both branches of an If to the same array at the
+  /// same indices (a stencil's interior and boundary cases): every point
+  /// writes that element whichever branch it takes, so the write is as good as
+  /// unconditional.
+  void mark_stores_in_both_branches(const If& node) {
+    auto stores_of = [](const Stmt& body) {
+      std::vector<const Store*> stores;
+      if (body && body->kind == StmtKind::Block)
+        for (const auto& s : body->as<Block>().stmts)
+          if (s && s->kind == StmtKind::Store) stores.push_back(&s->as<Store>());
+      return stores;
+    };
+    const auto then_stores = stores_of(node.then_body), else_stores = stores_of(node.else_body);
+    for (const Store* a : then_stores)
+      for (const Store* b : else_stores)
+        if (a->param == b->param && same_indices(a->indices, b->indices)) {
+          both_branches_.insert(a);
+          both_branches_.insert(b);
+        }
+  }
+
+  static bool same_indices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!passes_internal::equal(a[i], b[i])) return false;
+    return true;
+  }
+
   ArrayFootprint* array_of(int param) {
     auto it = slot_of_param_.find(param);
     return it == slot_of_param_.end() ? nullptr : &footprint_.arrays[static_cast<std::size_t>(it->second)];
@@ -657,6 +692,7 @@ class SiteScan : public Visitor {
   IndexEvaluator evaluator_;
   std::unordered_map<int, int> slot_of_param_;
   bool conditional_ = false;
+  std::unordered_set<const Store*> both_branches_;
   std::unordered_map<const ExprNode*, bool> seen_unconditionally_;
   std::unordered_map<const Load*, bool> load_conditional_;
 };

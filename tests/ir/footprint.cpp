@@ -688,3 +688,28 @@ TEST_CASE("footprint: rows_touched is the exact hull of the touched positions") 
     }
   }
 }
+
+TEST_CASE("footprint: a store in both branches of an If counts as unconditional") {
+  // if (b[i] > 0) { a[i] = 1 } else { a[i] = b[i] }: every point writes a[i].
+  auto cond = make_compare(CompareOp::Gt, load(1, {idx(0)}), make_const(F64, 0.0));
+  const Kernel both = make_kernel("both", {out1("a"), in1("b")}, 1,
+                                  {make_if(cond, make_block({make_store(0, {idx(0)}, one())}),
+                                           make_block({make_store(0, {idx(0)}, load(1, {idx(0)}))}))});
+  CHECK(footprint_of(both, 0).writes.unconditional);
+  CHECK(footprint_of(both, 0).writes.sites == 2);
+
+  // Only one branch writes: conditional.
+  const Kernel one_side =
+      make_kernel("one_side", {out1("a"), in1("b")}, 1, {make_if(cond, make_block({make_store(0, {idx(0)}, one())}))});
+  CHECK_FALSE(footprint_of(one_side, 0).writes.unconditional);
+
+  // The branches write different elements: conditional.
+  const Kernel different = make_kernel("different", {out1("a"), in1("b")}, 1,
+                                       {make_if(cond, make_block({make_store(0, {idx(0)}, one())}),
+                                                make_block({make_store(0, {plus(idx(0), lit(1))}, one())}))});
+  CHECK_FALSE(footprint_of(different, 0).writes.unconditional);
+
+  // Inside another If, the pair is still conditional.
+  const Kernel nested = make_kernel("nested", {out1("a"), in1("b")}, 1, {make_if(cond, make_block({both.body}))});
+  CHECK_FALSE(footprint_of(nested, 0).writes.unconditional);
+}
