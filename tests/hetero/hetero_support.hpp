@@ -84,6 +84,10 @@ struct Moved {
   std::int64_t device_to_device = 0;
   std::int64_t avoided = 0;
   bool operator==(const Moved&) const = default;
+  Moved operator+(const Moved& o) const {
+    return {host_to_device + o.host_to_device, device_to_host + o.device_to_host, device_to_device + o.device_to_device,
+            avoided + o.avoided};
+  }
   Moved operator-(const Moved& o) const {
     return {host_to_device - o.host_to_device, device_to_host - o.device_to_host, device_to_device - o.device_to_device,
             avoided - o.avoided};
