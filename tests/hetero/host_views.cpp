@@ -1,0 +1,147 @@
+// Host views of arrays that devices wrote: host_read() pulls back only the
+// stale ranges and leaves the device copies current (the next region on the
+// devices copies nothing in); host() brings the data back too, but the host
+// may change any element through it, so the next region on a device copies
+// what it reads in again. Every step checks the bytes moved for the array and
+// its values.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hetero_support.hpp"
+
+using namespace canopy;
+using namespace canopy::hetero_tests;
+
+namespace {
+
+constexpr std::int64_t kN = 10000;
+constexpr std::int64_t kHalf = kN / 2;  // static: cpu0 [0,H), opencl0 [H,N)
+constexpr std::int64_t kElement = sizeof(std::int32_t);
+
+const Kernel<void(Out<std::int32_t>, Val<std::int32_t>)>& produce() {
+  static const Kernel kernel("produce",
+                             [](Out<std::int32_t> x, Val<std::int32_t> offset) {
+                               Idx i = index(0);
+                               x[i] = cast<std::int32_t>(i) * 3 + offset;
+                             },
+                             {"x", "offset"});
+  return kernel;
+}
+
+const Kernel<void(Out<std::int32_t>, In<std::int32_t>)>& twice() {
+  static const Kernel kernel("twice",
+                             [](Out<std::int32_t> y, In<std::int32_t> x) {
+                               Idx i = index(0);
+                               y[i] = x[i] * 2;
+                             },
+                             {"y", "x"});
+  return kernel;
+}
+
+// Bytes in `elements` elements, as a Moved with one field set.
+Moved to_device(std::int64_t elements) { return {elements * kElement, 0, 0, 0}; }
+Moved to_host(std::int64_t elements) { return {0, elements * kElement, 0, 0}; }
+Moved found(std::int64_t elements) { return {0, 0, 0, elements * kElement}; }
+
+// How many of the first `count` elements of `view` differ from `value(i)`.
+template <class View, class F>
+std::int64_t differing(const View& view, std::int64_t count, F value) {
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < count; ++i) wrong += view[i] != value(i);
+  return wrong;
+}
+
+}  // namespace
+
+TEST_CASE("hetero: host_read() pulls back only stale ranges and keeps the device copies current") {
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
+  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  auto x = rt.array<std::int32_t>(kN, at("numa0") | named("x"));
+  auto y = rt.array<std::int32_t>(kN, at("numa0") | named("y"));
+
+  // cpu0 writes x[0,H) in host memory, opencl0 x[H,N) in its own: nothing
+  // is copied in (every element is overwritten).
+  rt.region(produce()).over(kN).launch(x, 7);
+  rt.pause();
+  CHECK(joined(pieces_of(last_region(rt))) == joined(expected_pieces("static", kN, "cpu0", "opencl0")));
+  CHECK(moved(rt, "x") == Moved{});
+
+  // The first host_read() pulls back opencl0's half only.
+  Moved before = moved(rt, "x");
+  auto view = x.host_read();
+  CHECK(moved(rt, "x") - before == to_host(kN - kHalf) + found(kHalf));
+  CHECK(differing(view, kN, [](std::int64_t i) { return std::int32_t(i * 3 + 7); }) == 0);
+
+  // A second one moves nothing.
+  before = moved(rt, "x");
+  view = x.host_read();
+  CHECK(moved(rt, "x") - before == found(kN));
+
+  // opencl0's copy of x[H,N) is still current: reading x on the same split
+  // copies nothing in.
+  before = moved(rt, "x");
+  rt.region(twice()).over(kN).launch(y, x);
+  rt.pause();
+  CHECK(moved(rt, "x") - before == found(kN));
+  auto doubled = y.host_read();
+  CHECK(differing(doubled, kN, [](std::int64_t i) { return std::int32_t(2 * (i * 3 + 7)); }) == 0);
+
+  // A region over the first quarter only: host_read() pulls back what
+  // opencl0 wrote of it, [N/8, N/4), and nothing of the rest.
+  rt.region(produce()).over(kN / 4).launch(x, -5);
+  rt.pause();
+  CHECK(joined(pieces_of(last_region(rt))) == joined(expected_pieces("static", kN / 4, "cpu0", "opencl0")));
+  before = moved(rt, "x");
+  view = x.host_read();
+  CHECK(moved(rt, "x") - before == to_host(kN / 8) + found(kN - kN / 8));
+  CHECK(differing(view, kN, [](std::int64_t i) { return std::int32_t(i * 3 + (i < kN / 4 ? -5 : 7)); }) == 0);
+}
+
+TEST_CASE("hetero: host() brings the data back and the next device region copies the array in again") {
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
+  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  auto x = rt.array<std::int32_t>(kN, at("numa0") | named("x"));
+  auto y = rt.array<std::int32_t>(kN, at("numa0") | named("y"));
+
+  // opencl0 alone writes all of x; host() brings every element back.
+  rt.region(produce()).over(kN).at("opencl0").launch(x, 1);
+  rt.pause();
+  Moved before = moved(rt, "x");
+  {
+    auto view = x.host();
+    CHECK(moved(rt, "x") - before == to_host(kN));
+    CHECK(differing(view, kN, [](std::int64_t i) { return std::int32_t(i * 3 + 1); }) == 0);
+  }
+
+  // The host view may have changed anything, so opencl0 copies all of x in
+  // again, even though nothing changed.
+  before = moved(rt, "x");
+  rt.region(twice()).over(kN).at("opencl0").launch(y, x);
+  rt.pause();
+  CHECK(moved(rt, "x") - before == to_device(kN));
+  CHECK(differing(y.host_read(), kN, [](std::int64_t i) { return std::int32_t(2 * (i * 3 + 1)); }) == 0);
+
+  // Changes through host() reach the devices: the split region sees them on
+  // both leaves, opencl0 copying in its half only.
+  {
+    auto view = x.host();
+    for (std::int64_t i = 0; i < kN; ++i) view[i] = std::int32_t(kN - i);
+  }
+  before = moved(rt, "x");
+  rt.region(twice()).over(kN).launch(y, x);
+  rt.pause();
+  CHECK(moved(rt, "x") - before == to_device(kN - kHalf) + found(kHalf));
+  CHECK(differing(y.host_read(), kN, [](std::int64_t i) { return std::int32_t(2 * (kN - i)); }) == 0);
+
+  // host_read() after host() moves nothing: the host copy is current.
+  before = moved(rt, "x");
+  CHECK(differing(x.host_read(), kN, [](std::int64_t i) { return std::int32_t(kN - i); }) == 0);
+  CHECK(moved(rt, "x") - before == found(kN));
+}
