@@ -428,9 +428,14 @@ std::string describe_inventory(const NodeInventory& node) {
                                  node.cores.size(), node.numa_nodes.size(), node.cpu_model, node.vector_width);
   for (const NumaInfo& numa : node.numa_nodes)
     text += fmt::format("  numa{}: {} MiB\n", numa.index, numa.capacity >> 20);
-  for (const DiscoveredDevice& device : node.devices)
-    text += fmt::format("  device {} ({}): {}, NUMA node {}\n", device.id, name_of(device.kind), device.name,
-                        device.numa_node);
+  for (const DiscoveredDevice& device : node.devices) {
+    text += fmt::format("  device {} ({}): {}", device.id, name_of(device.kind), device.name);
+    text +=
+        device.numa_node >= 0 ? fmt::format(", NUMA node {}", device.numa_node) : std::string(", NUMA node unknown");
+    if (device.on_host_cores)
+      text += fmt::format("; computes on the host's cores, so used only when named (CANOPY_DEVICES=cpu,{})", device.id);
+    text += "\n";
+  }
   for (const AbsentBackend& absent : node.absent) text += fmt::format("  {}: {}\n", absent.backend, absent.reason);
   return text;
 }
