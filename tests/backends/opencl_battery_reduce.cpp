@@ -10,6 +10,10 @@
 // exactly where every partial sum is an integer the type holds.
 #include <doctest/doctest.h>
 
+#include <tuple>
+
+#include <canopy/jit/opencl_c.hpp>
+
 #include "opencl_support.hpp"
 
 using namespace canopy;
@@ -253,5 +257,54 @@ TEST_CASE("opencl battery: atomic adds into a 2-D array, and from a 2-D range") 
     for (auto& v : m) v = static_cast<double>(random.integer(-50, 50));
     compare(*device, column_sums, {HostArray::filled<double>(cols, 0), HostArray::of<double>(m, {rows, cols, 1}, 2)},
             range_of({0, 0}, {rows, cols}), {}, std::to_string(rows) + "x" + std::to_string(cols));
+  }
+}
+
+TEST_CASE("opencl battery: both ways of walking a reduction's points give the CPU's results") {
+  OPENCL_DEVICE_OR_SKIP(device);
+  // The device runs one walk (chunked on CPUs, strided on GPUs); build the
+  // other from its own source and check both, in one to three dimensions.
+  Kernel stats("walk_stats",
+               [](In<i64> x, Sum<i64> total, Min<i64> lowest, Max<i32> last) {
+                 Idx i = index(0);
+                 total += x[i] * (i + 1);
+                 lowest.combine(x[i]);
+                 last.combine(cast<i32>(i));
+               },
+               {"x", "total", "lowest", "last"});
+  Kernel cube("walk_cube",
+              [](In<i32, 3> v, Sum<i64> total) {
+                Idx i = index(0), j = index(1), k = index(2);
+                total += cast<i64>(v(i, j, k)) * (i - 2 * j + 3 * k);
+              },
+              {"v", "total"});
+  Random random(2525);
+  const auto x = HostArray::of<i64>(random.mixed<i64>(100003));
+  const auto v = HostArray::of<i32>(random.values<i32>(9 * 13 * 21, -1000, 1000), {9, 13, 21}, 3);
+  for (auto walk : {jit::ReductionWalk::Chunked, jit::ReductionWalk::Strided}) {
+    const std::string name = walk == jit::ReductionWalk::Chunked ? "chunked" : "strided";
+    for (auto [kernel, args, range] :
+         {std::tuple{optimized(stats), std::vector<HostArg>{x, ReductionArg{}, ReductionArg{}, ReductionArg{}},
+                     range_of({17}, {100000})},
+          std::tuple{optimized(cube), std::vector<HostArg>{v, ReductionArg{}}, range_of({1, 2, 3}, {9, 12, 20})}}) {
+      const Results cpu = run_on_cpu(kernel, args, range);
+      auto program = device->compile_source(kernel, jit::opencl_c_source(*kernel, {walk}));
+      std::vector<backends::Buffer> buffers;
+      std::vector<backends::KernelArg> launch;
+      for (const auto& arg : args) {
+        if (const auto* array = std::get_if<HostArray>(&arg)) {
+          buffers.push_back(device->allocate(array->bytes.size()));
+          device->copy_in(buffers.back(), 0, array->bytes.data(), array->bytes.size());
+          launch.push_back(ArrayArg{buffers.back().handle, array->extents});
+        } else {
+          launch.push_back(ReductionArg{});
+        }
+      }
+      Results got;
+      got.arrays.resize(args.size());
+      got.reductions = device->run(*program, launch, range);
+      for (auto& buffer : buffers) device->free(buffer);
+      check_reductions(cpu, got, {}, kernel->name + " " + name);
+    }
   }
 }
