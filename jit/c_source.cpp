@@ -624,75 +624,89 @@ void CSourcePrinter::visit(const ir::Unary& node) {
   }
 }
 
+CSourcePrinter::Code CSourcePrinter::infix(const ir::Binary& node, const char* op, int precedence, int lhs_at_least,
+                                           int rhs_at_least) {
+  return {operand(node.lhs, lhs_at_least) + " " + op + " " + operand(node.rhs, rhs_at_least), precedence};
+}
+
+CSourcePrinter::Code CSourcePrinter::call(const ir::Binary& node, const std::string& function) {
+  return {function + "(" + operand(node.lhs, kTernary) + ", " + operand(node.rhs, kTernary) + ")", kPrimary};
+}
+
 void CSourcePrinter::visit(const ir::Binary& node) {
+  if (ir::is_float(node.type))
+    result_ = float_binary(node);
+  else if (node.op == ir::BinaryOp::Shl || node.op == ir::BinaryOp::Shr)
+    result_ = shift(node);
+  else
+    result_ = integer_binary(node);
+}
+
+CSourcePrinter::Code CSourcePrinter::float_binary(const ir::Binary& node) {
+  using ir::BinaryOp;
+  switch (node.op) {
+    case BinaryOp::Add: return infix(node, "+", kAdditive, kAdditive, kMultiplicative);
+    case BinaryOp::Sub: return infix(node, "-", kAdditive, kAdditive, kMultiplicative);
+    case BinaryOp::Mul: return infix(node, "*", kMultiplicative, kMultiplicative, kUnary);
+    case BinaryOp::Div: return infix(node, "/", kMultiplicative, kMultiplicative, kUnary);
+    case BinaryOp::Rem: return call(node, "fmod");
+    case BinaryOp::Min: return call(node, "fmin");
+    case BinaryOp::Max: return call(node, "fmax");
+    default: no_c_form(node);
+  }
+}
+
+// Integer and bool operators. + - * print as plain C where the operands'
+// bounds prove the result fits (no overflow to wrap), else on the unsigned type.
+CSourcePrinter::Code CSourcePrinter::integer_binary(const ir::Binary& node) {
   using ir::BinaryOp;
   const ScalarType type = node.type;
-  auto infix = [&](const char* op, int precedence, int lhs_at_least, int rhs_at_least) {
-    result_ = {operand(node.lhs, lhs_at_least) + " " + op + " " + operand(node.rhs, rhs_at_least), precedence};
-  };
-  auto call = [&](const std::string& function) {
-    result_ = {function + "(" + operand(node.lhs, kTernary) + ", " + operand(node.rhs, kTernary) + ")", kPrimary};
-  };
-  if (ir::is_float(type)) {
-    switch (node.op) {
-      case BinaryOp::Add: return infix("+", kAdditive, kAdditive, kMultiplicative);
-      case BinaryOp::Sub: return infix("-", kAdditive, kAdditive, kMultiplicative);
-      case BinaryOp::Mul: return infix("*", kMultiplicative, kMultiplicative, kUnary);
-      case BinaryOp::Div: return infix("/", kMultiplicative, kMultiplicative, kUnary);
-      case BinaryOp::Rem: return call("fmod");
-      case BinaryOp::Min: return call("fmin");
-      case BinaryOp::Max: return call("fmax");
-      default: break;
-    }
-  }
   const bool is_bool = type == ScalarType::Bool;
   const std::string width = type == ScalarType::I64 ? "i64" : "i32";
-  const int bits = type == ScalarType::I64 ? 64 : 32;
   switch (node.op) {
-    // Plain C where the operands' bounds prove the result fits (no overflow
-    // to wrap), else on the unsigned type.
     case BinaryOp::Add:
-      if (fits(node)) return infix("+", kAdditive, kAdditive, kMultiplicative);
-      result_ = {wrap("+", node.lhs, node.rhs, type), kUnary};
-      return;
+      return fits(node) ? infix(node, "+", kAdditive, kAdditive, kMultiplicative)
+                        : Code{wrap("+", node.lhs, node.rhs, type), kUnary};
     case BinaryOp::Sub:
-      if (fits(node)) return infix("-", kAdditive, kAdditive, kMultiplicative);
-      result_ = {wrap("-", node.lhs, node.rhs, type), kUnary};
-      return;
+      return fits(node) ? infix(node, "-", kAdditive, kAdditive, kMultiplicative)
+                        : Code{wrap("-", node.lhs, node.rhs, type), kUnary};
     case BinaryOp::Mul:
-      if (fits(node)) return infix("*", kMultiplicative, kMultiplicative, kUnary);
-      result_ = {wrap("*", node.lhs, node.rhs, type), kUnary};
-      return;
-    case BinaryOp::Div: need_helper("div_" + width); return call("div_" + width);
-    case BinaryOp::Rem: need_helper("rem_" + width); return call("rem_" + width);
+      return fits(node) ? infix(node, "*", kMultiplicative, kMultiplicative, kUnary)
+                        : Code{wrap("*", node.lhs, node.rhs, type), kUnary};
+    case BinaryOp::Div: need_helper("div_" + width); return call(node, "div_" + width);
+    case BinaryOp::Rem: need_helper("rem_" + width); return call(node, "rem_" + width);
     case BinaryOp::Min:
     case BinaryOp::Max:
-      result_ = {integer_min_max(node.op == BinaryOp::Min, operand(node.lhs, kTernary), operand(node.rhs, kTernary)),
-                 kPrimary};
-      return;
+      return {integer_min_max(node.op == BinaryOp::Min, operand(node.lhs, kTernary), operand(node.rhs, kTernary)),
+              kPrimary};
     case BinaryOp::And:
-      return is_bool ? infix("&&", kLogicalAnd, kLogicalAnd, kBitOr) : infix("&", kBitAnd, kUnary, kUnary);
+      return is_bool ? infix(node, "&&", kLogicalAnd, kLogicalAnd, kBitOr) : infix(node, "&", kBitAnd, kUnary, kUnary);
     case BinaryOp::Or:
-      return is_bool ? infix("||", kLogicalOr, kLogicalOr, kLogicalAnd) : infix("|", kBitOr, kUnary, kUnary);
-    case BinaryOp::Xor: return infix("^", kBitXor, kUnary, kUnary);
-    case BinaryOp::Shl:
-    case BinaryOp::Shr: {
-      std::string amount;
-      if (ir::is_const(node.rhs))
-        amount = std::to_string(node.rhs->as<ir::Const>().int_value & (bits - 1));
-      else
-        amount = "(" + operand(node.rhs, kUnary) + " & " + std::to_string(bits - 1) + ")";
-      if (node.op == BinaryOp::Shr) {
-        result_ = {operand(node.lhs, kUnary) + " >> " + amount, kShift};
-      } else {
-        result_ = {"(" + type_name(type) + ")(" + unsigned_operand(node.lhs, type) + " << " + amount + ")", kUnary};
-      }
-      return;
-    }
-    default: break;
+      return is_bool ? infix(node, "||", kLogicalOr, kLogicalOr, kLogicalAnd)
+                     : infix(node, "|", kBitOr, kUnary, kUnary);
+    case BinaryOp::Xor: return infix(node, "^", kBitXor, kUnary, kUnary);
+    default: no_c_form(node);
   }
+}
+
+// a << b and a >> b with the amount taken modulo the width; << shifts the
+// unsigned bits (a negative a is no undefined behaviour), >> is arithmetic.
+CSourcePrinter::Code CSourcePrinter::shift(const ir::Binary& node) {
+  if (!ir::is_int(node.type)) no_c_form(node);
+  const int bits = node.type == ScalarType::I64 ? 64 : 32;
+  std::string amount;
+  if (ir::is_const(node.rhs))
+    amount = std::to_string(node.rhs->as<ir::Const>().int_value & (bits - 1));
+  else
+    amount = "(" + operand(node.rhs, kUnary) + " & " + std::to_string(bits - 1) + ")";
+  if (node.op == ir::BinaryOp::Shr) return {operand(node.lhs, kUnary) + " >> " + amount, kShift};
+  return {"(" + type_name(node.type) + ")(" + unsigned_operand(node.lhs, node.type) + " << " + amount + ")", kUnary};
+}
+
+void CSourcePrinter::no_c_form(const ir::Binary& node) const {
   throw Error("kernel '" + kernel_.name + "': operator " + std::string(ir::name_of(node.op)) + " on " +
-              std::string(ir::name_of(type)) + " has no C form (run ir::verify; this is a Canopy bug if it passes)");
+              std::string(ir::name_of(node.type)) +
+              " has no C form (run ir::verify; this is a Canopy bug if it passes)");
 }
 
 void CSourcePrinter::visit(const ir::Compare& node) {

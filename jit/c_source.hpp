@@ -17,8 +17,8 @@
 //  - integer + - * and unary - wrap: computed on the unsigned type and cast
 //    back, `(int)((uint)a + (uint)b)`, except where the operands' bounds
 //    prove that the result fits (index and extent arithmetic such as
-//    `(i - 1) * n1 + j` prints as plain C: indices lie in [0, 2^63 - 1),
-//    extents in [0, 2^62]);
+//    `(i - 1) * n1 + j` prints as plain C: extents lie in [0, 2^62], and
+//    indices in [0, 2^63 - 1) where the host never runs negative ones);
 //  - x / 0 == 0, x % 0 == 0, MIN / -1 == MIN: helper functions div_i32,
 //    rem_i64, ... emitted before the kernel when it uses them;
 //  - shift amounts are masked, `a >> (b & 31)`; << shifts the unsigned bits;
@@ -52,8 +52,8 @@
 //       nothing, for the work-groups that straddle the piece's ends (the
 //       global size rounded up to a multiple of the work-group size).
 //     - kernels with reductions: i_begin, i_end (j_begin, j_end, k_begin,
-//       k_end for more dimensions). The launch is one-dimensional with a
-//       power-of-two work-group size; the work-items walk all the points of
+//       k_end for more dimensions). The launch is one-dimensional, without
+//       a global work offset, with a power-of-two work-group size; the work-items walk all the points of
 //       the piece (ReductionWalk), each folding its points into a private
 //       accumulator, and each work-group then combines its accumulators in
 //       a tree in scratch memory and writes one partial result. The host
@@ -253,6 +253,12 @@ class CSourcePrinter : protected ir::Visitor {
   std::optional<Bounds> bounds(const ir::Expr& expr) const;
   std::optional<Bounds> binary_bounds(const ir::Binary& node) const;
   bool fits(const ir::Binary& node) const;
+  Code infix(const ir::Binary& node, const char* op, int precedence, int lhs_at_least, int rhs_at_least);
+  Code call(const ir::Binary& node, const std::string& function);
+  Code float_binary(const ir::Binary& node);
+  Code integer_binary(const ir::Binary& node);
+  Code shift(const ir::Binary& node);
+  [[noreturn]] void no_c_form(const ir::Binary& node) const;
   std::string element(int param, const std::vector<ir::Expr>& indices);
   std::string literal(const ir::Const& node) const;
   std::string wrap(const std::string& op, const ir::Expr& lhs, const ir::Expr& rhs, ir::ScalarType type);

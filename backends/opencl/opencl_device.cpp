@@ -117,6 +117,61 @@ std::string bytes_text(std::size_t bytes) {
   return text;
 }
 
+// What code generation, builds and launches need to know of a device.
+OpenCLTraits read_traits(const Api& cl, cl_platform_id platform, cl_device_id device) {
+  OpenCLTraits traits;
+  traits.platform_name = platform_string(cl, platform, CL_PLATFORM_NAME);
+  traits.platform_version = platform_string(cl, platform, CL_PLATFORM_VERSION);
+  traits.device_version = device_string(cl, device, CL_DEVICE_VERSION);
+  traits.opencl_c_version = device_string(cl, device, CL_DEVICE_OPENCL_C_VERSION);
+  traits.extensions = device_string(cl, device, CL_DEVICE_EXTENSIONS);
+  traits.is_cpu = (device_value<cl_device_type>(cl, device, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) != 0;
+  traits.int64_atomics = has_word(traits.extensions, "cl_khr_int64_base_atomics");
+  traits.correctly_rounded_divide_sqrt = (device_value<cl_device_fp_config>(cl, device, CL_DEVICE_SINGLE_FP_CONFIG) &
+                                          CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+  traits.opencl_c_1_2 = at_least_opencl_c_1_2(traits.opencl_c_version);
+  std::size_t sizes[3] = {1, 1, 1};
+  if (cl.clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof sizes, sizes, nullptr) == CL_SUCCESS)
+    for (int d = 0; d < 3; ++d) traits.max_work_item_sizes[d] = std::max<std::size_t>(1, sizes[d]);
+  traits.local_memory = static_cast<std::size_t>(device_value<cl_ulong>(cl, device, CL_DEVICE_LOCAL_MEM_SIZE));
+  const std::size_t most = floor_pow2(device_value<std::size_t>(cl, device, CL_DEVICE_MAX_WORK_GROUP_SIZE, 1));
+  const int compute_units = static_cast<int>(device_value<cl_uint>(cl, device, CL_DEVICE_MAX_COMPUTE_UNITS, 1));
+  // CPU devices run a work-group's items in a loop on one core: large groups
+  // cost nothing and mean fewer of them to schedule. GPUs want a few warps.
+  traits.work_group_size = static_cast<int>(std::min<std::size_t>(most, traits.is_cpu ? 1024 : 256));
+  // Reductions: on CPUs, 8 groups of 64 items per core measured best on
+  // PoCL (each item streams through one contiguous chunk).
+  traits.reduction_work_group_size = static_cast<int>(std::min<std::size_t>(most, traits.is_cpu ? 64 : 256));
+  traits.reduction_groups = std::max(1, compute_units) * 8;
+  traits.reduction_walk = traits.is_cpu ? jit::ReductionWalk::Chunked : jit::ReductionWalk::Strided;
+  return traits;
+}
+
+// Who the device is and what it holds, as the runtime sees every device.
+DeviceInfo read_info(const Api& cl, cl_device_id device, int index, const OpenCLTraits& traits) {
+  DeviceInfo info;
+  info.id = "opencl:" + std::to_string(index);
+  info.backend = "opencl";
+  info.name = device_string(cl, device, CL_DEVICE_NAME);
+  info.vendor = device_string(cl, device, CL_DEVICE_VENDOR);
+  const std::string driver = device_string(cl, device, CL_DRIVER_VERSION);
+  info.driver_version = driver + ", " + traits.opencl_c_version;
+  info.fingerprint = "opencl|" + traits.platform_name + "|" + info.name + "|" + driver + "|" + traits.opencl_c_version +
+                     "|" + traits.device_version;
+  info.pci_bus_id = pci_bus_id(cl, device, traits.extensions);
+  info.compute_units = static_cast<int>(device_value<cl_uint>(cl, device, CL_DEVICE_MAX_COMPUTE_UNITS, 1));
+  info.global_memory = static_cast<std::int64_t>(device_value<cl_ulong>(cl, device, CL_DEVICE_GLOBAL_MEM_SIZE));
+  info.max_allocation = static_cast<std::int64_t>(device_value<cl_ulong>(cl, device, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
+  info.max_work_group = static_cast<int>(device_value<std::size_t>(cl, device, CL_DEVICE_MAX_WORK_GROUP_SIZE, 1));
+  info.preferred_vector_width =
+      static_cast<int>(device_value<cl_uint>(cl, device, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, 1)) * 4;
+  info.fp64 = has_word(traits.extensions, "cl_khr_fp64") ||
+              device_value<cl_device_fp_config>(cl, device, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
+  info.host_memory = false;
+  info.on_host_cores = traits.is_cpu;
+  return info;
+}
+
 std::string resolve_cache_dir(const std::string& option) {
   if (!option.empty()) return option;
   if (const char* dir = std::getenv("CANOPY_CACHE_DIR"); dir && *dir) return dir;
@@ -185,51 +240,8 @@ OpenCLDevice::OpenCLDevice(std::shared_ptr<const Api> api, cl_platform_id platfo
                            const OpenCLOptions& options)
     : api_(std::move(api)), platform_(platform), device_(device) {
   const Api& cl = *api_;
-  info_.id = "opencl:" + std::to_string(index);
-  info_.backend = "opencl";
-  info_.name = device_string(cl, device, CL_DEVICE_NAME);
-  info_.vendor = device_string(cl, device, CL_DEVICE_VENDOR);
-  traits_.platform_name = platform_string(cl, platform, CL_PLATFORM_NAME);
-  traits_.platform_version = platform_string(cl, platform, CL_PLATFORM_VERSION);
-  traits_.device_version = device_string(cl, device, CL_DEVICE_VERSION);
-  traits_.opencl_c_version = device_string(cl, device, CL_DEVICE_OPENCL_C_VERSION);
-  traits_.extensions = device_string(cl, device, CL_DEVICE_EXTENSIONS);
-  const std::string driver = device_string(cl, device, CL_DRIVER_VERSION);
-  info_.driver_version = driver + ", " + traits_.opencl_c_version;
-  info_.fingerprint = "opencl|" + traits_.platform_name + "|" + info_.name + "|" + driver + "|" +
-                      traits_.opencl_c_version + "|" + traits_.device_version;
-  info_.pci_bus_id = pci_bus_id(cl, device, traits_.extensions);
-  info_.compute_units = static_cast<int>(device_value<cl_uint>(cl, device, CL_DEVICE_MAX_COMPUTE_UNITS, 1));
-  info_.global_memory = static_cast<std::int64_t>(device_value<cl_ulong>(cl, device, CL_DEVICE_GLOBAL_MEM_SIZE));
-  info_.max_allocation = static_cast<std::int64_t>(device_value<cl_ulong>(cl, device, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
-  info_.max_work_group = static_cast<int>(device_value<std::size_t>(cl, device, CL_DEVICE_MAX_WORK_GROUP_SIZE, 1));
-  info_.preferred_vector_width =
-      static_cast<int>(device_value<cl_uint>(cl, device, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, 1)) * 4;
-  info_.fp64 = has_word(traits_.extensions, "cl_khr_fp64") ||
-               device_value<cl_device_fp_config>(cl, device, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
-  info_.host_memory = false;
-
-  const auto type = device_value<cl_device_type>(cl, device, CL_DEVICE_TYPE);
-  traits_.is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
-  info_.on_host_cores = traits_.is_cpu;
-  traits_.int64_atomics = has_word(traits_.extensions, "cl_khr_int64_base_atomics");
-  traits_.correctly_rounded_divide_sqrt = (device_value<cl_device_fp_config>(cl, device, CL_DEVICE_SINGLE_FP_CONFIG) &
-                                           CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
-  traits_.opencl_c_1_2 = at_least_opencl_c_1_2(traits_.opencl_c_version);
-  std::size_t sizes[3] = {1, 1, 1};
-  if (cl.clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof sizes, sizes, nullptr) == CL_SUCCESS)
-    for (int d = 0; d < 3; ++d) traits_.max_work_item_sizes[d] = std::max<std::size_t>(1, sizes[d]);
-  traits_.local_memory = static_cast<std::size_t>(device_value<cl_ulong>(cl, device, CL_DEVICE_LOCAL_MEM_SIZE));
-  const std::size_t most = floor_pow2(static_cast<std::size_t>(std::max(1, info_.max_work_group)));
-  // CPU devices run a work-group's items in a loop on one core: large groups
-  // cost nothing and mean fewer of them to schedule. GPUs want a few warps.
-  traits_.work_group_size = static_cast<int>(std::min<std::size_t>(most, traits_.is_cpu ? 1024 : 256));
-  // Reductions: on CPUs, 8 groups of 64 items per core measured best on
-  // PoCL (each item streams through one contiguous chunk).
-  traits_.reduction_work_group_size = static_cast<int>(std::min<std::size_t>(most, traits_.is_cpu ? 64 : 256));
-  traits_.reduction_groups = std::max(1, info_.compute_units) * 8;
-  traits_.reduction_walk = traits_.is_cpu ? jit::ReductionWalk::Chunked : jit::ReductionWalk::Strided;
-
+  traits_ = read_traits(cl, platform, device);
+  info_ = read_info(cl, device, index, traits_);
   cl_int status = CL_SUCCESS;
   const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform),
                                               0};
