@@ -282,3 +282,59 @@ TEST_CASE("hetero: regions split over cpu0 and opencl0 give the CPU leaf's resul
 TEST_CASE("hetero: regions split over opencl0 and opencl1 give the CPU leaf's results under every policy") {
   check_split("opencl0", "opencl1");
 }
+
+namespace {
+
+// Slow on purpose: every point runs a loop of `rounds` steps.
+const Kernel<void(Out<std::int32_t>, Val<std::int32_t>, Val<std::int32_t>)>& slow_fill() {
+  static const Kernel kernel("slow_fill",
+                             [](Out<std::int32_t> x, Val<std::int32_t> value, Val<std::int32_t> rounds) {
+                               Idx i = index(0);
+                               Var<std::int32_t> v = cast<std::int32_t>(i);
+                               For(0, rounds, [&](Value<std::int32_t>) { v = (v * 5 + value) & 0xffff; });
+                               x[i] = value + (v & 0);
+                             },
+                             {"x", "value", "rounds"});
+  return kernel;
+}
+
+const Kernel<void(Out<std::int32_t>, In<std::int32_t>)>& copy_int() {
+  static const Kernel kernel("copy_int",
+                             [](Out<std::int32_t> to, In<std::int32_t> from) {
+                               Idx i = index(0);
+                               to[i] = from[i];
+                             },
+                             {"to", "from"});
+  return kernel;
+}
+
+}  // namespace
+
+TEST_CASE("hetero: a region over an empty range keeps the regions around it in order") {
+  // A slow region writes x on opencl1; an empty region that writes x comes
+  // next; a region on opencl0 then reads x. It must see the slow region's
+  // values: the empty region has no pieces, but it cannot end before the
+  // regions it follows, or the reader would not wait for the writer.
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"opencl0", "opencl1"})) return;
+  use_leaves(rt, discovered, {"opencl0", "opencl1"});
+  constexpr std::int64_t n = 200000;
+  auto x = rt.array<std::int32_t>(n, at("numa0") | named("x"));
+  auto y = rt.array<std::int32_t>(n, at("numa0") | named("y"));
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    rt.region(slow_fill()).over(n).at("opencl1").launch(x, 40 + round, 2000);
+    rt.region(slow_fill()).over(0).launch(x, -1, 1);  // no pieces
+    rt.region(copy_int()).over(n).at("opencl0").launch(y, x);
+    // The same with the empty region as a reader.
+    rt.region(copy_int()).over(0).launch(y, x);
+    rt.region(slow_fill()).over(n).at("opencl1").launch(x, 90 + round, 10);
+    rt.pause();
+    std::int64_t wrong_y = 0, wrong_x = 0;
+    for (auto v : y.host_read()) wrong_y += v != 40 + round;
+    for (auto v : x.host_read()) wrong_x += v != 90 + round;
+    CHECK(wrong_y == 0);
+    CHECK(wrong_x == 0);
+  }
+}
