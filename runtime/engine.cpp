@@ -535,6 +535,11 @@ RegionHandle Engine::submit(RegionRequest request) {
     if (!storage) continue;
     const auto& traits = (*storage)->traits();
     if (traits.distance) (*storage)->set_location(state_->ancestor(at, *traits.distance).name());
+    // A region without pieces touches no array and finishes at once, before
+    // the regions it would follow: recorded as a user, it would stand in for
+    // them and let later regions skip the wait (and free per-region memory
+    // still in use).
+    if (pieces.empty()) continue;
     if (traits.lifetime == Lifetime::PerRegion) run->per_region_arrays.push_back(*storage);
     auto deps = (*storage)->add_use(run->completion, kernel.params[p].reads(), kernel.params[p].writes());
     run->deps.insert(run->deps.end(), deps.begin(), deps.end());
