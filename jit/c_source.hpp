@@ -169,6 +169,10 @@ class CSourcePrinter : protected ir::Visitor {
   virtual bool coordinates_non_negative() const { return false; }
   /// The suffix of a 64-bit integer literal ("L"; "LL" where long is 32-bit).
   virtual std::string long_suffix() const { return "L"; }
+  /// A literal: integers with their type's suffix, floats in the shortest
+  /// text that reads back exactly ("0.4f", "1e+300"), INFINITY and NAN
+  /// (cast to double for f64), bools as true and false.
+  virtual std::string literal(const ir::Const& node) const;
   /// The function computing `fn` on `type` ("sqrt", "fabs").
   virtual std::string math_function(ir::MathFn fn, ir::ScalarType type) const;
   /// abs of an integer `operand` that wraps at MIN, as an expression.
@@ -260,7 +264,6 @@ class CSourcePrinter : protected ir::Visitor {
   Code shift(const ir::Binary& node);
   [[noreturn]] void no_c_form(const ir::Binary& node) const;
   std::string element(int param, const std::vector<ir::Expr>& indices);
-  std::string literal(const ir::Const& node) const;
   std::string wrap(const std::string& op, const ir::Expr& lhs, const ir::Expr& rhs, ir::ScalarType type);
   std::string unsigned_operand(const ir::Expr& expr, ir::ScalarType type);
   std::string combine(ir::ReduceOp op, ir::ScalarType type, const std::string& a, const std::string& b);
