@@ -489,6 +489,25 @@ std::vector<ReductionValue> OpenCLDevice::run(const Program& base, const std::ve
   if (!program || program->device_ != this)
     throw Error(label() + " was asked to run a program compiled for another device; compile the kernel on it first");
   const ir::Kernel& kernel = program->kernel();
+  std::vector<ReductionValue> results;
+  if (!check_launch(kernel, args, range)) {
+    for (const auto& param : kernel.params)
+      if (param.is_reduction()) results.push_back(identity_value(param.reduce, param.type));
+    return results;
+  }
+  std::lock_guard lock(launch_mutex_);
+  if (program->edges_) {
+    launch_points(*program, args, range);
+    return results;
+  }
+  set_arguments(*program, program->entry_, args, range);
+  return launch_reduction(*program, range);
+}
+
+// Throws canopy::Error when `args` or `range` do not fit `kernel`; returns
+// false when the range holds no point.
+bool OpenCLDevice::check_launch(const ir::Kernel& kernel, const std::vector<KernelArg>& args,
+                                const Range& range) const {
   if (args.size() != kernel.params.size())
     throw Error("kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) + " arguments, " +
                 std::to_string(args.size()) + " were given");
@@ -512,19 +531,7 @@ std::vector<ReductionValue> OpenCLDevice::run(const Program& base, const std::ve
                   std::to_string(d));
     empty = empty || range.end[d] <= range.begin[d];
   }
-  std::vector<ReductionValue> results;
-  if (empty) {
-    for (const auto& param : kernel.params)
-      if (param.is_reduction()) results.push_back(identity_value(param.reduce, param.type));
-    return results;
-  }
-  std::lock_guard lock(launch_mutex_);
-  if (program->edges_) {
-    launch_points(*program, args, range);
-    return results;
-  }
-  set_arguments(*program, program->entry_, args, range);
-  return launch_reduction(*program, range);
+  return !empty;
 }
 
 // Sets the arguments of `entry` as the kernel ABI says (jit/c_source.hpp).

@@ -162,6 +162,7 @@ class OpenCLDevice final : public Device {
   void build_from_source(OpenCLProgram& program);
   std::string build_log(cl_program program) const;
   std::string program_binary(cl_program program) const;
+  bool check_launch(const ir::Kernel& kernel, const std::vector<KernelArg>& args, const Range& range) const;
   void check_buffer(Buffer buffer, std::size_t offset, std::size_t bytes, const char* what) const;
   void set_arguments(const OpenCLProgram& program, cl_kernel entry, const std::vector<KernelArg>& args,
                      const Range& range);
