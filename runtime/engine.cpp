@@ -272,9 +272,14 @@ struct Engine::State {
     }
   }
 
-  // Device copies made for `place` go back to the host and are freed.
+  // Device copies made for `place` go back to the host and are freed, each
+  // after the regions in flight that use its array: one running on a leaf
+  // that stays may be writing host elements that the directory still calls
+  // current only at `place` (a piece records its writes when it ends), and
+  // the flush would land on them.
   void release_place(int place) {
     for (auto& array : live_arrays()) {
+      array->wait_idle();
       auto& copies = array->copies();
       std::lock_guard lock(copies.mutex);
       copies.release(place);
