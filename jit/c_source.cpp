@@ -503,45 +503,37 @@ std::optional<CSourcePrinter::Bounds> CSourcePrinter::bounds(const ir::Expr& exp
   }
 }
 
-std::optional<CSourcePrinter::Bounds> CSourcePrinter::binary_bounds(const ir::Binary& node) const {
+// The exact (unwrapped) bounds of + - * min max of two integers whose
+// bounds are known; nothing for other operators.
+std::optional<CSourcePrinter::Bounds> CSourcePrinter::exact_bounds(const ir::Binary& node) const {
   auto a = bounds(node.lhs), b = bounds(node.rhs);
-  if (!a || !b || node.type == ScalarType::Bool) return type_limits(node.type);
-  Bounds result = type_limits(node.type);
+  if (!a || !b || !ir::is_int(node.type)) return std::nullopt;
   switch (node.op) {
-    case ir::BinaryOp::Add: result = {a->lo + b->lo, a->hi + b->hi}; break;
-    case ir::BinaryOp::Sub: result = {a->lo - b->hi, a->hi - b->lo}; break;
+    case ir::BinaryOp::Add: return Bounds{a->lo + b->lo, a->hi + b->hi};
+    case ir::BinaryOp::Sub: return Bounds{a->lo - b->hi, a->hi - b->lo};
     case ir::BinaryOp::Mul: {
       const Wide products[4] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
-      result = {*std::min_element(products, products + 4), *std::max_element(products, products + 4)};
-      break;
+      return Bounds{*std::min_element(products, products + 4), *std::max_element(products, products + 4)};
     }
-    case ir::BinaryOp::Min: result = {std::min(a->lo, b->lo), std::min(a->hi, b->hi)}; break;
-    case ir::BinaryOp::Max: result = {std::max(a->lo, b->lo), std::max(a->hi, b->hi)}; break;
-    default: return type_limits(node.type);
+    case ir::BinaryOp::Min: return Bounds{std::min(a->lo, b->lo), std::min(a->hi, b->hi)};
+    case ir::BinaryOp::Max: return Bounds{std::max(a->lo, b->lo), std::max(a->hi, b->hi)};
+    default: return std::nullopt;
   }
+}
+
+std::optional<CSourcePrinter::Bounds> CSourcePrinter::binary_bounds(const ir::Binary& node) const {
   const Bounds limits = type_limits(node.type);
-  // Wrapped results can be anything.
-  if (result.lo < limits.lo || result.hi > limits.hi) return limits;
-  return result;
+  const auto exact = exact_bounds(node);
+  // A result that may wrap can be anything.
+  if (!exact || exact->lo < limits.lo || exact->hi > limits.hi) return limits;
+  return exact;
 }
 
 // True when + - * of `node` cannot overflow its type.
 bool CSourcePrinter::fits(const ir::Binary& node) const {
-  auto a = bounds(node.lhs), b = bounds(node.rhs);
-  if (!a || !b) return false;
   const Bounds limits = type_limits(node.type);
-  Bounds result{};
-  switch (node.op) {
-    case ir::BinaryOp::Add: result = {a->lo + b->lo, a->hi + b->hi}; break;
-    case ir::BinaryOp::Sub: result = {a->lo - b->hi, a->hi - b->lo}; break;
-    case ir::BinaryOp::Mul: {
-      const Wide products[4] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
-      result = {*std::min_element(products, products + 4), *std::max_element(products, products + 4)};
-      break;
-    }
-    default: return false;
-  }
-  return result.lo >= limits.lo && result.hi <= limits.hi;
+  const auto exact = exact_bounds(node);
+  return exact && exact->lo >= limits.lo && exact->hi <= limits.hi;
 }
 
 // ---- expressions ----------------------------------------------------------------

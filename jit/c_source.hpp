@@ -255,6 +255,7 @@ class CSourcePrinter : protected ir::Visitor {
   std::string operand(const ir::Expr& expr, int at_least);
   static Bounds type_limits(ir::ScalarType type);
   std::optional<Bounds> bounds(const ir::Expr& expr) const;
+  std::optional<Bounds> exact_bounds(const ir::Binary& node) const;
   std::optional<Bounds> binary_bounds(const ir::Binary& node) const;
   bool fits(const ir::Binary& node) const;
   Code infix(const ir::Binary& node, const char* op, int precedence, int lhs_at_least, int rhs_at_least);
