@@ -9,7 +9,11 @@
 // each kernel's source.
 //
 // Launches: the piece's first point is the global work offset and the
-// work-group size comes from the device (OpenCLTraits); a reduction runs a
+// work-group size comes from the device (OpenCLTraits). The whole
+// work-groups inside the piece run the kernel's unchecked entry (which a CPU
+// driver such as PoCL vectorises across work-items); the groups straddling
+// its ends run the checked entry, in at most one more launch per dimension.
+// A reduction runs a
 // fixed number of work-groups (a few per compute unit) whose work-items each
 // fold many points, and the host combines the groups' partial results in
 // group order, so a result is the same on every run.
