@@ -6,10 +6,13 @@
 // statistics show that the pieces really went to both leaves.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "hetero_support.hpp"
@@ -152,7 +155,7 @@ auto contents(const View& view) {
 
 // Runs every kernel with policy number `policy` of every_policy() (whose
 // range list depends on the region's rows), at `location` when it is not
-// empty (otherwise where the arrays are: the root, split over its leaves),
+// empty (otherwise where the arrays are: numa0, split over its leaves),
 // and reads the results back. Outputs start out poisoned, so a piece that
 // does not run shows.
 Results run_all(Runtime& rt, Arrays& in, std::size_t policy, const std::string& location,
