@@ -43,7 +43,7 @@ struct TransferStats {
   std::int64_t host_to_device = 0;
   std::int64_t device_to_host = 0;
   std::int64_t device_to_device = 0;
-  std::int64_t bytes_avoided = 0;  ///< bytes a piece needed that were already current where it ran
+  std::int64_t bytes_avoided = 0;  ///< bytes a piece or a host view needed that were already current there
 };
 
 /// One array's transfers (arrays that moved nothing are left out).
