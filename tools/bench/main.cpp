@@ -11,6 +11,7 @@ int stream_command(int argc, char** argv);
 int overhead_command(int argc, char** argv);
 int leaves_command(int argc, char** argv);
 int halo_command(int argc, char** argv);
+int rodinia_command(int argc, char** argv);
 }  // namespace canopy::bench
 
 namespace {
@@ -28,7 +29,10 @@ void usage(std::FILE* out) {
                "           directly with the same cores\n"
                "           --size N (2^25)  --repeat K (20)  --policy P (static)  --json FILE\n"
                "  halo     a 2-D stencil split over the CPU leaf and an OpenCL device: bytes moved per iteration\n"
-               "           --rows N (2048)  --cols N (2048)  --iterations K (100)  --policy P (percentage:[50,50])\n");
+               "           --rows N (2048)  --cols N (2048)  --iterations K (100)  --policy P (percentage:[50,50])\n"
+               "  rodinia  the Rodinia workloads beside their OpenMP (and OpenCL) baselines\n"
+               "           [NAMES...]  --size small|medium|large  --device cpu|opencl|all  --policy P  --repeat K (3)\n"
+               "           --json FILE\n");
 }
 
 }  // namespace
@@ -44,6 +48,7 @@ int main(int argc, char** argv) {
     if (command == "overhead") return canopy::bench::overhead_command(argc - 2, argv + 2);
     if (command == "leaves") return canopy::bench::leaves_command(argc - 2, argv + 2);
     if (command == "halo") return canopy::bench::halo_command(argc - 2, argv + 2);
+    if (command == "rodinia") return canopy::bench::rodinia_command(argc - 2, argv + 2);
   } catch (const canopy::Error& e) {
     std::fprintf(stderr, "canopy-bench %s: %s\n", command.c_str(), e.what());
     return 1;

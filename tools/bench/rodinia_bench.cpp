@@ -1,0 +1,158 @@
+// canopy-bench rodinia: the Rodinia workloads on Canopy beside their plain
+// OpenMP (and, for hotspot, srad_v2 and pathfinder, OpenCL) baselines, in the
+// same process: a table of times and ratios, the outputs checked against each
+// other, and JSON.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <canopy/backends/opencl/opencl_device.hpp>
+
+#include "report.hpp"
+#include "rodinia/workload.hpp"
+
+namespace canopy::bench {
+
+namespace {
+
+using rodinia::Size;
+
+Size parse_size(const std::string& text) {
+  if (text == "small") return Size::Small;
+  if (text == "medium") return Size::Medium;
+  if (text == "large") return Size::Large;
+  fail("--size " + text + ": expected small, medium or large");
+}
+
+// One line on a terminal saying what runs, for runs longer than a second;
+// nothing when standard error is not a terminal (CI logs).
+class Progress {
+ public:
+  Progress() : terminal_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
+  void show(const std::string& what, int done, int total) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (!terminal_ || seconds < 1.0) return;
+    const int width = 30, filled = total > 0 ? done * width / total : 0;
+    std::fprintf(stderr, "\r  [%s%s] %d/%d %-40s", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(width - filled), ' ').c_str(), done, total, what.c_str());
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear() {
+    if (shown_) std::fprintf(stderr, "\r%80s\r", "");
+    shown_ = false;
+  }
+
+ private:
+  bool terminal_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+struct Result {
+  std::string workload, device, baseline;
+  double canopy = 0, other = 0;
+  std::string check;
+};
+
+template <class F>
+double best_of(int repeat, F&& run) {
+  double best = 1e300;
+  for (int r = 0; r < repeat; ++r) best = std::min(best, run());
+  return best;
+}
+
+}  // namespace
+
+int rodinia_command(int argc, char** argv) {
+  Args args(argc, argv, {});
+  const Size size = parse_size(args.get("--size", "small"));
+  const std::string devices = args.get("--device", "cpu");
+  const std::string policy = args.get("--policy", "static");
+  const int repeat = static_cast<int>(args.count("--repeat", 3));
+  std::vector<std::string> wanted(args.words().begin(), args.words().end());
+  if (devices != "cpu" && devices != "opencl" && devices != "all")
+    fail("--device " + devices + ": expected cpu, opencl or all");
+  std::vector<std::string> device_list =
+      devices == "all" ? std::vector<std::string>{"cpu", "opencl"} : std::vector<std::string>{devices};
+
+  auto workloads = rodinia::all_workloads();
+  std::erase_if(workloads, [&](const auto& w) {
+    return !wanted.empty() && std::find(wanted.begin(), wanted.end(), w->name()) == wanted.end();
+  });
+  for (const auto& name : wanted)
+    if (std::none_of(workloads.begin(), workloads.end(), [&](const auto& w) { return w->name() == name; }))
+      fail("unknown workload '" + name + "'");
+
+  std::vector<Result> results;
+  Progress progress;
+  int step = 0;
+  const int steps = static_cast<int>(workloads.size() * device_list.size());
+  for (const auto& device : device_list) {
+    // The tree holds just the device measured.
+    setenv("CANOPY_DEVICES", device == "cpu" ? "cpu" : "opencl:0", 1);
+    Runtime rt;
+    backends::opencl::OpenCLDevice* opencl = nullptr;
+    if (device == "opencl") {
+      opencl = dynamic_cast<backends::opencl::OpenCLDevice*>(rt.engine().device("opencl:0").get());
+      if (!opencl) fail("--device opencl: this node has no OpenCL device");
+    }
+    rodinia::Placement where;
+    where.policy = policy;
+    for (auto& workload : workloads) {
+      progress.show(workload->name() + " on " + device, step++, steps);
+      workload->prepare(size);
+      Result r;
+      r.workload = workload->name();
+      r.device = device;
+      r.canopy = best_of(repeat, [&] { return workload->run_canopy(rt, where); });
+      if (opencl && workload->has_opencl()) {
+        r.baseline = "opencl";
+        r.other = best_of(repeat, [&] { return workload->run_opencl(*opencl); });
+      } else {
+        r.baseline = "openmp";
+        r.other = best_of(repeat, [&] { return workload->run_openmp(); });
+      }
+      r.check = workload->check();
+      results.push_back(r);
+    }
+  }
+  progress.clear();
+
+  std::printf("Rodinia, size %s, best of %d, seconds\n", rodinia::name_of(size), repeat);
+  std::printf("%-12s %-7s %12s %-8s %12s %9s  %s\n", "workload", "device", "canopy", "baseline", "", "ratio", "check");
+  double log_sum = 0;
+  int count = 0;
+  bool all_ok = true;
+  std::vector<Row> rows;
+  for (const auto& r : results) {
+    const double ratio = r.other / r.canopy;  // >1: Canopy is faster
+    log_sum += std::log(ratio);
+    ++count;
+    all_ok = all_ok && r.check.empty();
+    std::printf("%-12s %-7s %12.4f %-8s %12.4f %8.3fx  %s\n", r.workload.c_str(), r.device.c_str(), r.canopy,
+                r.baseline.c_str(), r.other, ratio, r.check.empty() ? "ok" : r.check.c_str());
+    const std::string check = r.check.empty() ? "ok" : r.check;
+    rows.push_back(Row()
+                       .set("workload", r.workload)
+                       .set("impl", "canopy")
+                       .set("device", r.device)
+                       .set("seconds", r.canopy)
+                       .set("check", check));
+    rows.push_back(Row()
+                       .set("workload", r.workload)
+                       .set("impl", r.baseline)
+                       .set("device", r.device)
+                       .set("seconds", r.other)
+                       .set("check", check));
+  }
+  if (count) std::printf("geometric mean of baseline/canopy: %.3fx\n", std::exp(log_sum / count));
+  if (args.has("--json")) write_json(args.get("--json", ""), rows);
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace canopy::bench
