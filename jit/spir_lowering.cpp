@@ -8,6 +8,7 @@
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Metadata.h>
+#include <llvm/Transforms/Utils/Local.h>
 
 #include <canopy/ir/error.hpp>
 
@@ -475,6 +476,7 @@ void legalize_for_spirv(llvm::Module& module) {
   // blocks of its body). Reverse post-order has that property.
   for (auto& function : module) {
     if (function.isDeclaration()) continue;
+    llvm::removeUnreachableBlocks(function);
     llvm::ReversePostOrderTraversal<llvm::Function*> order(&function);
     llvm::BasicBlock* previous = nullptr;
     for (llvm::BasicBlock* block : order) {

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/parser.hpp>
@@ -216,6 +218,22 @@ TEST_CASE("spirv: CANOPY_DUMP=spirv writes the module and the LLVM IR beside it"
   const std::string text = read_file(dir.path() / "sum.spirv.ll");
   CHECK(contains(text, "define spir_kernel void @sum("));
   CHECK(spirv.llvm_ir.empty());  // dumped, not kept
+}
+
+TEST_CASE("spirv: translations from several threads at once give the same modules") {
+  SPIRV_OR_SKIP();
+  const ir::Kernel triad = ir::parse(kTriad), sum = ir::parse(kSum);
+  const std::string want_triad = jit::spirv_of(triad).binary, want_sum = jit::spirv_of(sum).binary;
+  std::vector<int> same(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 5; ++k)
+        same[static_cast<std::size_t>(t)] +=
+            jit::spirv_of(t % 2 ? sum : triad).binary == (t % 2 ? want_sum : want_triad);
+    });
+  for (auto& thread : threads) thread.join();
+  CHECK(same == std::vector<int>(4, 5));
 }
 
 TEST_CASE("spirv: golden LLVM IR for a triad, a 2-D stencil and a sum reduction") {
