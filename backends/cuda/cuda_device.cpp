@@ -1,7 +1,6 @@
 #include "cuda_device.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -115,11 +114,6 @@ ReductionValue partial_value(ir::ScalarType type, const unsigned char* bytes) {
     default: std::memcpy(&value.int_value, bytes, sizeof(std::int64_t)); break;
   }
   return value;
-}
-
-std::string lowercase(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
 }
 
 }  // namespace
@@ -374,15 +368,20 @@ void CudaDevice::read_attributes(int ordinal) {
   info_.fp64 = true;
   info_.host_memory = false;
   info_.on_host_cores = false;
-  char bus[32] = {};
-  if (api.cuDeviceGetPCIBusId(bus, static_cast<int>(sizeof bus) - 1, device) == kCudaSuccess && bus[0]) {
-    info_.pci_bus_id = lowercase(bus);
-  } else {
-    char text[32];
-    std::snprintf(text, sizeof text, "%04x:%02x:%02x.0", attribute(DeviceAttribute::PciDomainId),
-                  attribute(DeviceAttribute::PciBusId), attribute(DeviceAttribute::PciDeviceId));
-    info_.pci_bus_id = text;
+  // "0000:3b:00.0" as hwloc and OpenCL write it: the driver may write the
+  // domain with 8 digits and the hexadecimal in capitals.
+  char bus[64] = {};
+  unsigned domain = 0, bus_number = 0, slot = 0, function = 0;
+  if (api.cuDeviceGetPCIBusId(bus, static_cast<int>(sizeof bus) - 1, device) != kCudaSuccess ||
+      std::sscanf(bus, "%x:%x:%x.%x", &domain, &bus_number, &slot, &function) != 4) {
+    domain = static_cast<unsigned>(attribute(DeviceAttribute::PciDomainId));
+    bus_number = static_cast<unsigned>(attribute(DeviceAttribute::PciBusId));
+    slot = static_cast<unsigned>(attribute(DeviceAttribute::PciDeviceId));
+    function = 0;
   }
+  char text[32];
+  std::snprintf(text, sizeof text, "%04x:%02x:%02x.%x", domain, bus_number, slot, function);
+  info_.pci_bus_id = text;
   const std::string capability = std::to_string(traits_.compute_major) + "." + std::to_string(traits_.compute_minor);
   info_.driver_version = "CUDA driver " + driver_version_text(traits_.driver_version) + ", NVRTC " +
                          traits_.nvrtc_version + ", compute capability " + capability;

@@ -141,7 +141,8 @@ CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
   return kSuccess;
 }
 CUresult cuDeviceGetPCIBusId(char* text, int length, CUdevice device) {
-  snprintf(text, (size_t)length, "0000:%02X:00.0", 0x3b + device); /* the driver writes hex in capitals */
+  /* Like nvidia-smi: an 8-digit domain, hexadecimal in capitals. */
+  snprintf(text, (size_t)length, "00000000:%02X:00.0", 0x3b + device);
   return kSuccess;
 }
 
