@@ -463,30 +463,35 @@ std::vector<ReductionValue> LevelZeroDevice::run(const Program& base, const std:
   SpirvLaunchLimits limits = traits_.limits;
   limits.max_group_size = program->max_group_size_;
   std::lock_guard lock(launch_mutex_);
-  const SpirvLaunch launch = plan_spirv_launch(kernel, args, range, program->partials_, limits, label());
-  for (std::size_t a = 0; a < launch.arguments.size(); ++a) {
-    const SpirvArgument& argument = launch.arguments[a];
-    const auto index = static_cast<std::uint32_t>(a);
-    ze_result_t result = ZE_RESULT_SUCCESS;
-    switch (argument.kind) {
-      case SpirvArgument::Kind::Value:
-        result = api_->zeKernelSetArgumentValue(program->entry_, index, argument.bytes.size(), argument.bytes.data());
-        break;
-      case SpirvArgument::Kind::Buffer:
-        result = api_->zeKernelSetArgumentValue(program->entry_, index, sizeof(void*), &argument.buffer);
-        break;
-      case SpirvArgument::Kind::Local:
-        result = api_->zeKernelSetArgumentValue(program->entry_, index, argument.local_bytes, nullptr);
-        break;
+  // Point kernels too large for one launch go in pieces, each with its own
+  // begins and ends; reductions are always one launch.
+  SpirvLaunch launch;
+  for (const Range& piece : launch_pieces(kernel, range, limits)) {
+    launch = plan_spirv_launch(kernel, args, piece, program->partials_, limits, label());
+    for (std::size_t a = 0; a < launch.arguments.size(); ++a) {
+      const SpirvArgument& argument = launch.arguments[a];
+      const auto index = static_cast<std::uint32_t>(a);
+      ze_result_t result = ZE_RESULT_SUCCESS;
+      switch (argument.kind) {
+        case SpirvArgument::Kind::Value:
+          result = api_->zeKernelSetArgumentValue(program->entry_, index, argument.bytes.size(), argument.bytes.data());
+          break;
+        case SpirvArgument::Kind::Buffer:
+          result = api_->zeKernelSetArgumentValue(program->entry_, index, sizeof(void*), &argument.buffer);
+          break;
+        case SpirvArgument::Kind::Local:
+          result = api_->zeKernelSetArgumentValue(program->entry_, index, argument.local_bytes, nullptr);
+          break;
+      }
+      check(result, "setting argument " + std::to_string(a) + " of kernel '" + kernel.name + "'", label());
     }
-    check(result, "setting argument " + std::to_string(a) + " of kernel '" + kernel.name + "'", label());
+    check(api_->zeKernelSetGroupSize(program->entry_, launch.group_size[0], launch.group_size[1], launch.group_size[2]),
+          "zeKernelSetGroupSize for kernel '" + kernel.name + "'", label());
+    const ze_group_count_t groups{launch.group_count[0], launch.group_count[1], launch.group_count[2]};
+    submit("zeCommandListAppendLaunchKernel for kernel '" + kernel.name + "'", [&](ze_event_handle_t done) {
+      return api_->zeCommandListAppendLaunchKernel(list_, program->entry_, &groups, done, 0, nullptr);
+    });
   }
-  check(api_->zeKernelSetGroupSize(program->entry_, launch.group_size[0], launch.group_size[1], launch.group_size[2]),
-        "zeKernelSetGroupSize for kernel '" + kernel.name + "'", label());
-  const ze_group_count_t groups{launch.group_count[0], launch.group_count[1], launch.group_count[2]};
-  submit("zeCommandListAppendLaunchKernel for kernel '" + kernel.name + "'", [&](ze_event_handle_t done) {
-    return api_->zeCommandListAppendLaunchKernel(list_, program->entry_, &groups, done, 0, nullptr);
-  });
   if (!launch.reduces) return results;
   std::vector<std::vector<unsigned char>> partials(kernel.params.size());
   for (std::size_t p = 0; p < kernel.params.size(); ++p) {

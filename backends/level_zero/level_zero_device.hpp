@@ -19,7 +19,9 @@
 // OpenCL environment allows (2.5 and 3 ulp), not always correctly.
 //
 // Launches: kernels without reductions run one work-item per point in up to
-// three dimensions; reductions run a fixed number of work-groups (one per
+// three dimensions, in several launches where a piece needs more
+// work-groups than the device launches at once (each launch gets its own
+// begins and ends); reductions run a fixed number of work-groups (one per
 // EU), each writing one partial result per reduction, read back and
 // combined on the host in group order.
 //

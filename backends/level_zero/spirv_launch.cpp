@@ -101,46 +101,100 @@ void check_launch(const ir::Kernel& kernel, const std::vector<KernelArg>& args, 
                   std::to_string(range.begin[d]) + " in dimension " + std::to_string(d));
 }
 
+namespace {
+
+// Bytes of scratch memory one work-item of a reduction kernel needs (0: no reductions).
+std::size_t scratch_per_item(const ir::Kernel& kernel) {
+  std::size_t bytes = 0;
+  for (const auto& param : kernel.params)
+    if (param.is_reduction()) bytes += ir::size_of(param.type);
+  return bytes;
+}
+
+// The work-group size per device dimension of a point kernel over `range`,
+// and how many groups each dimension needs (which may exceed the device's
+// limit: launch_pieces splits such ranges).
+struct PointGeometry {
+  std::array<std::uint32_t, 3> size{1, 1, 1};
+  std::array<std::uint64_t, 3> count{1, 1, 1};
+};
+
+PointGeometry point_geometry(const Range& range, const SpirvLaunchLimits& limits) {
+  PointGeometry geometry;
+  const std::uint32_t most = std::max<std::uint32_t>(1, limits.max_group_size);
+  std::uint32_t budget = floor_pow2(std::min(std::max<std::uint32_t>(1, limits.point_group_size), most));
+  for (int e = 0; e < range.dims; ++e) {
+    const int d = range.dims - 1 - e;  // device dimension e is index dimension d
+    const auto extent = static_cast<std::uint64_t>(std::max<std::int64_t>(0, range.end[d] - range.begin[d]));
+    std::uint32_t size = std::min(budget, floor_pow2(std::max<std::uint32_t>(1, limits.max_group_extent[e])));
+    // In more than one dimension, no wider than the piece (and at most 64
+    // along the fastest), so that thin pieces do not waste work-items.
+    if (range.dims > 1) size = std::min({size, floor_pow2(extent), e == 0 ? 64u : size});
+    geometry.size[e] = std::max<std::uint32_t>(1, size);
+    budget = std::max<std::uint32_t>(1, budget / geometry.size[e]);
+    geometry.count[e] = (extent + geometry.size[e] - 1) / geometry.size[e];
+  }
+  return geometry;
+}
+
+}  // namespace
+
+std::vector<Range> launch_pieces(const ir::Kernel& kernel, const Range& range, const SpirvLaunchLimits& limits) {
+  if (scratch_per_item(kernel) > 0 || range.empty()) return {range};
+  const PointGeometry geometry = point_geometry(range, limits);
+  // The most points of each index dimension one launch covers.
+  std::array<std::int64_t, 3> most{1, 1, 1};
+  for (int e = 0; e < range.dims; ++e) {
+    const int d = range.dims - 1 - e;
+    const std::uint64_t groups = std::max<std::uint32_t>(1, limits.max_group_count[e]);
+    most[d] = static_cast<std::int64_t>(std::min<std::uint64_t>(groups * geometry.size[e], std::uint64_t{1} << 62));
+  }
+  std::vector<Range> pieces{range};
+  for (int d = 0; d < range.dims; ++d) {
+    std::vector<Range> split;
+    for (const Range& piece : pieces)
+      for (std::int64_t begin = piece.begin[d]; begin < piece.end[d]; begin += most[d]) {
+        Range part = piece;
+        part.begin[d] = begin;
+        part.end[d] = std::min(piece.end[d], begin + most[d]);
+        split.push_back(part);
+      }
+    pieces = std::move(split);
+  }
+  return pieces;
+}
+
 SpirvLaunch plan_spirv_launch(const ir::Kernel& kernel, const std::vector<KernelArg>& args, const Range& range,
                               const std::vector<void*>& partials, const SpirvLaunchLimits& limits,
                               const std::string& device) {
   SpirvLaunch launch;
-  std::size_t scratch_per_item = 0;
-  for (const auto& param : kernel.params)
-    if (param.is_reduction()) scratch_per_item += ir::size_of(param.type);
-  launch.reduces = scratch_per_item > 0;
+  const std::size_t scratch = scratch_per_item(kernel);
+  launch.reduces = scratch > 0;
 
   // The work-group geometry first: reductions size their scratch by it.
-  const std::uint32_t most = std::max<std::uint32_t>(1, limits.max_group_size);
   if (launch.reduces) {
+    const std::uint32_t most = std::max<std::uint32_t>(1, limits.max_group_size);
     std::uint64_t size = std::min({limits.reduction_group_size, most, limits.max_group_extent[0]});
-    if (limits.local_memory > 0) size = std::min<std::uint64_t>(size, limits.local_memory / scratch_per_item);
+    if (limits.local_memory > 0) size = std::min<std::uint64_t>(size, limits.local_memory / scratch);
     launch.group_size = {floor_pow2(std::max<std::uint64_t>(1, size)), 1, 1};
     const auto points = static_cast<std::uint64_t>(range.points());
     const std::uint64_t needed = (points + launch.group_size[0] - 1) / launch.group_size[0];
-    launch.group_count = {static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
-                              needed, 1, std::max<std::uint32_t>(1, limits.reduction_groups))),
-                          1, 1};
+    const std::uint32_t allowed =
+        std::max<std::uint32_t>(1, std::min(limits.reduction_groups, limits.max_group_count[0]));
+    launch.group_count = {static_cast<std::uint32_t>(std::clamp<std::uint64_t>(needed, 1, allowed)), 1, 1};
   } else {
     launch.dims = static_cast<std::uint32_t>(range.dims);
-    std::uint32_t budget = floor_pow2(std::min(std::max<std::uint32_t>(1, limits.point_group_size), most));
+    const PointGeometry geometry = point_geometry(range, limits);
+    launch.group_size = geometry.size;
     for (int e = 0; e < range.dims; ++e) {
-      const int d = range.dims - 1 - e;  // device dimension e is index dimension d
-      const auto extent = static_cast<std::uint64_t>(range.end[d] - range.begin[d]);
-      std::uint32_t size = std::min(budget, floor_pow2(std::max<std::uint32_t>(1, limits.max_group_extent[e])));
-      // In more than one dimension, no wider than the piece (and at most 64
-      // along the fastest), so that thin pieces do not waste work-items.
-      if (range.dims > 1) size = std::min({size, floor_pow2(extent), e == 0 ? 64u : size});
-      launch.group_size[e] = std::max<std::uint32_t>(1, size);
-      budget = std::max<std::uint32_t>(1, budget / launch.group_size[e]);
-      const std::uint64_t count = (extent + launch.group_size[e] - 1) / launch.group_size[e];
-      if (count > limits.max_group_count[e])
-        throw Error("kernel '" + kernel.name + "' over " + std::to_string(extent) + " points in dimension " +
-                    std::to_string(d) + " needs " + std::to_string(count) + " work-groups of " +
-                    std::to_string(launch.group_size[e]) + ", more than the " +
-                    std::to_string(limits.max_group_count[e]) + " that " + device +
-                    " launches at once; split the region into smaller pieces");
-      launch.group_count[e] = static_cast<std::uint32_t>(count);
+      if (geometry.count[e] > limits.max_group_count[e])
+        throw Error("kernel '" + kernel.name + "' over " +
+                    std::to_string(range.end[range.dims - 1 - e] - range.begin[range.dims - 1 - e]) +
+                    " points in dimension " + std::to_string(range.dims - 1 - e) + " needs " +
+                    std::to_string(geometry.count[e]) + " work-groups of " + std::to_string(geometry.size[e]) +
+                    ", more than the " + std::to_string(limits.max_group_count[e]) + " that " + device +
+                    " launches at once; launch it in the pieces launch_pieces gives (a Canopy bug if it did)");
+      launch.group_count[e] = static_cast<std::uint32_t>(geometry.count[e]);
     }
   }
 

@@ -61,12 +61,19 @@ struct SpirvLaunch {
 void check_launch(const ir::Kernel& kernel, const std::vector<KernelArg>& args, const Range& range,
                   const std::string& device);
 
+/// The pieces a point kernel's `range` is launched in so that no launch
+/// needs more work-groups in a dimension than the device allows: `range`
+/// itself when it fits (always for reductions, whose group count is bounded
+/// anyway), else consecutive slices of each dimension that does not, each
+/// launched on its own with its begins and ends as arguments.
+std::vector<Range> launch_pieces(const ir::Kernel& kernel, const Range& range, const SpirvLaunchLimits& limits);
+
 /// The launch of `kernel` over the non-empty `range` (check_launch passed).
 /// ArrayArg::data is the array's buffer handle; `partials[p]` is the buffer
 /// for reduction parameter p's partial results, with room for
 /// limits.reduction_groups elements (other entries are ignored). Throws
 /// canopy::Error naming `device` when the piece needs more work-groups
-/// than the device launches.
+/// than the device launches (pieces from launch_pieces never do).
 SpirvLaunch plan_spirv_launch(const ir::Kernel& kernel, const std::vector<KernelArg>& args, const Range& range,
                               const std::vector<void*>& partials, const SpirvLaunchLimits& limits,
                               const std::string& device);

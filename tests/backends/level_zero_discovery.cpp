@@ -289,6 +289,49 @@ TEST_CASE("spirv launch: in 2-D and 3-D, device dimension 0 is the last index, g
                        doctest::Contains("more than the 1 that the made-up GPU launches at once"), canopy::Error);
 }
 
+TEST_CASE("spirv launch: ranges needing more work-groups than a launch allows go in pieces") {
+  const ir::Kernel triad = ir::parse(kTriad);
+  SpirvLaunchLimits limits;
+  limits.point_group_size = 256;
+  limits.max_group_count = {2, 2, 2};
+  const auto pieces = launch_pieces(triad, range_of({0}, {1000}), limits);
+  REQUIRE(pieces.size() == 2);
+  CHECK(pieces[0].begin[0] == 0);
+  CHECK(pieces[0].end[0] == 512);
+  CHECK(pieces[1].begin[0] == 512);
+  CHECK(pieces[1].end[0] == 1000);
+  CHECK(launch_pieces(triad, range_of({0}, {512}), limits).size() == 1);
+  CHECK(launch_pieces(triad, range_of({7}, {7}), limits).size() == 1);  // empty: as it is
+
+  // 2-D: each dimension that needs too many groups is sliced; every piece
+  // then plans without error, and together they cover the range once.
+  const ir::Kernel copy = ir::parse(R"(kernel copy_2d(out f32[2] v, in f32[2] u) dims 2 {
+  v[index(0), index(1)] = u[index(0), index(1)]
+})");
+  float v = 0, u = 0;
+  const std::vector<KernelArg> args{ArrayArg{&v, {300, 5, 1}}, ArrayArg{&u, {300, 5, 1}}};
+  limits.max_group_count = {1, 2, 1};
+  const Range whole = range_of({0, 0}, {300, 5});
+  const auto tiles = launch_pieces(copy, whole, limits);
+  CHECK(tiles.size() == 6);  // rows in 128s (3 slices) x columns in 4s (2 slices)
+  std::int64_t covered = 0;
+  for (const Range& tile : tiles) {
+    CHECK_NOTHROW(plan_spirv_launch(copy, args, tile, {}, limits, "here"));
+    covered += tile.points();
+  }
+  CHECK(covered == whole.points());
+  CHECK(tiles.front().end[0] == 128);
+  CHECK(tiles.front().end[1] == 4);
+  CHECK(tiles.back().begin[0] == 256);
+  CHECK(tiles.back().begin[1] == 4);
+
+  // Reductions are one launch whatever the range: their group count is bounded.
+  const ir::Kernel sum = ir::parse(R"(kernel total(in f64[1] x, sum f64 s) dims 1 {
+  reduce s <- x[index(0)]
+})");
+  CHECK(launch_pieces(sum, range_of({0}, {1000000}), limits).size() == 1);
+}
+
 TEST_CASE("spirv launch: reductions get partials, scratch sized per work-group, a bounded number of groups") {
   const ir::Kernel sum = ir::parse(R"(kernel dot(in f64[1] x, sum f64 total, max i32 top) dims 1 {
   reduce total <- x[index(0)]

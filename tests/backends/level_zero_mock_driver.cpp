@@ -274,6 +274,33 @@ TEST_CASE("level zero mock: a triad over a piece, with the kernel's own work-gro
   for (Buffer buffer : {ba, bb, bc}) device.free(buffer);
 }
 
+TEST_CASE("level zero mock: a range beyond the device's work-group count goes in several launches") {
+  MOCK_DRIVER_OR_SKIP(driver);
+  ::setenv("MOCK_ZE_MAX_GROUPS", "3", 1);
+  const auto found = mock_devices(driver);
+  ::unsetenv("MOCK_ZE_MAX_GROUPS");
+  LevelZeroDevice& device = device_of(found);
+  const auto program = device.compile(kernel_of(kTriad));
+  const std::int64_t n = 1000;
+  std::vector<double> b(n);
+  std::iota(b.begin(), b.end(), 0.0);
+  Buffer ba = upload(device, std::vector<double>(n, -1.0)), bb = upload(device, b);
+  driver.clear_launches();
+  device.run(*program, {array(ba, n), array(bb, n), array(bb, n), backends::scalar_arg(1.0)}, range_of({3}, {997}));
+  // 994 points, at most 3 groups of 128 per launch: 384 + 384 + 226.
+  REQUIRE(driver.launch_count() == 3);
+  CHECK(driver.launch(0) == "triad 128,1,1 3,1,1");
+  CHECK(driver.launch(1) == "triad 128,1,1 3,1,1");
+  CHECK(driver.launch(2) == "triad 128,1,1 2,1,1");
+  const auto result = download<double>(device, ba);
+  for (std::int64_t k = 0; k < n; ++k) {
+    INFO("element ", k);
+    CHECK(result[k] == (k >= 3 && k < 997 ? 2.0 * b[k] : -1.0));
+  }
+  device.free(ba);
+  device.free(bb);
+}
+
 TEST_CASE("level zero mock: 2-D points, device dimension 0 along the last index") {
   MOCK_DRIVER_OR_SKIP(driver);
   const auto found = mock_devices(driver);

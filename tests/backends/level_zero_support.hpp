@@ -170,7 +170,10 @@ class SpirvOnOpenCL {
   }
 
   /// The limits a launch on this device works within, as the Level Zero
-  /// device sets them from its properties (reductions: 8 work-groups).
+  /// device sets them from its properties, except: reductions run 8
+  /// work-groups, and a launch has at most 16 work-groups per dimension, so
+  /// that larger ranges go in several launches (launch_pieces), each with its
+  /// own begins and ends, as on a device with a low limit.
   canopy::backends::level_zero::SpirvLaunchLimits limits(const Built& built) const {
     canopy::backends::level_zero::SpirvLaunchLimits limits;
     const auto& traits = device_.traits();
@@ -183,12 +186,14 @@ class SpirvOnOpenCL {
     limits.point_group_size = 64;
     limits.reduction_group_size = 64;
     limits.reduction_groups = 8;
+    limits.max_group_count = {16, 16, 16};
     return limits;
   }
 
   /// Runs `kernel` over `range` as the Level Zero device would: buffers
-  /// from the host arrays, the arguments of plan_spirv_launch, one launch,
-  /// the partial results combined with combine_partials.
+  /// from the host arrays, one launch per piece of launch_pieces with the
+  /// arguments of plan_spirv_launch, the partial results combined with
+  /// combine_partials.
   opencl_test::Results run(const std::shared_ptr<const canopy::ir::Kernel>& kernel,
                            const std::vector<opencl_test::HostArg>& args, const canopy::backends::Range& range) {
     namespace lz = canopy::backends::level_zero;
@@ -223,36 +228,39 @@ class SpirvOnOpenCL {
     } else {
       std::vector<void*> partial_handles;
       for (const auto& buffer : partials) partial_handles.push_back(buffer.handle);
-      const lz::SpirvLaunch launch =
-          lz::plan_spirv_launch(*kernel, launch_args, range, partial_handles, limits_here, "the OpenCL device");
-      for (std::size_t a = 0; a < launch.arguments.size(); ++a) {
-        const auto& argument = launch.arguments[a];
-        const auto index = static_cast<cl_uint>(a);
-        cl_int status = CL_SUCCESS;
-        switch (argument.kind) {
-          case lz::SpirvArgument::Kind::Value:
-            status = cl.clSetKernelArg(built.kernel, index, argument.bytes.size(), argument.bytes.data());
-            break;
-          case lz::SpirvArgument::Kind::Buffer:
-            status = cl.clSetKernelArg(built.kernel, index, sizeof(cl_mem), &argument.buffer);
-            break;
-          case lz::SpirvArgument::Kind::Local:
-            status = cl.clSetKernelArg(built.kernel, index, argument.local_bytes, nullptr);
-            break;
+      lz::SpirvLaunch launch;
+      for (const canopy::backends::Range& piece : lz::launch_pieces(*kernel, range, limits_here)) {
+        launch = lz::plan_spirv_launch(*kernel, launch_args, piece, partial_handles, limits_here, "the OpenCL device");
+        for (std::size_t a = 0; a < launch.arguments.size(); ++a) {
+          const auto& argument = launch.arguments[a];
+          const auto index = static_cast<cl_uint>(a);
+          cl_int status = CL_SUCCESS;
+          switch (argument.kind) {
+            case lz::SpirvArgument::Kind::Value:
+              status = cl.clSetKernelArg(built.kernel, index, argument.bytes.size(), argument.bytes.data());
+              break;
+            case lz::SpirvArgument::Kind::Buffer:
+              status = cl.clSetKernelArg(built.kernel, index, sizeof(cl_mem), &argument.buffer);
+              break;
+            case lz::SpirvArgument::Kind::Local:
+              status = cl.clSetKernelArg(built.kernel, index, argument.local_bytes, nullptr);
+              break;
+          }
+          REQUIRE_MESSAGE(status == CL_SUCCESS, "clSetKernelArg " << a << " of " << kernel->name << ": "
+                                                                  << canopy::backends::opencl::error_name(status));
         }
-        REQUIRE_MESSAGE(status == CL_SUCCESS, "clSetKernelArg " << a << " of " << kernel->name << ": "
-                                                                << canopy::backends::opencl::error_name(status));
+        std::array<std::size_t, 3> global{}, local{};
+        for (std::size_t e = 0; e < 3; ++e) {
+          local[e] = launch.group_size[e];
+          global[e] = std::size_t{launch.group_count[e]} * launch.group_size[e];
+        }
+        const cl_int status = cl.clEnqueueNDRangeKernel(device_.queue(), built.kernel, launch.dims, nullptr,
+                                                        global.data(), local.data(), 0, nullptr, nullptr);
+        REQUIRE_MESSAGE(status == CL_SUCCESS, "clEnqueueNDRangeKernel "
+                                                  << kernel->name << ": "
+                                                  << canopy::backends::opencl::error_name(status));
+        REQUIRE(cl.clFinish(device_.queue()) == CL_SUCCESS);
       }
-      std::array<std::size_t, 3> global{}, local{};
-      for (std::size_t e = 0; e < 3; ++e) {
-        local[e] = launch.group_size[e];
-        global[e] = std::size_t{launch.group_count[e]} * launch.group_size[e];
-      }
-      const cl_int status = cl.clEnqueueNDRangeKernel(device_.queue(), built.kernel, launch.dims, nullptr,
-                                                      global.data(), local.data(), 0, nullptr, nullptr);
-      REQUIRE_MESSAGE(status == CL_SUCCESS, "clEnqueueNDRangeKernel " << kernel->name << ": "
-                                                                      << canopy::backends::opencl::error_name(status));
-      REQUIRE(cl.clFinish(device_.queue()) == CL_SUCCESS);
       if (launch.reduces) {
         std::vector<std::vector<unsigned char>> read(args.size());
         for (std::size_t p = 0; p < args.size(); ++p) {

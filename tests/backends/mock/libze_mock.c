@@ -23,7 +23,8 @@
  *
  * Its devices are set by the environment when the driver is asked:
  * MOCK_ZE_DEVICES (default 1), MOCK_ZE_NO_FP64 (set: no fp64, no 64-bit
- * atomics). The mock_* functions let the test read what happened. */
+ * atomics), MOCK_ZE_MAX_GROUPS (the most work-groups per dimension of a
+ * launch, default 65535; launches beyond it fail). The mock_* functions let the test read what happened. */
 #include <level_zero/ze_api.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,6 +90,11 @@ static int device_count(void) {
 
 static int has_fp64(void) { return getenv("MOCK_ZE_NO_FP64") == NULL; }
 
+static uint32_t max_group_count(void) {
+  const char* text = getenv("MOCK_ZE_MAX_GROUPS");
+  return text ? (uint32_t)atoi(text) : 65535;
+}
+
 ze_result_t zeInit(ze_init_flags_t flags) {
   return flags == ZE_INIT_FLAG_GPU_ONLY ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_ENUMERATION;
 }
@@ -146,7 +152,7 @@ ze_result_t zeDeviceGetComputeProperties(ze_device_handle_t device, ze_device_co
   p->maxTotalGroupSize = 512;
   p->maxGroupSizeX = p->maxGroupSizeY = 512;
   p->maxGroupSizeZ = 64;
-  p->maxGroupCountX = p->maxGroupCountY = p->maxGroupCountZ = 65535;
+  p->maxGroupCountX = p->maxGroupCountY = p->maxGroupCountZ = max_group_count();
   p->maxSharedLocalMemory = 64 * 1024;
   return ZE_RESULT_SUCCESS;
 }
@@ -492,7 +498,8 @@ ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_t list, ze_ke
   (void)waits;
   (void)wait_events;
   if (kernel->group[0] == 0) return ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION;
-  if (count->groupCountX > 65535 || count->groupCountY > 65535 || count->groupCountZ > 65535)
+  const uint32_t most = max_group_count();
+  if (count->groupCountX > most || count->groupCountY > most || count->groupCountZ > most)
     return ZE_RESULT_ERROR_INVALID_GLOBAL_WIDTH_DIMENSION;
   if (launch_count < (int)(sizeof launches / sizeof launches[0])) {
     struct Launch* launch = &launches[launch_count++];
