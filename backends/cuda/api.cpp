@@ -74,11 +74,12 @@ std::string fill_nvrtc(void* handle, NvrtcApi& api) {
 
 LoadedNvrtc open_nvrtc(const std::string& library) {
   LoadedNvrtc result;
-  std::string tried;
+  std::string tried, first_error;
   for (const std::string& candidate : nvrtc_candidates(library)) {
     void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
-      tried += (tried.empty() ? "" : "; ") + candidate + ": " + last_dl_error();
+      tried += (tried.empty() ? "" : ", ") + candidate;
+      if (first_error.empty()) first_error = last_dl_error();
       continue;
     }
     auto api = std::make_shared<NvrtcApi>();
@@ -90,7 +91,9 @@ LoadedNvrtc open_nvrtc(const std::string& library) {
     result.api = std::move(api);
     return result;
   }
-  result.absent_reason = "NVRTC (the CUDA runtime compiler) could not be opened (tried " + tried +
+  // dlopen's first complaint names the first library and says why; the
+  // others fail the same way when none is installed.
+  result.absent_reason = "NVRTC (the CUDA runtime compiler) could not be opened (tried " + tried + "; " + first_error +
                          "); install the CUDA toolkit's NVRTC (11.2 or later) or point CANOPY_NVRTC at its libnvrtc.so";
   return result;
 }
@@ -210,6 +213,8 @@ void check(const DriverApi& api, CUresult code, std::string_view what, std::stri
 #if __has_include("/usr/local/cuda/include/cuda.h") && __has_include("/usr/local/cuda/include/nvrtc.h")
 #include "/usr/local/cuda/include/cuda.h"
 #include "/usr/local/cuda/include/nvrtc.h"
+// Older toolkits name some entry points without the versions Canopy needs.
+#if CUDA_VERSION >= 11020
 
 namespace canopy::backends::cuda::header_check {
 
@@ -261,5 +266,6 @@ static_assert(static_cast<unsigned int>(::CU_STREAM_NON_BLOCKING) == kStreamNonB
               static_cast<unsigned int>(::CU_EVENT_DISABLE_TIMING) == kEventDisableTiming);
 
 }  // namespace canopy::backends::cuda::header_check
+#endif
 #endif
 #endif

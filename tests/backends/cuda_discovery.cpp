@@ -59,12 +59,14 @@ TEST_CASE("cuda discovery: CANOPY_NVRTC=/nonexistent gives a reason naming NVRTC
         std::vector<std::string>{"/nonexistent"});
   const auto& loaded = backends::cuda::load_nvrtc("/nonexistent");
   CHECK(loaded.api == nullptr);
-  CHECK(contains(loaded.absent_reason, "NVRTC (the CUDA runtime compiler) could not be opened (tried /nonexistent:"));
+  CHECK(
+      contains(loaded.absent_reason,
+               "NVRTC (the CUDA runtime compiler) could not be opened (tried /nonexistent; /nonexistent: cannot open"));
   CHECK(contains(loaded.absent_reason, "point CANOPY_NVRTC at its libnvrtc.so"));
   // Discovery says why NVRTC is missing whether or not the driver loads;
   // with both missing it names both.
   const std::string reason = absent_reason();
-  CHECK(contains(reason, "NVRTC (the CUDA runtime compiler) could not be opened (tried /nonexistent"));
+  CHECK(contains(reason, "NVRTC (the CUDA runtime compiler) could not be opened (tried /nonexistent;"));
   if (!driver_present()) CHECK(contains(reason, "the CUDA driver library 'libcuda.so.1' could not be opened"));
   ScopedEnvironment driver("CANOPY_LIBCUDA", "/nonexistent");
   const std::string both = absent_reason();
