@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -177,6 +178,42 @@ LocationKind kind_of_backend(const std::string& backend) {
 
 }  // namespace
 
+std::string normalized_pci_bus_id(std::string_view bus_id) {
+  // domain:bus:device.function, the domain optional (0000 when absent).
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  const std::string text(bus_id);
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &device, &function, &tail) != 4) {
+    domain = 0;
+    if (std::sscanf(text.c_str(), "%x:%x.%x%c", &bus, &device, &function, &tail) != 3) return {};
+  }
+  return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", domain, bus, device, function);
+}
+
+std::vector<bool> duplicates(const std::vector<backends::DeviceInfo>& found,
+                             const std::vector<backends::DeviceInfo>& known) {
+  std::vector<bool> result;
+  for (const auto& device : found) {
+    const auto id = normalized_pci_bus_id(device.pci_bus_id);
+    result.push_back(!id.empty() && std::any_of(known.begin(), known.end(), [&](const backends::DeviceInfo& k) {
+      return normalized_pci_bus_id(k.pci_bus_id) == id;
+    }));
+  }
+  return result;
+}
+
+backends::BackendDevices without_duplicates(backends::BackendDevices found,
+                                            const std::vector<backends::DeviceInfo>& known) {
+  std::vector<backends::DeviceInfo> infos;
+  for (const auto& device : found.devices) infos.push_back(device->info());
+  const auto duplicate = duplicates(infos, known);
+  std::vector<std::shared_ptr<backends::Device>> kept;
+  for (std::size_t i = 0; i < found.devices.size(); ++i)
+    if (!duplicate[i]) kept.push_back(found.devices[i]);
+  found.devices = std::move(kept);
+  return found;
+}
+
 void add_backend_devices(NodeInventory& node, const backends::BackendDevices& found) {
   std::erase_if(node.absent, [&](const AbsentBackend& a) { return a.backend == found.backend; });
   if (found.devices.empty()) {
@@ -191,7 +228,8 @@ void add_backend_devices(NodeInventory& node, const backends::BackendDevices& fo
     d.index = index++;
     d.id = info.id;
     d.name = info.name;
-    d.numa_node = numa_node_of_pci(info.pci_bus_id);
+    d.pci_bus_id = normalized_pci_bus_id(info.pci_bus_id);
+    d.numa_node = numa_node_of_pci(d.pci_bus_id);
     d.on_host_cores = info.on_host_cores;
     d.traits.cores = info.compute_units;
     d.traits.capacity = info.global_memory;

@@ -48,6 +48,7 @@ struct DiscoveredDevice {
   std::string name;                          ///< what the driver calls it
   int numa_node = -1;                        ///< the nearest NUMA node (logical index), -1 unknown
   LocationTraits traits;                     ///< compute units, memory, vector width, as known
+  std::string pci_bus_id;                    ///< normalized, empty when not on PCI
   /// It computes on the host's cores (an OpenCL CPU device): "all" leaves it
   /// out when the node has CPU cores; name its backend or id to use it.
   bool on_host_cores = false;
@@ -81,6 +82,22 @@ NodeInventory discover_node();
 /// node when it reports none), or the reason it has none, replacing that
 /// backend's entry in `node.absent`.
 void add_backend_devices(NodeInventory& node, const backends::BackendDevices& found);
+
+/// The PCI bus id in one spelling ("0000:3b:00.0": domain, bus, device,
+/// function, lower case), or empty when `bus_id` is empty or not one.
+std::string normalized_pci_bus_id(std::string_view bus_id);
+
+/// For each device of `found`, whether it is one of `known` seen through
+/// another API: a GPU seen by CUDA and OpenCL, or by Level Zero and OpenCL,
+/// is the same PCI device (same bus id), and the runtime uses it once,
+/// through the backend discovered first (the engine asks CUDA, then Level
+/// Zero, then OpenCL). Devices without a bus id are never duplicates.
+std::vector<bool> duplicates(const std::vector<backends::DeviceInfo>& found,
+                             const std::vector<backends::DeviceInfo>& known);
+
+/// `found` without its duplicates of `known` (see duplicates()).
+backends::BackendDevices without_duplicates(backends::BackendDevices found,
+                                            const std::vector<backends::DeviceInfo>& known);
 /// A made-up machine in hwloc's synthetic syntax ("pack:2 numa:2 core:4 pu:1"),
 /// for tests. Throws canopy::Error naming the description when hwloc rejects it.
 NodeInventory discover_node_synthetic(std::string_view hwloc_synthetic_description);

@@ -21,6 +21,8 @@
 #include <canopy/ir/visitor.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
+#include <canopy/backends/cuda/cuda_device.hpp>
+#include <canopy/backends/level_zero/level_zero_device.hpp>
 #include <canopy/backends/opencl/opencl_device.hpp>
 
 #include "coherence.hpp"
@@ -175,7 +177,10 @@ struct Engine::State {
   std::map<std::string, int> places;
   std::shared_ptr<TransferTotals> totals = std::make_shared<TransferTotals>();
 
-  void add_backend(const backends::BackendDevices& found) {
+  void add_backend(backends::BackendDevices discovered) {
+    std::vector<backends::DeviceInfo> known;
+    for (const auto& [id, device] : devices) known.push_back(device->info());
+    const auto found = without_duplicates(std::move(discovered), known);
     add_backend_devices(inventory, found);
     for (const auto& device : found.devices) {
       devices[device->info().id] = device;
@@ -435,6 +440,10 @@ struct Engine::State {
 
 Engine::Engine() : state_(std::make_unique<State>()) {
   state_->inventory = discover_node();
+  // The preferred API first: a GPU that CUDA or Level Zero drives is not used
+  // again through OpenCL.
+  state_->add_backend(backends::cuda::discover_cuda());
+  state_->add_backend(backends::level_zero::discover_level_zero());
   state_->add_backend(backends::opencl::discover_opencl());
   if (const char* config = std::getenv("CANOPY_CONFIG"); config && *config)
     state_->tree = load_config_file(config, state_->inventory);
