@@ -1,0 +1,130 @@
+// gaussian: Rodinia's Gaussian elimination on Canopy. Reads Rodinia's command
+// line and input file and prints what Rodinia prints (the multipliers, the
+// eliminated matrix, b and the solution, unless -q).
+//
+//   gaussian -s SIZE | -f FILE | --generate SIZE [--save FILE] [-q]
+//            [--policy P] [--at LOCATION] [--stats]
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "rodinia/common/rodinia.hpp"
+#include "rodinia/gaussian/gaussian.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "gaussian -s SIZE | -f FILE | --generate SIZE [--save FILE] [-q] [--policy P] [--at LOCATION] [--stats]\n"
+    "  -s SIZE          Rodinia's internal system: a(i,j) = 10*exp(-0.01*|i-j|), b = 1\n"
+    "  -f FILE          a system in Rodinia's format: n, the n*n matrix, then the n values of b\n"
+    "  --generate SIZE  a random diagonally dominant system (fixed seed)\n"
+    "  --save FILE      write the system in Rodinia's format before solving\n"
+    "  -q               quiet: do not print the matrices and the solution\n"
+    "  --policy P       how each step splits over the leaves (default static)\n"
+    "  --at LOCATION    where the steps run (default: where the arrays are)\n"
+    "  --stats          print the runtime's statistics at the end";
+
+void print_matrix(const float* m, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) std::printf("%8.2f ", double(m[i * cols + j]));
+    std::printf("\n");
+  }
+  std::printf("\n");
+}
+
+void print_vector(const float* v, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) std::printf("%.2f ", double(v[i]));
+  std::printf("\n\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* program = "gaussian";
+  rodinia::gaussian::System system;
+  rodinia::gaussian::Where where;
+  std::string save;
+  bool verbose = true, stats = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) rodinia::usage_error(program, arg + " needs a value", kUsage);
+      return argv[++i];
+    };
+    try {
+      if (arg == "-s") {
+        const auto n = rodinia::parse_integer(program, "-s", value(), kUsage);
+        std::printf("Create matrix internally in parse, size = %lld \n", n);
+        system = rodinia::gaussian::internal_system(n);
+      } else if (arg == "-f") {
+        const char* path = value();
+        std::printf("Read file from %s \n", path);
+        system = rodinia::gaussian::read_system(path);
+      } else if (arg == "--generate") {
+        const auto n = rodinia::parse_integer(program, "--generate", value(), kUsage);
+        std::printf("Generate a random system, size = %lld \n", n);
+        system = rodinia::gaussian::generated_system(n);
+      } else if (arg == "--save") {
+        save = value();
+      } else if (arg == "-q") {
+        verbose = false;
+      } else if (arg == "--policy") {
+        where.policy = value();
+      } else if (arg == "--at") {
+        where.location = value();
+      } else if (arg == "--stats") {
+        stats = true;
+      } else if (arg == "-h" || arg == "--help") {
+        std::printf("usage: %s\n", kUsage);
+        return 0;
+      } else {
+        rodinia::usage_error(program, "unknown argument '" + arg + "'", kUsage);
+      }
+    } catch (const canopy::Error& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 1;
+    }
+  }
+  if (system.n == 0) rodinia::usage_error(program, "give -s SIZE, -f FILE or --generate SIZE", kUsage);
+
+  try {
+    if (!save.empty()) rodinia::gaussian::write_system(save, system);
+    const std::int64_t n = system.n;
+    canopy::Runtime rt;
+    auto a = rt.array<float, 2>(canopy::Shape(n, n), canopy::named("a"));
+    auto b = rt.array<float>(n, canopy::named("b"));
+    auto m = rt.array<float, 2>(canopy::Shape(n, n), canopy::named("m"));
+    std::memcpy(a.host().data(), system.a.data(), system.a.size() * sizeof(float));
+    std::memcpy(b.host().data(), system.b.data(), system.b.size() * sizeof(float));
+    rodinia::gaussian::Eliminator eliminator(n);
+
+    const auto start = std::chrono::steady_clock::now();
+    eliminator.launch(rt, a, b, m, where);
+    const auto eliminated = a.host_read();
+    rt.pause();
+    const auto rhs = b.host_read();
+    const auto multipliers = m.host_read();
+    const double forward = rodinia::seconds_since(start);
+    const auto solution = rodinia::gaussian::back_substitute(eliminated.data(), rhs.data(), n);
+    const double total = rodinia::seconds_since(start);
+    if (verbose) {
+      std::printf("Matrix m is: \n");
+      print_matrix(multipliers.data(), n, n);
+      std::printf("Matrix a is: \n");
+      print_matrix(eliminated.data(), n, n);
+      std::printf("Array b is: \n");
+      print_vector(rhs.data(), n);
+      std::printf("The final solution is: \n");
+      print_vector(solution.data(), n);
+    }
+    std::printf("\nTime total (including memory transfers)\t%f sec\n", total);
+    std::printf("Time for Canopy regions:\t%f sec (%lld regions)\n", forward,
+                static_cast<long long>(eliminator.regions()));
+    if (stats) std::printf("%s", rt.stats().to_text().c_str());
+  } catch (const canopy::Error& e) {
+    std::fprintf(stderr, "gaussian: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
