@@ -587,7 +587,10 @@ std::size_t OpenCLDevice::reduction_work_group(const OpenCLProgram& program) con
 // Work-group sizes per device dimension (0 is the last index): in one
 // dimension the device's size whatever the range, so that a device that
 // compiles per work-group size (PoCL) compiles once; in more, a power of two
-// no larger than the range in each dimension, at most 64 along the fastest.
+// no larger than the range in each dimension, at most 64 along the fastest
+// on accelerators. A CPU device gives the whole group to the fastest
+// dimension: its work-group function vectorises along it, and flat groups
+// ran PoCL's 2-D stencils 3-8x faster than 64x16 tiles.
 std::array<std::size_t, 3> OpenCLDevice::point_work_group(const OpenCLProgram& program, const Range& range) const {
   std::array<std::size_t, 3> local{1, 1, 1};
   std::size_t budget = floor_pow2(
@@ -596,7 +599,7 @@ std::array<std::size_t, 3> OpenCLDevice::point_work_group(const OpenCLProgram& p
   for (int e = 0; e < dims; ++e) {
     const auto extent = static_cast<std::size_t>(range.end[dims - 1 - e] - range.begin[dims - 1 - e]);
     std::size_t size = std::min(budget, floor_pow2(traits_.max_work_item_sizes[static_cast<std::size_t>(e)]));
-    if (dims > 1) size = std::min({size, floor_pow2(extent), e == 0 ? std::size_t{64} : size});
+    if (dims > 1) size = std::min({size, floor_pow2(extent), e == 0 && !traits_.is_cpu ? std::size_t{64} : size});
     local[static_cast<std::size_t>(e)] = std::max<std::size_t>(1, size);
     budget = std::max<std::size_t>(1, budget / local[static_cast<std::size_t>(e)]);
   }
