@@ -12,6 +12,7 @@ int overhead_command(int argc, char** argv);
 int leaves_command(int argc, char** argv);
 int halo_command(int argc, char** argv);
 int rodinia_command(int argc, char** argv);
+int sweep_command(int argc, char** argv);
 }  // namespace canopy::bench
 
 namespace {
@@ -32,7 +33,10 @@ void usage(std::FILE* out) {
                "           --rows N (2048)  --cols N (2048)  --iterations K (100)  --policy P (percentage:[50,50])\n"
                "  rodinia  the Rodinia workloads beside their OpenMP (and OpenCL) baselines\n"
                "           [NAMES...]  --size small|medium|large  --device cpu|opencl|all  --policy P  --repeat K (3)\n"
-               "           --json FILE\n");
+               "           --json FILE\n"
+               "  sweep    Rodinia workloads split over two devices' leaves, for percentage:[p,100-p], p = 0..100\n"
+               "           NAMES...  --devices cpu,opencl  --size small|medium|large[,...]  --repeat K (3)\n"
+               "           --step P (10)  --json FILE (rows: workload, size, split_cpu_percent = p, seconds)\n");
 }
 
 }  // namespace
@@ -49,6 +53,7 @@ int main(int argc, char** argv) {
     if (command == "leaves") return canopy::bench::leaves_command(argc - 2, argv + 2);
     if (command == "halo") return canopy::bench::halo_command(argc - 2, argv + 2);
     if (command == "rodinia") return canopy::bench::rodinia_command(argc - 2, argv + 2);
+    if (command == "sweep") return canopy::bench::sweep_command(argc - 2, argv + 2);
   } catch (const canopy::Error& e) {
     std::fprintf(stderr, "canopy-bench %s: %s\n", command.c_str(), e.what());
     return 1;
