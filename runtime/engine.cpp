@@ -21,9 +21,7 @@
 #include <canopy/ir/visitor.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
-#include <canopy/backends/cuda/cuda_device.hpp>
-#include <canopy/backends/level_zero/level_zero_device.hpp>
-#include <canopy/backends/opencl/opencl_device.hpp>
+#include <canopy/backends/discover.hpp>
 
 #include "coherence.hpp"
 #include "config.hpp"
@@ -442,9 +440,7 @@ Engine::Engine() : state_(std::make_unique<State>()) {
   state_->inventory = discover_node();
   // The preferred API first: a GPU that CUDA or Level Zero drives is not used
   // again through OpenCL.
-  state_->add_backend(backends::cuda::discover_cuda());
-  state_->add_backend(backends::level_zero::discover_level_zero());
-  state_->add_backend(backends::opencl::discover_opencl());
+  for (auto& found : backends::discover_devices()) state_->add_backend(std::move(found));
   if (const char* config = std::getenv("CANOPY_CONFIG"); config && *config)
     state_->tree = load_config_file(config, state_->inventory);
   else
