@@ -166,7 +166,15 @@ class Eliminator {
                         Idx row = (n - 1) - index(0);
                         Var<float> multiplier("multiplier", a(row, t) / a(t, t));
                         m(row, t) = multiplier;
-                        For(t, n, [&](Idx c) { a(row, c) = a(row, c) - multiplier * a(t, c); });
+                        // Columns t .. n in two loops, the second starting on a
+                        // multiple of 16 columns: rows start on 64-byte boundaries
+                        // when n is a multiple of 16, so its vector stores do not
+                        // straddle cache lines (the CPU compiler does not peel loops
+                        // to align them).
+                        Idx aligned = min((t + 15) & -16, n);
+                        auto update = [&](Idx c) { a(row, c) = a(row, c) - multiplier * a(t, c); };
+                        For(t, aligned, update);
+                        For(aligned, n, update);
                         b[row] = b[row] - multiplier * b[t];
                       },
                       {"a", "b", "m", "t"});

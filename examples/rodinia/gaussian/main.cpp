@@ -2,9 +2,11 @@
 // line and input file and prints what Rodinia prints (the multipliers, the
 // eliminated matrix, b and the solution, unless -q).
 //
-//   gaussian -s SIZE | -f FILE | --generate SIZE [--save FILE] [-q]
+//   gaussian -s SIZE | -f FILE [--generate SIZE] [-q] [--check]
 //            [--policy P] [--at LOCATION] [--stats]
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -15,12 +17,13 @@
 namespace {
 
 constexpr const char* kUsage =
-    "gaussian -s SIZE | -f FILE | --generate SIZE [--save FILE] [-q] [--policy P] [--at LOCATION] [--stats]\n"
+    "gaussian -s SIZE | -f FILE [--generate SIZE] [-q] [--check] [--policy P] [--at LOCATION] [--stats]\n"
     "  -s SIZE          Rodinia's internal system: a(i,j) = 10*exp(-0.01*|i-j|), b = 1\n"
     "  -f FILE          a system in Rodinia's format: n, the n*n matrix, then the n values of b\n"
-    "  --generate SIZE  a random diagonally dominant system (fixed seed)\n"
-    "  --save FILE      write the system in Rodinia's format before solving\n"
+    "  --generate SIZE  a random diagonally dominant system (fixed seed), written to the -f file first if one is "
+    "given\n"
     "  -q               quiet: do not print the matrices and the solution\n"
+    "  --check          check that the solution solves the system (the residual, in double)\n"
     "  --policy P       how each step splits over the leaves (default static)\n"
     "  --at LOCATION    where the steps run (default: where the arrays are)\n"
     "  --stats          print the runtime's statistics at the end";
@@ -38,58 +41,73 @@ void print_vector(const float* v, std::int64_t n) {
   std::printf("\n\n");
 }
 
+// The largest |(A x - b)_i| over the largest |b_i|, in double.
+double relative_residual(const rodinia::gaussian::System& s, const std::vector<float>& x) {
+  double worst = 0, scale = 0;
+  for (std::int64_t i = 0; i < s.n; ++i) {
+    double row = 0;
+    for (std::int64_t j = 0; j < s.n; ++j)
+      row += double(s.a[static_cast<std::size_t>(i * s.n + j)]) * double(x[static_cast<std::size_t>(j)]);
+    worst = std::max(worst, std::fabs(row - double(s.b[static_cast<std::size_t>(i)])));
+    scale = std::max(scale, std::fabs(double(s.b[static_cast<std::size_t>(i)])));
+  }
+  return scale > 0 ? worst / scale : worst;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* program = "gaussian";
-  rodinia::gaussian::System system;
+  std::string file;
+  std::int64_t size = 0, generate = 0;
   rodinia::gaussian::Where where;
-  std::string save;
-  bool verbose = true, stats = false;
+  bool verbose = true, check = false, stats = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> const char* {
       if (i + 1 >= argc) rodinia::usage_error(program, arg + " needs a value", kUsage);
       return argv[++i];
     };
-    try {
-      if (arg == "-s") {
-        const auto n = rodinia::parse_integer(program, "-s", value(), kUsage);
-        std::printf("Create matrix internally in parse, size = %lld \n", n);
-        system = rodinia::gaussian::internal_system(n);
-      } else if (arg == "-f") {
-        const char* path = value();
-        std::printf("Read file from %s \n", path);
-        system = rodinia::gaussian::read_system(path);
-      } else if (arg == "--generate") {
-        const auto n = rodinia::parse_integer(program, "--generate", value(), kUsage);
-        std::printf("Generate a random system, size = %lld \n", n);
-        system = rodinia::gaussian::generated_system(n);
-      } else if (arg == "--save") {
-        save = value();
-      } else if (arg == "-q") {
-        verbose = false;
-      } else if (arg == "--policy") {
-        where.policy = value();
-      } else if (arg == "--at") {
-        where.location = value();
-      } else if (arg == "--stats") {
-        stats = true;
-      } else if (arg == "-h" || arg == "--help") {
-        std::printf("usage: %s\n", kUsage);
-        return 0;
-      } else {
-        rodinia::usage_error(program, "unknown argument '" + arg + "'", kUsage);
-      }
-    } catch (const canopy::Error& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      return 1;
+    if (arg == "-s") {
+      size = rodinia::parse_integer(program, "-s", value(), kUsage);
+    } else if (arg == "-f") {
+      file = value();
+    } else if (arg == "--generate") {
+      generate = rodinia::parse_integer(program, "--generate", value(), kUsage);
+    } else if (arg == "-q") {
+      verbose = false;
+    } else if (arg == "--check") {
+      check = true;
+    } else if (arg == "--policy") {
+      where.policy = value();
+    } else if (arg == "--at") {
+      where.location = value();
+    } else if (arg == "--stats") {
+      stats = true;
+    } else if (arg == "-h" || arg == "--help") {
+      std::printf("usage: %s\n", kUsage);
+      return 0;
+    } else {
+      rodinia::usage_error(program, "unknown argument '" + arg + "'", kUsage);
     }
   }
-  if (system.n == 0) rodinia::usage_error(program, "give -s SIZE, -f FILE or --generate SIZE", kUsage);
+  if (size == 0 && file.empty() && generate == 0)
+    rodinia::usage_error(program, "give -s SIZE, -f FILE or --generate SIZE", kUsage);
 
   try {
-    if (!save.empty()) rodinia::gaussian::write_system(save, system);
+    rodinia::gaussian::System system;
+    if (generate > 0) {
+      std::printf("Generate a random system, size = %lld \n", static_cast<long long>(generate));
+      system = rodinia::gaussian::generated_system(generate);
+      if (!file.empty()) rodinia::gaussian::write_system(file, system);
+    }
+    if (!file.empty()) {
+      std::printf("Read file from %s \n", file.c_str());
+      system = rodinia::gaussian::read_system(file);
+    } else if (generate == 0) {
+      std::printf("Create matrix internally in parse, size = %lld \n", static_cast<long long>(size));
+      system = rodinia::gaussian::internal_system(size);
+    }
     const std::int64_t n = system.n;
     canopy::Runtime rt;
     auto a = rt.array<float, 2>(canopy::Shape(n, n), canopy::named("a"));
@@ -101,8 +119,8 @@ int main(int argc, char** argv) {
 
     const auto start = std::chrono::steady_clock::now();
     eliminator.launch(rt, a, b, m, where);
-    const auto eliminated = a.host_read();
     rt.pause();
+    const auto eliminated = a.host_read();
     const auto rhs = b.host_read();
     const auto multipliers = m.host_read();
     const double forward = rodinia::seconds_since(start);
@@ -121,6 +139,15 @@ int main(int argc, char** argv) {
     std::printf("\nTime total (including memory transfers)\t%f sec\n", total);
     std::printf("Time for Canopy regions:\t%f sec (%lld regions)\n", forward,
                 static_cast<long long>(eliminator.regions()));
+    if (check) {
+      // Float elimination of a well-conditioned system leaves a residual of a
+      // few float roundings per element of a row.
+      const double residual = relative_residual(system, solution);
+      if (residual <= 1e-4)
+        std::printf("Validation: ok (residual %.3g)\n", residual);
+      else
+        std::printf("Validation: the residual is %.3g of |b|\n", residual);
+    }
     if (stats) std::printf("%s", rt.stats().to_text().c_str());
   } catch (const canopy::Error& e) {
     std::fprintf(stderr, "gaussian: %s\n", e.what());

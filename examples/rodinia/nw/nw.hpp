@@ -221,8 +221,11 @@ class Aligner {
                            Var<std::int32_t> upper_left = score(row - 1, first_col - 1);
                            For(0, block, [&](Idx j) {
                              Idx col = first_col + j;
-                             Value<std::int32_t> up = score(row - 1, col);
-                             Value<std::int32_t> best =
+                             // Locals, not Values: a Value is an expression that each
+                             // use evaluates again (`up` would be loaded again after
+                             // the store, which may alias it).
+                             Var<std::int32_t> up = score(row - 1, col);
+                             Var<std::int32_t> best =
                                  max(max(upper_left + reference(row, col), up - penalty), left - penalty);
                              score(row, col) = best;
                              left = best;

@@ -82,7 +82,7 @@ class GaussianWorkload final : public Workload {
   }
 
   void prepare(Size size) override {
-    system_ = ::rodinia::gaussian::internal_system(size == Size::Small ? 128 : size == Size::Medium ? 2048 : 4096);
+    system_ = ::rodinia::gaussian::internal_system(size == Size::Small ? 128 : size == Size::Medium ? 4096 : 8192);
     eliminator_ = std::make_unique<::rodinia::gaussian::Eliminator>(system_.n);
     canopy_ = Output();
     openmp_ = Output();

@@ -69,7 +69,7 @@ class LudWorkload final : public Workload {
   }
 
   void prepare(Size size) override {
-    n_ = size == Size::Small ? 256 : size == Size::Medium ? 2048 : 4096;
+    n_ = size == Size::Small ? 256 : size == Size::Medium ? 4096 : 8192;
     input_ = ::rodinia::lud::internal_matrix(n_);
     decomposer_ = std::make_unique<::rodinia::lud::Decomposer>(n_, kBlock);
     canopy_ = Floats();
