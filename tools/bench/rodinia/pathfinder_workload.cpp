@@ -22,7 +22,7 @@ class Pathfinder final : public Workload {
   void prepare(Size size) override {
     switch (size) {
       case Size::Small: walls_ = ::rodinia::pathfinder::generate(1000, 20); break;
-      case Size::Medium: walls_ = ::rodinia::pathfinder::generate(1000000, 100); break;
+      case Size::Medium: walls_ = ::rodinia::pathfinder::generate(1000000, 200); break;
       case Size::Large: walls_ = ::rodinia::pathfinder::generate(4000000, 100); break;
     }
   }
