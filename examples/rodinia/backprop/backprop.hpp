@@ -212,6 +212,8 @@ class Trainer {
                         [](InOut<float, 2> weights, InOut<float, 2> previous, In<float> delta, In<float> units) {
                           Idx k = index(0);
                           Var<double> unit("unit", cast<double>(units[k]));
+                          // Reserved up front: copying a Var (as a growing vector would)
+                          // declares a new local in the kernel.
                           std::vector<Var<float>> change, weight;
                           change.reserve(kHidden);
                           weight.reserve(kHidden);

@@ -220,6 +220,8 @@ class Decomposer {
     return RowsKernel("lud_rows_" + std::to_string(b),
                       [=](InOut<float, 2> a, In<float> panel, Val<std::int64_t> k0) {
                         Idx row = (n - 1) - index(0);
+                        // Reserved up front: copying a Var (as a growing vector
+                        // would) declares a new local in the kernel.
                         std::vector<Var<float>> l;
                         l.reserve(static_cast<std::size_t>(b));
                         for (std::int64_t p = 0; p < b; ++p) {
