@@ -13,6 +13,11 @@
 // the merged sums at the pause, divides, and writes the next centres. The
 // points stay on the devices across rounds; each round moves only the
 // centres in and the sums out.
+//
+// The centres are stored by feature, and a pass over a point's features
+// computes the distances to four centres at once: four independent sums
+// (each still the features in order, in float, as Rodinia adds them) that
+// the JIT packs into one vector, instead of one long chain of dependent adds.
 #pragma once
 
 #include <algorithm>
