@@ -69,6 +69,22 @@ std::string cpu_model(hwloc_topology_t topology) {
   return {};
 }
 
+/// The data and unified caches above `core`, innermost first.
+std::vector<CacheLevel> caches_of(hwloc_topology_t topology, hwloc_obj_t core) {
+  std::vector<CacheLevel> caches;
+  for (hwloc_obj_t obj = core; obj != nullptr; obj = obj->parent) {
+    if (!hwloc_obj_type_is_dcache(obj->type) || obj->attr == nullptr) continue;
+    CacheLevel cache;
+    cache.level = static_cast<int>(obj->attr->cache.depth);
+    cache.bytes = static_cast<std::int64_t>(obj->attr->cache.size);
+    cache.line_bytes = static_cast<int>(obj->attr->cache.linesize);
+    cache.cores_sharing =
+        std::max(1, hwloc_get_nbobjs_inside_cpuset_by_type(topology, obj->cpuset, core_type(topology)));
+    caches.push_back(cache);
+  }
+  return caches;
+}
+
 NodeInventory inventory_of(hwloc_topology_t topology) {
   NodeInventory node;
   hwloc_obj_type_t type = core_type(topology);
@@ -82,6 +98,7 @@ NodeInventory inventory_of(hwloc_topology_t topology) {
         {static_cast<int>(numa->logical_index), static_cast<std::int64_t>(numa->attr->numanode.local_memory)});
   }
   node.cpu_model = cpu_model(topology);
+  if (core_count > 0) node.caches = caches_of(topology, hwloc_get_obj_by_type(topology, type, 0));
   return node;
 }
 

@@ -62,6 +62,17 @@ struct AbsentBackend {
   bool operator==(const AbsentBackend&) const = default;
 };
 
+/// One level of the data caches a core sees, from hwloc (data and unified
+/// caches; instruction caches are left out). The machine model
+/// (machine_model.hpp) reads cache sizes and the line size from these.
+struct CacheLevel {
+  int level = 0;           ///< 1 for L1, 2 for L2, ...
+  std::int64_t bytes = 0;  ///< size of one cache of this level
+  int line_bytes = 0;      ///< its line size, 0 when hwloc does not say
+  int cores_sharing = 0;   ///< cores below one cache of this level (1: private)
+  bool operator==(const CacheLevel&) const = default;
+};
+
 /// What this node has.
 struct NodeInventory {
   std::vector<CoreInfo> cores;            ///< in hwloc's logical order
@@ -71,6 +82,8 @@ struct NodeInventory {
   std::vector<DiscoveredDevice> devices;  ///< accelerators, in backend order
   std::vector<AbsentBackend> absent;      ///< backends that found nothing, with the reason
   std::string source;                     ///< "hwloc", "hwloc synthetic: ...", "hwloc XML: PATH"
+  /// The first core's data caches, L1 first; empty when hwloc shows none.
+  std::vector<CacheLevel> caches;
   bool operator==(const NodeInventory&) const = default;
 };
 

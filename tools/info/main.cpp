@@ -6,12 +6,14 @@
 //   canopy-info --json     the same as JSON
 //   canopy-info --dot      the tree for Graphviz
 //   canopy-info --config   the tree in Gecko's configuration format
+//   canopy-info --model    the machine model per leaf (calibrated once, then read from the cache directory)
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include <canopy/canopy.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
+#include <canopy/runtime/machine_model.hpp>
 
 namespace {
 
@@ -52,11 +54,12 @@ std::string json(const canopy::Runtime& rt) {
 
 int usage(std::FILE* out, int status) {
   std::fprintf(out,
-               "usage: canopy-info [--json | --dot | --config]\n"
+               "usage: canopy-info [--json | --dot | --config | --model]\n"
                "  (no option)  devices found, backends absent and why, the location tree\n"
                "  --json       the same as JSON\n"
                "  --dot        the location tree as a Graphviz digraph\n"
-               "  --config     the location tree in Gecko's configuration format\n");
+               "  --config     the location tree in Gecko's configuration format\n"
+               "  --model      each leaf's cores, caches, measured bandwidth, flop rates and launch latency\n");
   return status;
 }
 
@@ -64,7 +67,8 @@ int usage(std::FILE* out, int status) {
 
 int main(int argc, char** argv) {
   const std::string option = argc > 1 ? argv[1] : "";
-  if (argc > 2 || (!option.empty() && option != "--json" && option != "--dot" && option != "--config")) {
+  if (argc > 2 ||
+      (!option.empty() && option != "--json" && option != "--dot" && option != "--config" && option != "--model")) {
     if (option == "--help" || option == "-h") return usage(stdout, 0);
     std::fprintf(stderr, "canopy-info: unknown argument '%s'\n", argc > 2 ? argv[2] : option.c_str());
     return usage(stderr, 2);
@@ -77,6 +81,8 @@ int main(int argc, char** argv) {
       std::fputs(rt.hierarchy().to_dot().c_str(), stdout);
     else if (option == "--config")
       std::fputs(rt.hierarchy().to_config().c_str(), stdout);
+    else if (option == "--model")
+      std::fputs(canopy::MachineModel::load_or_calibrate(rt).describe().c_str(), stdout);
     else
       std::fputs(rt.describe().c_str(), stdout);
   } catch (const canopy::Error& e) {

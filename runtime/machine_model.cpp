@@ -1,0 +1,678 @@
+#include "machine_model.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <canopy/dsl/dsl.hpp>
+#include <canopy/ir/error.hpp>
+#include <canopy/jit/hash.hpp>
+
+#include "runtime.hpp"
+
+#ifndef CANOPY_VERSION_STRING
+#define CANOPY_VERSION_STRING "unknown"
+#endif
+
+namespace canopy {
+
+namespace {
+
+constexpr std::string_view kMagic = "canopy-machine-model 1";
+
+/// `text` on one line without tabs, for the fingerprint and the file's fields.
+std::string one_line(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  return out;
+}
+
+// ---- what the OS and discovery say about a leaf -----------------------------
+
+/// The clock of processing unit `pu` in GHz: cpufreq's maximum, else
+/// /proc/cpuinfo's current "cpu MHz", else 0.
+double clock_ghz_of(unsigned pu) {
+  std::ifstream max_freq("/sys/devices/system/cpu/cpu" + std::to_string(pu) + "/cpufreq/cpuinfo_max_freq");
+  double khz = 0;
+  if (max_freq >> khz && khz > 0) return khz / 1e6;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  long processor = -1;
+  double first_mhz = 0;
+  while (std::getline(cpuinfo, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    if (key == "processor") processor = std::strtol(line.c_str() + colon + 1, nullptr, 10);
+    if (key == "cpu MHz") {
+      const double mhz = std::strtod(line.c_str() + colon + 1, nullptr);
+      if (first_mhz == 0) first_mhz = mhz;
+      if (processor == static_cast<long>(pu) && mhz > 0) return mhz / 1e3;
+    }
+  }
+  return first_mhz / 1e3;
+}
+
+/// The largest (last-level) cache of the inventory, or null.
+const CacheLevel* last_level(const std::vector<CacheLevel>& caches) {
+  const CacheLevel* last = nullptr;
+  for (const auto& c : caches)
+    if (!last || c.level > last->level) last = &c;
+  return last;
+}
+
+/// What discovery knows of `leaf`, before measuring.
+LeafModel describe_leaf(const NodeInventory& node, const Location& leaf) {
+  const LocationTraits& traits = leaf.traits();
+  LeafModel m;
+  m.leaf = leaf.name();
+  m.kind = leaf.kind();
+  m.device = traits.device;
+  m.model = traits.model;
+  m.cores = traits.cores;
+  m.vector_bytes = traits.vector_width;
+  if (leaf.kind() == LocationKind::Cpu) {
+    if (m.cores == 0) m.cores = static_cast<int>(traits.pus.size());
+    if (m.vector_bytes == 0) m.vector_bytes = node.vector_width;
+    m.caches = node.caches;
+    for (const auto& c : m.caches)
+      if (c.line_bytes > 0) {
+        m.line_bytes = c.line_bytes;
+        break;
+      }
+    if (const CacheLevel* llc = last_level(m.caches)) {
+      // Each last-level cache the leaf's cores sit below, counted once.
+      std::vector<int> l3s;
+      for (unsigned pu : traits.pus)
+        for (const auto& core : node.cores)
+          if (core.pu == pu && core.l3 >= 0 && std::find(l3s.begin(), l3s.end(), core.l3) == l3s.end())
+            l3s.push_back(core.l3);
+      std::int64_t count = static_cast<std::int64_t>(l3s.size());
+      if (count == 0 || llc->level != 3)
+        count = (std::max(1, m.cores) + std::max(1, llc->cores_sharing) - 1) / std::max(1, llc->cores_sharing);
+      m.cache_bytes = llc->bytes * count;
+    }
+    m.clock_ghz = clock_ghz_of(traits.pus.empty() ? 0u : traits.pus.front());
+    if (m.clock_ghz > 0 && m.cores > 0 && m.vector_bytes > 0)
+      m.peak_gflops = m.cores * (m.vector_bytes / 8.0) * 2.0 * m.clock_ghz;
+  }
+  return m;
+}
+
+// ---- the calibration kernels ------------------------------------------------
+
+/// Independent multiply-add chains: enough work per point to be compute
+/// bound, no loop, so the CPU JIT vectorises across points.
+template <class T>
+Kernel<void(Out<T>, In<T>, Val<T>, Val<T>)> flops_kernel() {
+  constexpr int kChains = 8, kSteps = 16;
+  return Kernel<void(Out<T>, In<T>, Val<T>, Val<T>)>(
+      std::is_same_v<T, double> ? "canopy_model_flops_f64" : "canopy_model_flops_f32",
+      [](Out<T> out, In<T> in, Val<T> s, Val<T> t) {
+        Idx i = index(0);
+        Value<T> x = in[i];
+        std::array<Value<T>, kChains> chain;
+        for (int c = 0; c < kChains; ++c) chain[static_cast<std::size_t>(c)] = x + static_cast<T>(c);
+        for (int step = 0; step < kSteps; ++step)
+          for (auto& v : chain) v = v * s + t;
+        Value<T> sum = chain[0];
+        for (int c = 1; c < kChains; ++c) sum = sum + chain[static_cast<std::size_t>(c)];
+        out[i] = sum;
+      },
+      {"out", "in", "s", "t"});
+}
+
+/// Best wall time of `repeats` launch + pause, after one warm-up (which
+/// compiles the kernel and copies the arrays to a device).
+template <class Launch>
+double best_seconds(Runtime& rt, int repeats, Launch&& launch, bool warm_up = true) {
+  if (warm_up) {
+    launch();
+    rt.pause();
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    launch();
+    rt.pause();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+/// Time spent on the work itself: the launch's time less the latency,
+/// never below a tenth of the launch's time.
+double work_seconds(double launch, double latency) { return std::max(launch - latency, launch * 0.1); }
+
+struct Arrays {
+  Array<double> a, b, c, one;
+  Array<float> fa, fb;
+  std::int64_t points = 0;
+  std::int64_t float_points = 0;
+};
+
+struct Kernels {
+  Kernel<void(Out<double>, In<double>, In<double>, Val<double>)> triad{
+      "canopy_model_triad",
+      [](Out<double> a, In<double> b, In<double> c, Val<double> s) {
+        Idx i = index(0);
+        a[i] = b[i] + s * c[i];
+      },
+      {"a", "b", "c", "s"}};
+  Kernel<void(Out<double>)> empty{"canopy_model_empty", [](Out<double> a) { a[index(0)] = 0.0; }, {"a"}};
+  Kernel<void(Out<double>, In<double>, Val<double>, Val<double>)> flops64 = flops_kernel<double>();
+  Kernel<void(Out<float>, In<float>, Val<float>, Val<float>)> flops32 = flops_kernel<float>();
+};
+
+/// The measured rate, in the flops cost_of counts for `kernel`, of a compute
+/// kernel on `leaf`: more points until a launch takes 2 ms or the arrays
+/// end. Short launches, the best of several, keep the data in cache and are
+/// least disturbed by other work on the node.
+template <class T, class K>
+double measure_gflops(Runtime& rt, const MachineModel& model, const LeafModel& leaf, const K& kernel,
+                      const Array<T>& out, const Array<T>& in, std::int64_t available, int repeats) {
+  const double per_point = ir::cost_of(kernel.ir(), model.cost_options(leaf.leaf)).flops;
+  std::int64_t points = std::min<std::int64_t>(available, 1 << 16);
+  double seconds = 0;
+  for (int round = 0; round < 6; ++round) {
+    seconds = best_seconds(
+        rt, repeats,
+        [&] { rt.region(kernel).over(points).at(leaf.leaf).launch(out, in, static_cast<T>(0.5), static_cast<T>(1)); },
+        round == 0);
+    const double work = work_seconds(seconds, leaf.launch_seconds);
+    if (work >= 0.002 || points >= available) break;
+    const double grow = std::clamp(0.0025 / std::max(work, 1e-6), 2.0, 64.0);
+    points = std::min<std::int64_t>(available, static_cast<std::int64_t>(static_cast<double>(points) * grow));
+  }
+  return per_point * static_cast<double>(points) / work_seconds(seconds, leaf.launch_seconds) / 1e9;
+}
+
+void measure_leaf(Runtime& rt, const MachineModel& model, LeafModel& leaf, const Kernels& k, const Arrays& arrays,
+                  const CalibrationOptions& options) {
+  const std::string& at = leaf.leaf;
+  leaf.launch_seconds =
+      best_seconds(rt, options.latency_repeats, [&] { rt.region(k.empty).over(1).at(at).launch(arrays.one); });
+  const double triad = best_seconds(rt, options.repeats, [&] {
+    rt.region(k.triad).over(arrays.points).at(at).launch(arrays.a, arrays.b, arrays.c, 0.4);
+  });
+  const double triad_bytes = ir::cost_of(k.triad.ir(), model.cost_options(at)).bytes();
+  leaf.bandwidth_gbs =
+      triad_bytes * static_cast<double>(arrays.points) / work_seconds(triad, leaf.launch_seconds) / 1e9;
+  leaf.gflops_f64 =
+      measure_gflops<double>(rt, model, leaf, k.flops64, arrays.a, arrays.b, arrays.points, options.repeats + 2);
+  leaf.gflops_f32 =
+      measure_gflops<float>(rt, model, leaf, k.flops32, arrays.fa, arrays.fb, arrays.float_points, options.repeats + 2);
+  leaf.calibrated = true;
+}
+
+// ---- the file ---------------------------------------------------------------
+
+std::string number(double value) { return fmt::format("{:.17g}", value); }
+
+std::string caches_text(const std::vector<CacheLevel>& caches) {
+  std::string text;
+  for (const auto& c : caches) {
+    if (!text.empty()) text += ',';
+    text += fmt::format("{}:{}:{}:{}", c.level, c.bytes, c.line_bytes, c.cores_sharing);
+  }
+  return text;
+}
+
+std::optional<std::vector<CacheLevel>> parse_caches(const std::string& text) {
+  std::vector<CacheLevel> caches;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    CacheLevel c;
+    long long bytes = 0;
+    char tail = 0;
+    if (std::sscanf(item.c_str(), "%d:%lld:%d:%d%c", &c.level, &bytes, &c.line_bytes, &c.cores_sharing, &tail) != 4)
+      return std::nullopt;
+    c.bytes = bytes;
+    caches.push_back(c);
+  }
+  return caches;
+}
+
+std::optional<LocationKind> kind_named(std::string_view name) {
+  for (auto kind :
+       {LocationKind::Virtual, LocationKind::HostMemory, LocationKind::UnifiedMemory, LocationKind::FileMemory,
+        LocationKind::Cpu, LocationKind::OpenCL, LocationKind::Cuda, LocationKind::LevelZero})
+    if (name_of(kind) == name) return kind;
+  return std::nullopt;
+}
+
+std::string leaf_line(const LeafModel& m) {
+  std::string line = "leaf";
+  auto field = [&](std::string_view key, const std::string& value) {
+    line += '\t';
+    line += key;
+    line += '=';
+    line += one_line(value);
+  };
+  field("name", m.leaf);
+  field("kind", std::string(name_of(m.kind)));
+  field("device", m.device);
+  field("model", m.model);
+  field("cores", std::to_string(m.cores));
+  field("vector_bytes", std::to_string(m.vector_bytes));
+  field("line_bytes", std::to_string(m.line_bytes));
+  field("caches", caches_text(m.caches));
+  field("cache_bytes", std::to_string(m.cache_bytes));
+  field("clock_ghz", number(m.clock_ghz));
+  field("peak_gflops", number(m.peak_gflops));
+  field("gflops_f64", number(m.gflops_f64));
+  field("gflops_f32", number(m.gflops_f32));
+  field("bandwidth_gbs", number(m.bandwidth_gbs));
+  field("launch_seconds", number(m.launch_seconds));
+  field("calibrated", m.calibrated ? "1" : "0");
+  field("note", m.note);
+  return line + '\n';
+}
+
+std::optional<LeafModel> parse_leaf(const std::string& line) {
+  std::map<std::string, std::string> fields;
+  std::stringstream in(line);
+  std::string item;
+  std::getline(in, item, '\t');
+  if (item != "leaf") return std::nullopt;
+  while (std::getline(in, item, '\t')) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    fields[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  for (const char* key :
+       {"name", "kind", "device", "model", "cores", "vector_bytes", "line_bytes", "caches", "cache_bytes", "clock_ghz",
+        "peak_gflops", "gflops_f64", "gflops_f32", "bandwidth_gbs", "launch_seconds", "calibrated", "note"})
+    if (!fields.count(key)) return std::nullopt;
+  LeafModel m;
+  auto integer = [&](const char* key, auto& out) {
+    char* end = nullptr;
+    const std::string& text = fields[key];
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    out = static_cast<std::remove_reference_t<decltype(out)>>(v);
+    return !text.empty() && *end == '\0';
+  };
+  auto real = [&](const char* key, double& out) {
+    char* end = nullptr;
+    const std::string& text = fields[key];
+    out = std::strtod(text.c_str(), &end);
+    return !text.empty() && *end == '\0' && std::isfinite(out) && out >= 0;
+  };
+  auto kind = kind_named(fields["kind"]);
+  auto caches = parse_caches(fields["caches"]);
+  if (!kind || !caches) return std::nullopt;
+  m.leaf = fields["name"];
+  m.kind = *kind;
+  m.device = fields["device"];
+  m.model = fields["model"];
+  m.caches = std::move(*caches);
+  m.note = fields["note"];
+  int calibrated = 0;
+  const bool ok = integer("cores", m.cores) && integer("vector_bytes", m.vector_bytes) &&
+                  integer("line_bytes", m.line_bytes) && integer("cache_bytes", m.cache_bytes) &&
+                  real("clock_ghz", m.clock_ghz) && real("peak_gflops", m.peak_gflops) &&
+                  real("gflops_f64", m.gflops_f64) && real("gflops_f32", m.gflops_f32) &&
+                  real("bandwidth_gbs", m.bandwidth_gbs) && real("launch_seconds", m.launch_seconds) &&
+                  integer("calibrated", calibrated) && (calibrated == 0 || calibrated == 1);
+  if (!ok || m.leaf.empty() || m.line_bytes <= 0) return std::nullopt;
+  m.calibrated = calibrated == 1;
+  return m;
+}
+
+std::string hex64(std::uint64_t value) { return fmt::format("{:016x}", value); }
+
+std::string file_text(const MachineModel& model) {
+  std::string text = std::string(kMagic) + '\n';
+  text += "fingerprint\t" + one_line(model.fingerprint) + '\n';
+  for (const auto& leaf : model.leaves) text += leaf_line(leaf);
+  text += "end\t" + std::to_string(model.leaves.size()) + '\n';
+  return text + "checksum\t" + hex64(jit::hash64(text)) + '\n';
+}
+
+// ---- units for people ---------------------------------------------------------
+
+std::string bytes_text(std::int64_t bytes) {
+  if (bytes <= 0) return "?";
+  if (bytes % (1 << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes % (1 << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
+std::string rate_text(double value, const char* unit) {
+  if (value <= 0) return "?";
+  return fmt::format("{:.4g} {}", value, unit);
+}
+
+}  // namespace
+
+// ---- RatioCheck -------------------------------------------------------------
+
+double RatioCheck::difference() const {
+  if (!(predicted_a > 0 && predicted_b > 0 && measured_a > 0 && measured_b > 0))
+    return std::numeric_limits<double>::quiet_NaN();
+  return std::abs(predicted_ratio() / measured_ratio() - 1.0);
+}
+
+RatioCheck check_ratio(double predicted_a, double predicted_b, double measured_a, double measured_b) {
+  return RatioCheck{predicted_a, predicted_b, measured_a, measured_b};
+}
+
+// ---- fingerprint and paths ----------------------------------------------------
+
+std::string fingerprint_of(const NodeInventory& node, const Hierarchy& tree,
+                           const std::map<std::string, std::string>& drivers) {
+  std::string text = "canopy " CANOPY_VERSION_STRING "; cpu " + node.cpu_model + "; cores " +
+                     std::to_string(node.cores.size()) + "; vector " + std::to_string(node.vector_width);
+  text += "; numa";
+  for (const auto& n : node.numa_nodes) text += fmt::format(" {}:{}", n.index, n.capacity);
+  text += "; caches " + caches_text(node.caches);
+  for (const auto& d : node.devices) {
+    auto driver = drivers.find(d.id);
+    text += "; device " + d.id + " " + d.name + " [" + (driver == drivers.end() ? "" : driver->second) + "]";
+  }
+  if (tree.root())
+    for (const Location* leaf : tree.leaves(*tree.root())) {
+      const auto& t = leaf->traits();
+      text += fmt::format("; leaf {} {} cores={} pus=", leaf->name(), name_of(leaf->kind()), t.cores);
+      for (std::size_t i = 0; i < t.pus.size(); ++i) text += (i ? "," : "") + std::to_string(t.pus[i]);
+      if (!t.device.empty()) text += " device=" + t.device;
+    }
+  return one_line(text);
+}
+
+std::string fingerprint_of(Runtime& rt) {
+  std::map<std::string, std::string> drivers;
+  for (const auto& d : rt.node().devices)
+    if (auto device = rt.engine().device(d.id)) drivers[d.id] = device->info().fingerprint;
+  return fingerprint_of(rt.node(), rt.hierarchy(), drivers);
+}
+
+std::string machine_model_directory(const std::string& cache_dir) {
+  if (!cache_dir.empty()) return cache_dir;
+  if (const char* dir = std::getenv("CANOPY_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/canopy";
+  return "off";
+}
+
+std::string machine_model_path(const std::string& directory, const std::string& fingerprint) {
+  return (std::filesystem::path(directory) / ("machine-model-" + hex64(jit::hash64(fingerprint)) + ".txt")).string();
+}
+
+// ---- MachineModel -------------------------------------------------------------
+
+MachineModel MachineModel::calibrate(Runtime& rt, const CalibrationOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  MachineModel model;
+  model.fingerprint = fingerprint_of(rt);
+  model.source = "calibrated";
+  const Hierarchy tree = rt.hierarchy();
+  if (!tree.root()) return model;
+  for (const Location* leaf : tree.leaves(*tree.root())) model.leaves.push_back(describe_leaf(rt.node(), *leaf));
+  if (model.leaves.empty()) return model;
+
+  std::int64_t points = options.triad_points;
+  if (points <= 0) {
+    std::int64_t largest = 0;
+    for (const auto& leaf : model.leaves) largest = std::max(largest, leaf.cache_bytes);
+    points = std::clamp<std::int64_t>(3 * largest / 24, std::int64_t{1} << 21, std::int64_t{1} << 26);
+  }
+  Arrays arrays;
+  arrays.points = points;
+  arrays.float_points = std::max<std::int64_t>(1, points / 2);
+  arrays.a = rt.array<double>(points, named("model_a"));
+  arrays.b = rt.array<double>(points, named("model_b"));
+  arrays.c = rt.array<double>(points, named("model_c"));
+  arrays.one = rt.array<double>(1, named("model_one"));
+  arrays.fa = rt.array<float>(arrays.float_points, named("model_fa"));
+  arrays.fb = rt.array<float>(arrays.float_points, named("model_fb"));
+  {
+    // Written once so that the reads below come from memory: untouched
+    // zero-filled pages would all map the one zero page, which stays in cache.
+    auto a = arrays.a.host(), b = arrays.b.host(), c = arrays.c.host();
+    for (std::int64_t i = 0; i < points; ++i) a[i] = b[i] = c[i] = 1.0;
+    auto fa = arrays.fa.host(), fb = arrays.fb.host();
+    for (std::int64_t i = 0; i < arrays.float_points; ++i) fa[i] = fb[i] = 1.0f;
+  }
+  const Kernels kernels;
+  for (auto& leaf : model.leaves) {
+    try {
+      measure_leaf(rt, model, leaf, kernels, arrays, options);
+    } catch (const Error& e) {
+      leaf.calibrated = false;
+      leaf.note = one_line(std::string("calibration failed: ") + e.what());
+    }
+  }
+  model.calibration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return model;
+}
+
+MachineModel MachineModel::load_or_calibrate(Runtime& rt, const CalibrationOptions& options) {
+  const std::string directory = machine_model_directory(options.cache_dir);
+  const std::string fingerprint = fingerprint_of(rt);
+  std::string path;
+  if (directory != "off") {
+    path = machine_model_path(directory, fingerprint);
+    if (auto loaded = load(path); loaded && loaded->fingerprint == fingerprint) return std::move(*loaded);
+  }
+  MachineModel model = calibrate(rt, options);
+  if (!path.empty()) {
+    try {
+      model.save(path);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "canopy: the machine model is not kept between runs: %s\n", e.what());
+    }
+  }
+  return model;
+}
+
+std::optional<MachineModel> MachineModel::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  // The checksum line covers everything before it.
+  const auto at = text.rfind("checksum\t");
+  if (at == std::string::npos || (at > 0 && text[at - 1] != '\n')) return std::nullopt;
+  if (text.substr(at) != "checksum\t" + hex64(jit::hash64(std::string_view(text).substr(0, at))) + '\n')
+    return std::nullopt;
+  std::stringstream lines(text.substr(0, at));
+  std::string line;
+  if (!std::getline(lines, line) || line != kMagic) return std::nullopt;
+  MachineModel model;
+  if (!std::getline(lines, line) || line.rfind("fingerprint\t", 0) != 0) return std::nullopt;
+  model.fingerprint = line.substr(std::string_view("fingerprint\t").size());
+  bool ended = false;
+  while (std::getline(lines, line)) {
+    if (ended) return std::nullopt;
+    if (line.rfind("end\t", 0) == 0) {
+      if (line != "end\t" + std::to_string(model.leaves.size())) return std::nullopt;
+      ended = true;
+      continue;
+    }
+    auto leaf = parse_leaf(line);
+    if (!leaf) return std::nullopt;
+    model.leaves.push_back(std::move(*leaf));
+  }
+  if (!ended) return std::nullopt;
+  model.source = path;
+  return model;
+}
+
+void MachineModel::save(const std::string& path) const {
+  namespace fs = std::filesystem;
+  static std::atomic<unsigned> counter{0};
+  const fs::path target(path);
+  std::error_code error;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), error);
+  if (error)
+    throw Error("cannot create the directory of the machine model file '" + path + "': " + error.message() +
+                "; set CANOPY_CACHE_DIR to a writable directory");
+  const std::string temporary = path + fmt::format(".tmp.{}.{}", static_cast<long>(::getpid()), counter.fetch_add(1));
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    const std::string text = file_text(*this);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.flush();
+    if (!out) {
+      fs::remove(temporary, error);
+      throw Error("cannot write the machine model file '" + temporary +
+                  "'; set CANOPY_CACHE_DIR to a writable directory with free space");
+    }
+  }
+  fs::rename(temporary, target, error);
+  if (error) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    throw Error("cannot publish the machine model file '" + path + "': " + error.message());
+  }
+}
+
+const LeafModel* MachineModel::find(std::string_view leaf) const {
+  for (const auto& m : leaves)
+    if (m.leaf == leaf) return &m;
+  return nullptr;
+}
+
+const LeafModel& MachineModel::at(std::string_view leaf) const {
+  if (const LeafModel* m = find(leaf)) return *m;
+  std::string known;
+  for (const auto& m : leaves) known += (known.empty() ? "" : ", ") + m.leaf;
+  throw Error("the machine model has no leaf '" + std::string(leaf) +
+              "' (it knows: " + (known.empty() ? std::string("none") : known) +
+              "); the tree changed since it was calibrated: calibrate again (MachineModel::load_or_calibrate)");
+}
+
+ir::CostOptions MachineModel::cost_options(std::string_view leaf, ir::CostOptions base) const {
+  const LeafModel& m = at(leaf);
+  base.line_bytes = m.line_bytes > 0 ? m.line_bytes : base.line_bytes;
+  if (const CacheLevel* llc = last_level(m.caches)) {
+    double share = static_cast<double>(llc->bytes) / std::max(1, llc->cores_sharing);
+    for (const auto& c : m.caches)
+      if (c.level == 2 && c.level != llc->level) share += static_cast<double>(c.bytes) / std::max(1, c.cores_sharing);
+    base.cache_bytes = share / 2;
+  }
+  return base;
+}
+
+double MachineModel::throughput(const ir::KernelCost& cost, std::string_view leaf) const {
+  const LeafModel& m = at(leaf);
+  if (!m.calibrated || m.bandwidth_gbs <= 0 || m.gflops_f64 <= 0)
+    throw Error("the machine model has no measurements for leaf '" + m.leaf + "'" +
+                (m.note.empty() ? std::string() : " (" + m.note + ")") + "; calibrate again or leave it out");
+  const double f32_rate = m.gflops_f32 > 0 ? m.gflops_f32 : m.gflops_f64;
+  const double compute = cost.flops_f64 / (m.gflops_f64 * 1e9) + cost.flops_f32 / (f32_rate * 1e9);
+  const double memory = cost.bytes() / (m.bandwidth_gbs * 1e9);
+  const double per_point = std::max(compute, memory);
+  return per_point > 0 ? 1.0 / per_point : std::numeric_limits<double>::infinity();
+}
+
+double MachineModel::throughput(const ir::KernelCost& cost, const Location& leaf) const {
+  return throughput(cost, leaf.name());
+}
+
+double MachineModel::predict_seconds(const ir::KernelCost& cost, std::string_view leaf, std::int64_t points) const {
+  const double rate = throughput(cost, leaf);
+  const double work = points <= 0 || std::isinf(rate) ? 0.0 : static_cast<double>(points) / rate;
+  return at(leaf).launch_seconds + work;
+}
+
+double MachineModel::predict_seconds(const ir::KernelCost& cost, const Location& leaf, std::int64_t points) const {
+  return predict_seconds(cost, leaf.name(), points);
+}
+
+std::vector<double> MachineModel::balanced_shares(const ir::KernelCost& cost, const std::vector<std::string>& names,
+                                                  std::int64_t points) const {
+  const std::size_t n = names.size();
+  std::vector<double> rate(n), latency(n), shares(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    rate[i] = throughput(cost, names[i]);
+    latency[i] = at(names[i]).launch_seconds;
+  }
+  if (n == 0) return shares;
+  // A kernel that costs nothing: the leaf with the least latency takes it all.
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::isinf(rate[i])) {
+      std::size_t best = 0;
+      for (std::size_t j = 1; j < n; ++j)
+        if (latency[j] < latency[best]) best = j;
+      shares[best] = 1.0;
+      return shares;
+    }
+  // Equal finishing time t: leaf i runs (t - latency_i) * rate_i points; the
+  // leaves whose latency alone reaches t are left out, slowest to start first.
+  std::vector<bool> active(n, true);
+  const double total = static_cast<double>(std::max<std::int64_t>(points, 0));
+  for (;;) {
+    double rates = 0, weighted = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (active[i]) {
+        rates += rate[i];
+        weighted += latency[i] * rate[i];
+      }
+    const double t = (total + weighted) / rates;
+    std::size_t worst = n;
+    for (std::size_t i = 0; i < n; ++i)
+      if (active[i] && latency[i] >= t && (worst == n || latency[i] > latency[worst])) worst = i;
+    if (worst == n || std::count(active.begin(), active.end(), true) == 1) {
+      double sum = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        shares[i] = active[i] ? std::max(0.0, (t - latency[i]) * rate[i]) : 0.0;
+        sum += shares[i];
+      }
+      if (sum <= 0) {
+        // An empty range: in proportion to the rates.
+        sum = 0;
+        for (std::size_t i = 0; i < n; ++i) sum += (shares[i] = active[i] ? rate[i] : 0.0);
+      }
+      for (auto& s : shares) s /= sum;
+      return shares;
+    }
+    active[worst] = false;
+  }
+}
+
+std::string MachineModel::describe() const {
+  std::string text = fmt::format("machine model: {} leaves ({}", leaves.size(), source.empty() ? "?" : source);
+  if (calibration_seconds > 0) text += fmt::format(", calibration took {:.3f} s", calibration_seconds);
+  text += ")\n";
+  text += fmt::format("{:<12} {:<7} {:>5} {:>6} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "leaf", "kind",
+                      "cores", "vector", "line", "clock", "peak f64", "f64", "f32", "bandwidth", "latency", "caches");
+  for (const auto& m : leaves) {
+    std::string caches;
+    for (const auto& c : m.caches)
+      caches += fmt::format("{}L{} {}{}", caches.empty() ? "" : ", ", c.level, bytes_text(c.bytes),
+                            c.cores_sharing > 1 ? fmt::format(" (shared by {})", c.cores_sharing) : "");
+    if (caches.empty()) caches = "?";
+    text += fmt::format("{:<12} {:<7} {:>5} {:>6} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", m.leaf,
+                        name_of(m.kind), m.cores, m.vector_bytes > 0 ? fmt::format("{} B", m.vector_bytes) : "?",
+                        fmt::format("{} B", m.line_bytes), rate_text(m.clock_ghz, "GHz"),
+                        rate_text(m.peak_gflops, "GF/s"), rate_text(m.gflops_f64, "GF/s"),
+                        rate_text(m.gflops_f32, "GF/s"), rate_text(m.bandwidth_gbs, "GB/s"),
+                        m.launch_seconds > 0 ? fmt::format("{:.3g} us", m.launch_seconds * 1e6) : "?", caches);
+    if (!m.model.empty() || !m.note.empty())
+      text += fmt::format("{:<12} {}{}{}\n", "", m.model, !m.model.empty() && !m.note.empty() ? "; " : "", m.note);
+  }
+  text +=
+      "bandwidth: STREAM triad in the cost model's bytes (32 per point); f64/f32: measured multiply-add chains; "
+      "latency: launch + pause of one point\n";
+  text += "fingerprint: " + fingerprint + "\n";
+  return text;
+}
+
+std::ostream& operator<<(std::ostream& out, const MachineModel& model) { return out << model.describe(); }
+
+}  // namespace canopy
