@@ -436,11 +436,25 @@ struct Engine::State {
   }
 };
 
-Engine::Engine() : state_(std::make_unique<State>()) {
+Engine::Engine(const RuntimeOptions& options) : state_(std::make_unique<State>()) {
   state_->inventory = discover_node();
+  if (!options.pus.empty()) {
+    std::erase_if(state_->inventory.cores, [&](const CoreInfo& core) {
+      return std::find(options.pus.begin(), options.pus.end(), core.pu) == options.pus.end();
+    });
+    if (state_->inventory.cores.empty())
+      throw Error("the runtime was given processing units none of which is a core of this node");
+  }
   // The preferred API first: a GPU that CUDA or Level Zero drives is not used
   // again through OpenCL.
-  for (auto& found : backends::discover_devices()) state_->add_backend(std::move(found));
+  for (auto& found : backends::discover_devices()) {
+    if (options.device_ids)
+      std::erase_if(found.devices, [&](const std::shared_ptr<backends::Device>& d) {
+        return std::find(options.device_ids->begin(), options.device_ids->end(), d->info().id) ==
+               options.device_ids->end();
+      });
+    state_->add_backend(std::move(found));
+  }
   if (const char* config = std::getenv("CANOPY_CONFIG"); config && *config)
     state_->tree = load_config_file(config, state_->inventory);
   else

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -34,6 +35,16 @@ struct RegionRequest {
   std::vector<ArgRef> args;
 };
 
+/// What part of the node a runtime may use: all of it by default. Several
+/// processes on one node (the ranks of an MPI job) each take a disjoint part.
+struct RuntimeOptions {
+  /// Only these processing units (hwloc OS indexes) make CPU leaves; empty: all.
+  std::vector<unsigned> pus;
+  /// Only these devices ("opencl:1", "cuda:0") may be used; empty: all.
+  /// CANOPY_DEVICES still applies on top.
+  std::optional<std::vector<std::string>> device_ids;
+};
+
 /// A region in flight: done when all its pieces are; reduction results once done.
 struct RegionHandle {
   CompletionPtr completion;
@@ -43,8 +54,8 @@ struct RegionHandle {
 class Engine {
  public:
   /// Discovers this node (hwloc) and builds its default hierarchy, or loads
-  /// $CANOPY_CONFIG when it is set.
-  Engine();
+  /// $CANOPY_CONFIG when it is set, within what `options` allow.
+  explicit Engine(const RuntimeOptions& options = {});
   /// Waits for the regions in flight, then stops the workers.
   ~Engine();
   Engine(const Engine&) = delete;

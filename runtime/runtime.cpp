@@ -4,6 +4,8 @@ namespace canopy {
 
 Runtime::Runtime() : engine_(std::make_unique<runtime::Engine>()) {}
 
+Runtime::Runtime(const runtime::RuntimeOptions& options) : engine_(std::make_unique<runtime::Engine>(options)) {}
+
 Runtime::~Runtime() = default;
 
 void Runtime::pause() { engine_->pause(); }

@@ -28,6 +28,9 @@ class Runtime {
  public:
   /// Discovers this node's cores and devices and starts a worker per leaf.
   Runtime();
+  /// The same within the part of the node `options` allow (the cores and
+  /// devices of one rank of an MPI job on a shared node).
+  explicit Runtime(const runtime::RuntimeOptions& options);
   /// Waits for the regions still running, then stops the workers.
   ~Runtime();
   Runtime(const Runtime&) = delete;

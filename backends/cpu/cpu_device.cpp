@@ -90,7 +90,9 @@ std::shared_ptr<CpuProgram> CpuDevice::compile_program(std::shared_ptr<const ir:
   auto program = std::make_shared<CpuProgram>();
   program->entry = jit::CpuCompiler::shared().compile(*optimized).entry;
   program->layout = jit::cpu_arg_layout(*optimized);
-  program->inline_points = has_loops(*optimized) ? 256 : 16384;
+  // A point with a loop may be any amount of work: spread every range of two
+  // points or more over the threads.
+  program->inline_points = has_loops(*optimized) ? 2 : 16384;
   bool reduces = false;
   for (const auto& p : optimized->params) reduces = reduces || p.is_reduction();
   if (auto candidates = jit::streaming_candidates(*optimized); !candidates.empty() && !reduces) {
