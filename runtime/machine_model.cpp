@@ -17,6 +17,7 @@
 
 #include <canopy/dsl/dsl.hpp>
 #include <canopy/ir/error.hpp>
+#include <canopy/jit/cpu_compiler.hpp>
 #include <canopy/jit/hash.hpp>
 
 #include "runtime.hpp"
@@ -156,9 +157,14 @@ double best_seconds(Runtime& rt, int repeats, Launch&& launch, bool warm_up = tr
 /// never below a tenth of the launch's time.
 double work_seconds(double launch, double latency) { return std::max(launch - latency, launch * 0.1); }
 
+/// Columns of the access-rate stencil's grid, and its most rows.
+constexpr std::int64_t kGridCols = 512;
+constexpr std::int64_t kGridRows = 4096;
+
 struct Arrays {
   Array<double> a, b, c, one;
   Array<float> fa, fb;
+  Array<double, 2> grid_in, grid_out;  ///< (kGridRows + 2) x (kGridCols + 2)
   std::int64_t points = 0;
   std::int64_t float_points = 0;
 };
@@ -174,47 +180,121 @@ struct Kernels {
   Kernel<void(Out<double>)> empty{"canopy_model_empty", [](Out<double> a) { a[index(0)] = 0.0; }, {"a"}};
   Kernel<void(Out<double>, In<double>, Val<double>, Val<double>)> flops64 = flops_kernel<double>();
   Kernel<void(Out<float>, In<float>, Val<float>, Val<float>)> flops32 = flops_kernel<float>();
+  /// Five loads and a store a point, vectorisable along rows: the rate a
+  /// leaf issues loads and stores when the bytes are not what limits it.
+  Kernel<void(Out<double, 2>, In<double, 2>)> stencil{
+      "canopy_model_stencil",
+      [](Out<double, 2> out, In<double, 2> in) {
+        Idx i = index(0), j = index(1);
+        out(i + 1, j + 1) =
+            0.2 * (in(i, j + 1) + in(i + 2, j + 1) + in(i + 1, j) + in(i + 1, j + 2) + in(i + 1, j + 1));
+      },
+      {"out", "in"}};
 };
 
-/// The measured rate, in the flops cost_of counts for `kernel`, of a compute
-/// kernel on `leaf`: more points until a launch takes 2 ms or the arrays
-/// end. Short launches, the best of several, keep the data in cache and are
-/// least disturbed by other work on the node.
+/// A rate on `leaf`, in units of `per_point` a point per ns (1e9/s):
+/// `launch(count)` runs `count` x `unit` points; count grows from `first`
+/// until a launch takes 2 ms or reaches `most`. Short launches, the best of
+/// several, keep the data in cache and are least disturbed by other work on
+/// the node.
+template <class Launch>
+double measure_rate(Runtime& rt, const LeafModel& leaf, double per_point, std::int64_t unit, std::int64_t first,
+                    std::int64_t most, int repeats, Launch&& launch) {
+  std::int64_t count = std::min(first, most);
+  double seconds = 0;
+  for (int round = 0; round < 6; ++round) {
+    seconds = best_seconds(
+        rt, repeats, [&] { launch(count); }, round == 0);
+    const double work = work_seconds(seconds, leaf.launch_seconds);
+    if (work >= 0.002 || count >= most) break;
+    const double grow = std::clamp(0.0025 / std::max(work, 1e-6), 2.0, 64.0);
+    count = std::min<std::int64_t>(most, static_cast<std::int64_t>(static_cast<double>(count) * grow));
+  }
+  return per_point * static_cast<double>(count * unit) / work_seconds(seconds, leaf.launch_seconds) / 1e9;
+}
+
+/// The flop rate, in the flops cost_of counts, of a multiply-add kernel.
 template <class T, class K>
 double measure_gflops(Runtime& rt, const MachineModel& model, const LeafModel& leaf, const K& kernel,
                       const Array<T>& out, const Array<T>& in, std::int64_t available, int repeats) {
   const double per_point = ir::cost_of(kernel.ir(), model.cost_options(leaf.leaf)).flops;
-  std::int64_t points = std::min<std::int64_t>(available, 1 << 16);
-  double seconds = 0;
-  for (int round = 0; round < 6; ++round) {
-    seconds = best_seconds(
-        rt, repeats,
-        [&] { rt.region(kernel).over(points).at(leaf.leaf).launch(out, in, static_cast<T>(0.5), static_cast<T>(1)); },
-        round == 0);
-    const double work = work_seconds(seconds, leaf.launch_seconds);
-    if (work >= 0.002 || points >= available) break;
-    const double grow = std::clamp(0.0025 / std::max(work, 1e-6), 2.0, 64.0);
-    points = std::min<std::int64_t>(available, static_cast<std::int64_t>(static_cast<double>(points) * grow));
-  }
-  return per_point * static_cast<double>(points) / work_seconds(seconds, leaf.launch_seconds) / 1e9;
+  return measure_rate(rt, leaf, per_point, 1, 1 << 16, available, repeats, [&](std::int64_t points) {
+    rt.region(kernel).over(points).at(leaf.leaf).launch(out, in, static_cast<T>(0.5), static_cast<T>(1));
+  });
 }
 
-void measure_leaf(Runtime& rt, const MachineModel& model, LeafModel& leaf, const Kernels& k, const Arrays& arrays,
-                  const CalibrationOptions& options) {
-  const std::string& at = leaf.leaf;
-  leaf.launch_seconds =
-      best_seconds(rt, options.latency_repeats, [&] { rt.region(k.empty).over(1).at(at).launch(arrays.one); });
-  const double triad = best_seconds(rt, options.repeats, [&] {
-    rt.region(k.triad).over(arrays.points).at(at).launch(arrays.a, arrays.b, arrays.c, 0.4);
+/// Loads and stores issued per ns by the grid stencil, as cost_of counts them.
+double measure_access_rate(Runtime& rt, const MachineModel& model, const LeafModel& leaf, const Kernels& k,
+                           const Arrays& arrays, int repeats) {
+  const double per_point = ir::cost_of(k.stencil.ir(), model.cost_options(leaf.leaf)).accesses();
+  return measure_rate(rt, leaf, per_point, kGridCols, 64, kGridRows, repeats, [&](std::int64_t rows) {
+    rt.region(k.stencil).over(rows, kGridCols).at(leaf.leaf).launch(arrays.grid_out, arrays.grid_in);
   });
-  const double triad_bytes = ir::cost_of(k.triad.ir(), model.cost_options(at)).bytes();
-  leaf.bandwidth_gbs =
-      triad_bytes * static_cast<double>(arrays.points) / work_seconds(triad, leaf.launch_seconds) / 1e9;
-  leaf.gflops_f64 =
-      measure_gflops<double>(rt, model, leaf, k.flops64, arrays.a, arrays.b, arrays.points, options.repeats + 2);
-  leaf.gflops_f32 =
-      measure_gflops<float>(rt, model, leaf, k.flops32, arrays.fa, arrays.fb, arrays.float_points, options.repeats + 2);
-  leaf.calibrated = true;
+}
+
+/// Wall time of one launch + pause.
+template <class Launch>
+double seconds_of(Runtime& rt, Launch&& launch) {
+  const auto start = std::chrono::steady_clock::now();
+  launch();
+  rt.pause();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Runs `phase` on every leaf still calibrating; a leaf that fails is left
+/// out of the later phases, with the reason in its note.
+template <class Phase>
+void on_each_leaf(std::vector<LeafModel>& leaves, Phase&& phase) {
+  for (auto& leaf : leaves) {
+    if (!leaf.note.empty()) continue;
+    try {
+      phase(leaf);
+    } catch (const Error& e) {
+      leaf.note = one_line(std::string("calibration failed: ") + e.what());
+    }
+  }
+}
+
+/// Measures every leaf. The latency and triad launches go round the leaves
+/// in turn (a, b, a, b, ...), so that other work starting or stopping on the
+/// node disturbs all leaves alike and their ratio stays right.
+void measure_leaves(Runtime& rt, MachineModel& model, const Kernels& k, const Arrays& arrays,
+                    const CalibrationOptions& options) {
+  auto empty = [&](const std::string& at) { rt.region(k.empty).over(1).at(at).launch(arrays.one); };
+  auto triad = [&](const std::string& at) {
+    rt.region(k.triad).over(arrays.points).at(at).launch(arrays.a, arrays.b, arrays.c, 0.4);
+  };
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  std::map<std::string, double> best_triad;
+  on_each_leaf(model.leaves, [&](LeafModel& leaf) {  // warm-up: compile, copy the arrays to a device
+    seconds_of(rt, [&] { empty(leaf.leaf); });
+    seconds_of(rt, [&] { triad(leaf.leaf); });
+    leaf.launch_seconds = kNever;
+    best_triad[leaf.leaf] = kNever;
+  });
+  for (int r = 0; r < std::max(1, options.latency_repeats); ++r)
+    on_each_leaf(model.leaves, [&](LeafModel& leaf) {
+      leaf.launch_seconds = std::min(leaf.launch_seconds, seconds_of(rt, [&] { empty(leaf.leaf); }));
+    });
+  for (int r = 0; r < std::max(1, options.repeats); ++r)
+    on_each_leaf(model.leaves, [&](LeafModel& leaf) {
+      best_triad[leaf.leaf] = std::min(best_triad[leaf.leaf], seconds_of(rt, [&] { triad(leaf.leaf); }));
+    });
+  on_each_leaf(model.leaves, [&](LeafModel& leaf) {
+    const double triad_bytes = model.cost_of(k.triad.ir(), leaf.leaf, {arrays.points, 0, 0}).bytes();
+    leaf.bandwidth_gbs = triad_bytes * static_cast<double>(arrays.points) /
+                         work_seconds(best_triad[leaf.leaf], leaf.launch_seconds) / 1e9;
+    leaf.gflops_f64 =
+        measure_gflops<double>(rt, model, leaf, k.flops64, arrays.a, arrays.b, arrays.points, options.repeats + 2);
+    leaf.gflops_f32 = measure_gflops<float>(rt, model, leaf, k.flops32, arrays.fa, arrays.fb, arrays.float_points,
+                                            options.repeats + 2);
+    leaf.access_gps = measure_access_rate(rt, model, leaf, k, arrays, options.repeats + 2);
+    leaf.calibrated = true;
+  });
+  for (auto& leaf : model.leaves)
+    if (!leaf.calibrated) {
+      leaf.launch_seconds = leaf.bandwidth_gbs = leaf.gflops_f64 = leaf.gflops_f32 = leaf.access_gps = 0;
+    }
 }
 
 // ---- the file ---------------------------------------------------------------
@@ -276,6 +356,7 @@ std::string leaf_line(const LeafModel& m) {
   field("gflops_f64", number(m.gflops_f64));
   field("gflops_f32", number(m.gflops_f32));
   field("bandwidth_gbs", number(m.bandwidth_gbs));
+  field("access_gps", number(m.access_gps));
   field("launch_seconds", number(m.launch_seconds));
   field("calibrated", m.calibrated ? "1" : "0");
   field("note", m.note);
@@ -293,9 +374,9 @@ std::optional<LeafModel> parse_leaf(const std::string& line) {
     if (eq == std::string::npos) return std::nullopt;
     fields[item.substr(0, eq)] = item.substr(eq + 1);
   }
-  for (const char* key :
-       {"name", "kind", "device", "model", "cores", "vector_bytes", "line_bytes", "caches", "cache_bytes", "clock_ghz",
-        "peak_gflops", "gflops_f64", "gflops_f32", "bandwidth_gbs", "launch_seconds", "calibrated", "note"})
+  for (const char* key : {"name", "kind", "device", "model", "cores", "vector_bytes", "line_bytes", "caches",
+                          "cache_bytes", "clock_ghz", "peak_gflops", "gflops_f64", "gflops_f32", "bandwidth_gbs",
+                          "access_gps", "launch_seconds", "calibrated", "note"})
     if (!fields.count(key)) return std::nullopt;
   LeafModel m;
   auto integer = [&](const char* key, auto& out) {
@@ -321,12 +402,12 @@ std::optional<LeafModel> parse_leaf(const std::string& line) {
   m.caches = std::move(*caches);
   m.note = fields["note"];
   int calibrated = 0;
-  const bool ok = integer("cores", m.cores) && integer("vector_bytes", m.vector_bytes) &&
-                  integer("line_bytes", m.line_bytes) && integer("cache_bytes", m.cache_bytes) &&
-                  real("clock_ghz", m.clock_ghz) && real("peak_gflops", m.peak_gflops) &&
-                  real("gflops_f64", m.gflops_f64) && real("gflops_f32", m.gflops_f32) &&
-                  real("bandwidth_gbs", m.bandwidth_gbs) && real("launch_seconds", m.launch_seconds) &&
-                  integer("calibrated", calibrated) && (calibrated == 0 || calibrated == 1);
+  const bool ok =
+      integer("cores", m.cores) && integer("vector_bytes", m.vector_bytes) && integer("line_bytes", m.line_bytes) &&
+      integer("cache_bytes", m.cache_bytes) && real("clock_ghz", m.clock_ghz) && real("peak_gflops", m.peak_gflops) &&
+      real("gflops_f64", m.gflops_f64) && real("gflops_f32", m.gflops_f32) && real("bandwidth_gbs", m.bandwidth_gbs) &&
+      real("access_gps", m.access_gps) && real("launch_seconds", m.launch_seconds) &&
+      integer("calibrated", calibrated) && (calibrated == 0 || calibrated == 1);
   if (!ok || m.leaf.empty() || m.line_bytes <= 0) return std::nullopt;
   m.calibrated = calibrated == 1;
   return m;
@@ -438,6 +519,8 @@ MachineModel MachineModel::calibrate(Runtime& rt, const CalibrationOptions& opti
   arrays.one = rt.array<double>(1, named("model_one"));
   arrays.fa = rt.array<float>(arrays.float_points, named("model_fa"));
   arrays.fb = rt.array<float>(arrays.float_points, named("model_fb"));
+  arrays.grid_in = rt.array<double, 2>(Shape(kGridRows + 2, kGridCols + 2), named("model_grid_in"));
+  arrays.grid_out = rt.array<double, 2>(Shape(kGridRows + 2, kGridCols + 2), named("model_grid_out"));
   {
     // Written once so that the reads below come from memory: untouched
     // zero-filled pages would all map the one zero page, which stays in cache.
@@ -445,16 +528,12 @@ MachineModel MachineModel::calibrate(Runtime& rt, const CalibrationOptions& opti
     for (std::int64_t i = 0; i < points; ++i) a[i] = b[i] = c[i] = 1.0;
     auto fa = arrays.fa.host(), fb = arrays.fb.host();
     for (std::int64_t i = 0; i < arrays.float_points; ++i) fa[i] = fb[i] = 1.0f;
+    auto in = arrays.grid_in.host(), out = arrays.grid_out.host();
+    for (std::int64_t i = 0; i < kGridRows + 2; ++i)
+      for (std::int64_t j = 0; j < kGridCols + 2; ++j) in(i, j) = out(i, j) = 1.0;
   }
   const Kernels kernels;
-  for (auto& leaf : model.leaves) {
-    try {
-      measure_leaf(rt, model, leaf, kernels, arrays, options);
-    } catch (const Error& e) {
-      leaf.calibrated = false;
-      leaf.note = one_line(std::string("calibration failed: ") + e.what());
-    }
-  }
+  measure_leaves(rt, model, kernels, arrays, options);
   model.calibration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return model;
 }
@@ -568,6 +647,29 @@ ir::CostOptions MachineModel::cost_options(std::string_view leaf, ir::CostOption
   return base;
 }
 
+ir::KernelCost MachineModel::cost_of(const ir::Kernel& kernel, std::string_view leaf, std::array<std::int64_t, 3> range,
+                                     ir::CostOptions base) const {
+  const LeafModel& m = at(leaf);
+  ir::CostOptions options = cost_options(leaf, std::move(base));
+  options.range = range;
+  bool reduces = false;
+  for (const auto& p : kernel.params) reduces = reduces || p.is_reduction();
+  if (m.kind == LocationKind::Cpu && !options.streaming_stores && !reduces && range[0] > 0) {
+    // The CPU backend's rule (backends/cpu/cpu_device.cpp).
+    double threshold = m.cache_bytes > 0 ? 2.0 * static_cast<double>(m.cache_bytes) : double(std::int64_t{64} << 20);
+    if (const char* value = std::getenv("CANOPY_STREAMING_STORES"); value && *value) {
+      if (std::string_view(value) == "on") threshold = 0;
+      if (std::string_view(value) == "off") threshold = std::numeric_limits<double>::infinity();
+    }
+    double written = 0;
+    for (int p : jit::streaming_candidates(kernel))
+      written += static_cast<double>(range[0]) *
+                 static_cast<double>(ir::size_of(kernel.params[static_cast<std::size_t>(p)].type));
+    options.streaming_stores = written > 0 && written >= threshold;
+  }
+  return ir::cost_of(kernel, options);
+}
+
 double MachineModel::throughput(const ir::KernelCost& cost, std::string_view leaf) const {
   const LeafModel& m = at(leaf);
   if (!m.calibrated || m.bandwidth_gbs <= 0 || m.gflops_f64 <= 0)
@@ -576,7 +678,8 @@ double MachineModel::throughput(const ir::KernelCost& cost, std::string_view lea
   const double f32_rate = m.gflops_f32 > 0 ? m.gflops_f32 : m.gflops_f64;
   const double compute = cost.flops_f64 / (m.gflops_f64 * 1e9) + cost.flops_f32 / (f32_rate * 1e9);
   const double memory = cost.bytes() / (m.bandwidth_gbs * 1e9);
-  const double per_point = std::max(compute, memory);
+  const double issue = m.access_gps > 0 ? cost.accesses() / (m.access_gps * 1e9) : 0.0;
+  const double per_point = std::max({compute, memory, issue});
   return per_point > 0 ? 1.0 / per_point : std::numeric_limits<double>::infinity();
 }
 
@@ -649,26 +752,27 @@ std::string MachineModel::describe() const {
   std::string text = fmt::format("machine model: {} leaves ({}", leaves.size(), source.empty() ? "?" : source);
   if (calibration_seconds > 0) text += fmt::format(", calibration took {:.3f} s", calibration_seconds);
   text += ")\n";
-  text += fmt::format("{:<12} {:<7} {:>5} {:>6} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "leaf", "kind",
-                      "cores", "vector", "line", "clock", "peak f64", "f64", "f32", "bandwidth", "latency", "caches");
+  text += fmt::format("{:<12} {:<7} {:>5} {:>6} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "leaf",
+                      "kind", "cores", "vector", "line", "clock", "peak f64", "f64", "f32", "bandwidth", "accesses",
+                      "latency", "caches");
   for (const auto& m : leaves) {
     std::string caches;
     for (const auto& c : m.caches)
       caches += fmt::format("{}L{} {}{}", caches.empty() ? "" : ", ", c.level, bytes_text(c.bytes),
                             c.cores_sharing > 1 ? fmt::format(" (shared by {})", c.cores_sharing) : "");
     if (caches.empty()) caches = "?";
-    text += fmt::format("{:<12} {:<7} {:>5} {:>6} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", m.leaf,
-                        name_of(m.kind), m.cores, m.vector_bytes > 0 ? fmt::format("{} B", m.vector_bytes) : "?",
-                        fmt::format("{} B", m.line_bytes), rate_text(m.clock_ghz, "GHz"),
-                        rate_text(m.peak_gflops, "GF/s"), rate_text(m.gflops_f64, "GF/s"),
-                        rate_text(m.gflops_f32, "GF/s"), rate_text(m.bandwidth_gbs, "GB/s"),
-                        m.launch_seconds > 0 ? fmt::format("{:.3g} us", m.launch_seconds * 1e6) : "?", caches);
+    text += fmt::format(
+        "{:<12} {:<7} {:>5} {:>6} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", m.leaf, name_of(m.kind),
+        m.cores, m.vector_bytes > 0 ? fmt::format("{} B", m.vector_bytes) : "?", fmt::format("{} B", m.line_bytes),
+        rate_text(m.clock_ghz, "GHz"), rate_text(m.peak_gflops, "GF/s"), rate_text(m.gflops_f64, "GF/s"),
+        rate_text(m.gflops_f32, "GF/s"), rate_text(m.bandwidth_gbs, "GB/s"), rate_text(m.access_gps, "G/s"),
+        m.launch_seconds > 0 ? fmt::format("{:.3g} us", m.launch_seconds * 1e6) : "?", caches);
     if (!m.model.empty() || !m.note.empty())
       text += fmt::format("{:<12} {}{}{}\n", "", m.model, !m.model.empty() && !m.note.empty() ? "; " : "", m.note);
   }
   text +=
-      "bandwidth: STREAM triad in the cost model's bytes (32 per point); f64/f32: measured multiply-add chains; "
-      "latency: launch + pause of one point\n";
+      "bandwidth: STREAM triad in the cost model's bytes; f64/f32: multiply-add chains; accesses: "
+      "loads and stores issued by a 2-D 5-point stencil; latency: launch + pause of one point\n";
   text += "fingerprint: " + fingerprint + "\n";
   return text;
 }

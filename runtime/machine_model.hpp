@@ -5,7 +5,7 @@
 //
 //   Runtime rt;
 //   MachineModel model = MachineModel::load_or_calibrate(rt);  // ~0.1-0.5 s the first time, then a file read
-//   ir::KernelCost cost = ir::cost_of(kernel.ir(), model.cost_options("cpu0"));
+//   ir::KernelCost cost = model.cost_of(kernel.ir(), "cpu0", {n, 0, 0});  // ir::cost_of with the leaf's options
 //   double seconds = model.predict_seconds(cost, "cpu0", n);
 //   std::vector<double> shares = model.balanced_shares(cost, {"cpu0", "opencl0"}, n);
 //
@@ -14,27 +14,35 @@
 // the data caches and their line size (CPU leaves; devices report none yet),
 // the clock where the OS says it, and the peak f64 rate
 // cores x (vector bytes / 8) x 2 (a fused multiply-add) x clock.
-// Measured by calibrate(), through the Runtime, one leaf at a time:
+// Measured by calibrate(), through the Runtime, each launch on one leaf
+// alone; the triad and latency launches go round the leaves in turn, so that
+// other work on the node disturbs them alike:
 //  - bandwidth: a STREAM triad over arrays 3x the largest last-level cache
 //    (at least 6 Mi doubles in all), the best of a few launches, divided
-//    into the bytes ir::cost_of counts for triad with the leaf's
-//    cost_options() (32 per point: b, c, a and a's allocating read). The
-//    bandwidth is thus "in the cost model's bytes": predictions for any
-//    kernel costed with the same options are consistent with it, whether
-//    or not the backend really used streaming stores;
+//    into the bytes cost_of() counts for it on the leaf (32 per point: b, c,
+//    a and a's allocating read; 24 where the backend writes a with
+//    streaming stores). Predictions for kernels costed by cost_of() are
+//    consistent with it;
 //  - compute: a kernel of independent multiply-add chains (about 260 flops
 //    per point, vectorisable across points), f64 and f32, in the flops
 //    ir::cost_of counts for it, the best of a few launches of about 2 ms
 //    (short, so that the data stays in cache and other work on the node
 //    disturbs few of them);
+//  - access rate: a 2-D 5-point stencil (5 loads and a store a point,
+//    vectorisable along rows) on a grid of 512 columns, in the loads and
+//    stores ir::cost_of counts for it: how fast the leaf issues accesses
+//    when the bytes are not what limits it (misaligned vector loads, address
+//    arithmetic, a compiler that vectorises less: a stencil on this kind of
+//    CPU runs at a similar time per point in and out of cache);
 //  - launch latency: launch + pause of a one-point region, the best of 20.
 // All numbers are per second of wall time of Runtime::region(...).launch()
 // plus pause(): they include the runtime's own overheads, as a policy sees them.
 //
 // ## Prediction (a roofline)
-// predict_seconds = launch_seconds + points x max(compute, memory), with
-// compute = flops_f64 / gflops_f64 + flops_f32 / gflops_f32 and
-// memory = bytes / bandwidth, per point. Integer operations are not timed.
+// predict_seconds = launch_seconds + points x max(compute, memory, issue),
+// with, per point, compute = flops_f64 / gflops_f64 + flops_f32 / gflops_f32,
+// memory = bytes / bandwidth and issue = (loads + stores) / access rate.
+// Integer operations are not timed.
 // Copies between memories (a device's first touch of an array, halos) are
 // not part of it: the coherence directory's statistics show them.
 //
@@ -53,6 +61,7 @@
 
 #include <fmt/ostream.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -88,6 +97,7 @@ struct LeafModel {
   double gflops_f64 = 0;      ///< measured
   double gflops_f32 = 0;      ///< measured
   double bandwidth_gbs = 0;   ///< measured, 1e9 bytes (as ir::cost_of counts them) per second
+  double access_gps = 0;      ///< measured, 1e9 loads and stores issued per second (ir::KernelCost::accesses)
   double launch_seconds = 0;  ///< measured: launch + pause of a one-point region
   /// True when the measured numbers are there; false when the leaf could not
   /// run the calibration kernels (`note` says why) or was not measured.
@@ -102,9 +112,9 @@ struct CalibrationOptions {
   /// Points of the triad (doubles per array); 0: 3x the largest last-level
   /// cache over 24 bytes, at least 2 Mi and at most 64 Mi.
   std::int64_t triad_points = 0;
-  /// Timed launches of the triad (after one warm-up launch); the best counts.
-  /// The compute kernels take two more (their launches are short).
-  int repeats = 3;
+  /// Timed launches of the triad per leaf (after one warm-up launch); the
+  /// best counts. The compute kernels take two more (their launches are short).
+  int repeats = 5;
   /// One-point launches timed for the latency; the best counts.
   int latency_repeats = 20;
   /// Where load_or_calibrate() keeps the file; empty: $CANOPY_CACHE_DIR,
@@ -164,6 +174,16 @@ class MachineModel {
   /// of its last-level cache per core plus its L2 (the share of one thread's
   /// stream of points); devices keep base's cache_bytes.
   ir::CostOptions cost_options(std::string_view leaf, ir::CostOptions base = {}) const;
+  /// The cost per point of `kernel` on `leaf` for a launch (or one leaf's
+  /// piece) over `range` (index extents, 0 where unknown): ir::cost_of with
+  /// cost_options(leaf, base), the range, and streaming stores where the
+  /// leaf's backend uses them. CPU leaves write the write-only arrays of a
+  /// one-dimensional kernel without reductions (jit::streaming_candidates)
+  /// with streaming stores when the piece writes at least twice the leaf's
+  /// last-level cache into them, or as CANOPY_STREAMING_STORES (on, off,
+  /// auto) says; devices never do. Throws for an unknown leaf.
+  ir::KernelCost cost_of(const ir::Kernel& kernel, std::string_view leaf, std::array<std::int64_t, 3> range,
+                         ir::CostOptions base = {}) const;
 
   /// Seconds for `points` points of a kernel costing `cost` per point on
   /// `leaf`, one launch: the roofline above plus the launch latency. Throws

@@ -530,8 +530,9 @@ std::string KernelCost::describe() const {
     text += " (f32)";
   else if (flops_f64 > 0)
     text += " (f64)";
-  text += ", " + number(int_ops) + " int ops, " + number(bytes()) + " bytes (read " + number(bytes_read) +
-          ", written " + number(bytes_written) + "); intensity " + number(intensity()) + " flop/byte";
+  text += ", " + number(int_ops) + " int ops, " + number(loads) + " loads, " + number(stores) + " stores, " +
+          number(bytes()) + " bytes (read " + number(bytes_read) + ", written " + number(bytes_written) +
+          "); intensity " + number(intensity()) + " flop/byte";
   for (const auto& a : arrays) {
     if (a.read_pattern == AccessPattern::None && a.write_pattern == AccessPattern::None) continue;
     text += "\n  " + a.name + ":";
@@ -554,6 +555,10 @@ KernelCost cost_of(const Kernel& kernel, const CostOptions& options) {
   cost.flops_f64 = tally.f64;
   cost.flops = tally.f32 + tally.f64;
   cost.int_ops = tally.ints;
+  for (std::size_t p = 0; p < tally.reads.size(); ++p) {
+    cost.loads += tally.reads[p];
+    cost.stores += tally.writes[p];
+  }
 
   const Footprint footprint = footprint_of(kernel);
   const TrafficModel traffic(kernel, options);
@@ -574,7 +579,9 @@ KernelCost cost_of(const Kernel& kernel, const CostOptions& options) {
     a.write_pattern = written.pattern;
     a.bytes_written = written.bytes;
     // Lines written that the loads did not bring in are read first.
-    const bool allocates = array.writes.atomic || (options.write_allocate && !options.streaming_stores);
+    const bool streamed =
+        options.streaming_stores && written.pattern == AccessPattern::Streaming && !array.reads.present;
+    const bool allocates = array.writes.atomic || (options.write_allocate && !streamed);
     if (array.writes.present && allocates) a.allocating_read = std::max(0.0, written.bytes - read.bytes);
     a.bytes_read = read.bytes + a.allocating_read;
     cost.bytes_read += a.bytes_read;

@@ -24,8 +24,10 @@
 // comparisons of floats, / and the math functions with their weights, the
 // combine of a float Reduce or AtomicAdd. Operations on integers and bools
 // (index arithmetic, comparisons, logic) are int_ops, one each, plus two per
-// loop trip (increment and test). Casts, selects, loads and stores count
-// nothing here (loads and stores are bytes, below).
+// loop trip (increment and test). Casts and selects count nothing. Loads
+// (each distinct Load node of a statement once) and stores (with atomic
+// adds) are counted as issued, loops and Ifs as above, in `loads` and
+// `stores`; the bytes they move from DRAM are counted apart (below).
 //
 // ## Loop trip counts
 // max(0, ceil((end - begin) / step)) when the bounds evaluate to numbers:
@@ -66,9 +68,11 @@
 //    when known) as the row factor of an outer one;
 //  - an array whose whole size is known and fits in cache_bytes costs at most
 //    its size once per launch (spread over the points);
-//  - write-allocate: an array that is written but not read (Out, or InOut
-//    never loaded) also reads what it writes, unless streaming_stores is set;
-//    an atomic add always reads what it writes.
+//  - write-allocate: the lines an array's writes touch that its loads do
+//    not also read are read first (an Out array, or an InOut one never
+//    loaded, reads what it writes), unless write_allocate is off or the
+//    array takes streaming stores (streaming_stores set, written only, in the
+//    streaming pattern); an atomic add always reads what it writes.
 // Reductions and scalars move no bytes. Nothing models TLBs, prefetchers
 // fetching extra lines, or page zeroing on first touch.
 #pragma once
@@ -112,7 +116,8 @@ struct CostOptions {
   int line_bytes = 64;
   /// A store to a line not in cache first reads the line (x86, most GPUs for partial lines).
   bool write_allocate = true;
-  /// The code uses streaming (non-temporal) stores, which skip the allocating read.
+  /// The code writes its write-only arrays of streaming pattern with
+  /// streaming (non-temporal) stores, which skip the allocating read.
   bool streaming_stores = false;
   /// Trip count of a loop whose bounds do not evaluate to numbers.
   double default_trip_count = 16;
@@ -159,21 +164,28 @@ struct ArrayCost {
 
 /// What one point of a kernel's index range costs.
 struct KernelCost {
-  double flops = 0;               ///< weighted float operations, f32 and f64 together
-  double flops_f32 = 0;           ///< the part on f32 values
-  double flops_f64 = 0;           ///< the part on f64 values
-  double int_ops = 0;             ///< integer and bool operations, loop overhead included
-  double bytes_read = 0;          ///< DRAM to cache, per point
-  double bytes_written = 0;       ///< cache to DRAM, per point
+  double flops = 0;          ///< weighted float operations, f32 and f64 together
+  double flops_f32 = 0;      ///< the part on f32 values
+  double flops_f64 = 0;      ///< the part on f64 values
+  double int_ops = 0;        ///< integer and bool operations, loop overhead included
+  double bytes_read = 0;     ///< DRAM to cache, per point
+  double bytes_written = 0;  ///< cache to DRAM, per point
+  /// Element loads the code issues per point, wherever they hit: each
+  /// distinct Load of a statement once, loops multiplied by their trips (the
+  /// machine model's third ceiling: the rate a core issues loads and stores).
+  double loads = 0;
+  double stores = 0;              ///< element stores and atomic adds issued per point
   std::vector<ArrayCost> arrays;  ///< one per array parameter, in parameter order
 
   /// bytes_read + bytes_written.
   double bytes() const { return bytes_read + bytes_written; }
+  /// loads + stores.
+  double accesses() const { return loads + stores; }
   /// flops per byte; +infinity for a kernel that moves no bytes, 0 when it
   /// does neither.
   double intensity() const;
-  /// A few lines: flops (by type), int ops, bytes, intensity, then one line
-  /// per array that moves bytes with its patterns.
+  /// A few lines: flops (by type), int ops, loads and stores, bytes,
+  /// intensity, then one line per array that moves bytes with its patterns.
   std::string describe() const;
 };
 

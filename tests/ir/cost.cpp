@@ -52,6 +52,9 @@ TEST_CASE("cost: triad moves 24 bytes a point plus the allocating read of a, for
   CHECK(c.flops_f64 == 2);
   CHECK(c.flops_f32 == 0);
   CHECK(c.int_ops == 0);
+  CHECK(c.loads == 2);
+  CHECK(c.stores == 1);
+  CHECK(c.accesses() == 3);
   CHECK(c.bytes_read == 24);  // b, c, and a's lines read before they are written
   CHECK(c.bytes_written == 8);
   CHECK(c.bytes() == 32);
@@ -89,6 +92,17 @@ TEST_CASE("cost: a strided read costs stride*element up to a line, then a line p
   CHECK(c.int_ops == 1);  // 2*i
   CHECK(c.flops == 0);
 
+  // Streaming stores skip the allocating read of a streamed array only.
+  CostOptions streaming;
+  streaming.streaming_stores = true;
+  CHECK(array(cost(strided_copy(2), streaming), "b").allocating_read == 0);
+  CHECK(array(cost("kernel scatter(out f64[1] b, in f64[1] a) dims 1 {\n"
+                   "  b[(2:i64 * index(0))] = a[index(0)]\n"
+                   "}\n",
+                   streaming),
+              "b")
+            .allocating_read == 16);
+
   // b[i] = a[16*i]: 128 bytes apart, one 64-byte line per access.
   c = cost(strided_copy(16));
   CHECK(array(c, "a").bytes_read == 64);
@@ -110,6 +124,8 @@ TEST_CASE("cost: a 5-point stencil reads its input once per point") {
   const KernelCost c = cost(kStencil5);
   CHECK(c.flops == 4);    // three adds, one multiply
   CHECK(c.int_ops == 4);  // i-1, i+1, j-1, j+1
+  CHECK(c.loads == 4);    // each neighbour is loaded, though the bytes come from DRAM once
+  CHECK(c.stores == 1);
   const ArrayCost& a = array(c, "a");
   CHECK(a.read_pattern == AccessPattern::Stencil);
   CHECK(a.bytes_read == 8);
@@ -216,6 +232,8 @@ TEST_CASE("cost: loops multiply by their trip counts, known or guessed") {
       "}\n";
   KernelCost c = cost(filter);
   CHECK(c.flops == 8);
+  CHECK(c.loads == 8);  // w[k] and a[i+k], four times
+  CHECK(c.stores == 1);
   CHECK(c.int_ops == 4 * (1 + 2));  // i+k and the loop's increment and test, 4 times
   CHECK(array(c, "a").bytes_read == 8);
   CHECK(array(c, "a").read_pattern == AccessPattern::Stencil);
@@ -304,6 +322,8 @@ TEST_CASE("cost: an If costs its condition and the costlier branch") {
       "  }\n"
       "}\n");
   CHECK(c.flops == 4);  // sqrt weighs 4; the multiply (1) is the cheaper branch
+  CHECK(c.loads == 1);
+  CHECK(c.stores == 1);
   CHECK(c.int_ops == 1);
   CHECK(c.bytes() == 24);  // both branches write the same element once
 
@@ -365,7 +385,8 @@ TEST_CASE("cost: describe() and describe_cost() say it in one line and one line 
   const Kernel triad = parse(kTriad);
   const KernelCost c = cost_of(triad);
   CHECK(c.describe() ==
-        "per point: 2 flops (f64), 0 int ops, 32 bytes (read 24, written 8); intensity 0.0625 flop/byte\n"
+        "per point: 2 flops (f64), 0 int ops, 2 loads, 1 stores, 32 bytes (read 24, written 8); intensity 0.0625 "
+        "flop/byte\n"
         "  a: written streaming 8 B + allocating read 8 B\n"
         "  b: read streaming 8 B\n"
         "  c: read streaming 8 B");

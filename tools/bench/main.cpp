@@ -13,6 +13,7 @@ int leaves_command(int argc, char** argv);
 int halo_command(int argc, char** argv);
 int rodinia_command(int argc, char** argv);
 int sweep_command(int argc, char** argv);
+int model_command(int argc, char** argv);
 }  // namespace canopy::bench
 
 namespace {
@@ -36,7 +37,11 @@ void usage(std::FILE* out) {
                "           --json FILE\n"
                "  sweep    Rodinia workloads split over two devices' leaves, for percentage:[p,100-p], p = 0..100\n"
                "           NAMES...  --devices cpu,opencl  --size small|medium|large[,...]  --repeat K (3)\n"
-               "           --step P (10)  --json FILE (rows: workload, size, split_cpu_percent = p, seconds)\n");
+               "           --step P (10)  --json FILE (rows: workload, size, split_cpu_percent = p, seconds)\n"
+               "  model    predicted and measured times of triad and a 2-D stencil on two leaves, and the\n"
+               "           predicted against the measured ratio of their times\n"
+               "           --leaves A,B (a CPU and an OpenCL leaf)  --size N (2^23)  --rows N (2048)\n"
+               "           --cols N (4096)  --repeat K (5)  --cached (model from the cache dir)  --json FILE\n");
 }
 
 }  // namespace
@@ -54,6 +59,7 @@ int main(int argc, char** argv) {
     if (command == "halo") return canopy::bench::halo_command(argc - 2, argv + 2);
     if (command == "rodinia") return canopy::bench::rodinia_command(argc - 2, argv + 2);
     if (command == "sweep") return canopy::bench::sweep_command(argc - 2, argv + 2);
+    if (command == "model") return canopy::bench::model_command(argc - 2, argv + 2);
   } catch (const canopy::Error& e) {
     std::fprintf(stderr, "canopy-bench %s: %s\n", command.c_str(), e.what());
     return 1;
