@@ -148,7 +148,11 @@ inline const UpdateKernel& update_kernel() {
                                      const Idx rows = image.extent(0), cols = image.extent(1);
                                      const Value<float> cc = c(i, j);
                                      const Value<float> cs = c(select(i < rows - 1, i + 1, i), j);
-                                     Var<float> ce = cc;
+                                     // Rodinia takes the pixel's own coefficient as the east one in the
+                                     // last column, where de is exactly 0: any finite value gives the same
+                                     // product there. Starting from 0 (not cc) keeps the load a masked load
+                                     // of consecutive elements; from cc, LLVM merges the two loads into a gather.
+                                     Var<float> ce = 0.0f;
                                      If(j < cols - 1, [&] { ce = c(i, j + 1); });
                                      image(i, j) = updated_pixel(image(i, j).value(), cc, cs, ce.value(),
                                                                  dn(i, j).value(), ds(i, j).value(), dw(i, j).value(),
