@@ -4,12 +4,14 @@
 // host whose contents are current (it waits for the regions using the array).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include <canopy/ir/error.hpp>
 #include <canopy/ir/type.hpp>
 
 #include "completion.hpp"
@@ -112,6 +114,34 @@ class HostView {
   Shape shape_;
 };
 
+/// Rows [begin_row, end_row) of an array's first dimension with every inner
+/// dimension whole: one contiguous run of elements in row-major order (of a
+/// 2-D array of n1 columns, elements [begin_row * n1, end_row * n1)). Made by
+/// Array::slice; it is what MPI communication (runtime/mpi/job.hpp) sends
+/// and receives. It holds the array's storage, so the array lives as long.
+template <class T, int Rank>
+class ArraySlice {
+ public:
+  ArraySlice(std::shared_ptr<runtime::ArrayStorage> storage, std::int64_t begin_row, std::int64_t end_row)
+      : storage_(std::move(storage)), begin_row_(begin_row), end_row_(end_row) {}
+
+  const std::shared_ptr<runtime::ArrayStorage>& storage() const { return storage_; }
+  std::int64_t begin_row() const { return begin_row_; }
+  std::int64_t end_row() const { return end_row_; }
+  /// Elements in one row (the product of the inner extents; 1 for Rank 1).
+  std::int64_t row_elements() const { return storage_->shape().size() / std::max<std::int64_t>(1, rows_of_array()); }
+  /// The flattened index of the slice's first element.
+  std::int64_t first_element() const { return begin_row_ * row_elements(); }
+  /// The number of elements in the slice.
+  std::int64_t elements() const { return (end_row_ - begin_row_) * row_elements(); }
+
+ private:
+  std::int64_t rows_of_array() const { return storage_->shape()[0]; }
+
+  std::shared_ptr<runtime::ArrayStorage> storage_;
+  std::int64_t begin_row_, end_row_;
+};
+
 /// A handle to an array of T with Rank dimensions, made by Runtime::array.
 template <class T, int Rank = 1>
 class Array {
@@ -148,6 +178,19 @@ class Array {
     storage_->sync_host(false);
     return HostView<const T, Rank>(static_cast<const T*>(storage_->host_data()), storage_->shape());
   }
+
+  /// Rows [begin_row, end_row) of the first dimension, every inner dimension
+  /// whole (see ArraySlice). Throws canopy::Error when the rows are not
+  /// within [0, extent(0)] or end_row < begin_row.
+  ArraySlice<T, Rank> slice(std::int64_t begin_row, std::int64_t end_row) const {
+    if (begin_row < 0 || end_row < begin_row || end_row > extent(0))
+      throw Error("slice(" + std::to_string(begin_row) + ", " + std::to_string(end_row) + ") of " +
+                  storage_->describe() + " is not within its " + std::to_string(extent(0)) +
+                  " rows; give 0 <= begin_row <= end_row <= extent(0)");
+    return ArraySlice<T, Rank>(storage_, begin_row, end_row);
+  }
+  /// Every row: the whole array as a slice.
+  ArraySlice<T, Rank> slice() const { return slice(0, extent(0)); }
 
   const std::shared_ptr<runtime::ArrayStorage>& storage() const { return storage_; }
 
