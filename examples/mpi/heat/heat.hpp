@@ -1,0 +1,321 @@
+// A 2-D heat solver over the ranks of an MPI job: each rank owns a block of
+// rows of the grid (plus one halo row above and below), exchanges its edge
+// rows with its neighbours every iteration (Job::sendrecv of array slices),
+// and advances its block on whatever its node gave it (a CPU leaf, an OpenCL
+// device, both). After a few iterations the ranks measure how fast each
+// advanced its rows and move rows between neighbours so that each rank's
+// share is proportional to its speed.
+//
+// The step is Rodinia hotspot's 5-point update, in double precision, with the
+// grid's edges clamped (a point on the edge reads itself for its missing
+// neighbour). Every point's new value depends only on its own operands,
+// computed in the same order on every device (no contraction into FMAs), so
+// the result does not depend on how the rows are split: the MPI run equals
+// the single-process run bit for bit, which run_heat checks on rank 0.
+//
+// Used by examples/mpi/heat/main.cpp and by `canopy-bench mpi`.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <canopy/canopy.hpp>
+#include <canopy/runtime/mpi/job.hpp>
+
+namespace heat {
+
+/// What to run.
+struct Options {
+  std::int64_t rows = 256;
+  std::int64_t cols = 256;
+  int iterations = 40;
+  /// Rebalance after this many iterations (0: never; keep the even split),
+  /// and again after as many more, `rebalances` times in all.
+  int rebalance_after = 6;
+  int rebalances = 1;
+  /// Rank 0 also runs the whole grid alone and compares the results.
+  bool check = false;
+  /// How each rank splits its block over its own leaves.
+  std::string policy = "static";
+  /// Where each rank runs its regions (empty: where its arrays are, the root).
+  std::string location;
+};
+
+/// One rank's part of a run.
+struct RankResult {
+  std::int64_t rows_before = 0;  ///< rows it held before rebalancing
+  std::int64_t rows_after = 0;   ///< rows it held at the end
+  double seconds_before = 0;     ///< mean compute seconds per iteration before rebalancing (first iteration left out)
+  double seconds_after = 0;      ///< the same after the last rebalancing (its first iteration left out)
+};
+
+/// What a run did, the same on every rank.
+struct Result {
+  std::vector<RankResult> ranks;  ///< per rank
+  double seconds = 0;             ///< wall time of all iterations (the slowest rank)
+  double checksum = 0;            ///< the sum of the final temperatures
+  bool checked = false;           ///< rank 0 compared with its single-process run
+  bool identical = false;         ///< ... and every value was equal, bit for bit
+  std::int64_t differing = 0;     ///< values that differed
+};
+
+/// The coefficients of the update: a time step over the heat capacity
+/// (cap_1), the conductances to the row and column neighbours and to the
+/// ambient air (rx_1, ry_1, rz_1), and the ambient temperature. These keep
+/// the explicit update stable (a point keeps 0.795 of its own value).
+struct Coefficients {
+  double cap_1 = 0.05, rx_1 = 1.0, ry_1 = 1.0, rz_1 = 0.1, ambient = 80.0;
+};
+
+/// The starting temperature and the power of point (row, col) of the grid.
+inline double initial_temperature(std::int64_t row, std::int64_t col) {
+  return 320.0 + static_cast<double>((row * 37 + col * 11) % 101) * 0.25;
+}
+inline double power_at(std::int64_t row, std::int64_t col) {
+  return static_cast<double>((row * 7 + col * 13) % 19) * 0.002;
+}
+
+using StepKernel =
+    canopy::Kernel<void(canopy::Out<double, 2>, canopy::In<double, 2>, canopy::In<double, 2>, canopy::Val<std::int64_t>,
+                        canopy::Val<std::int64_t>, canopy::Val<double>, canopy::Val<double>, canopy::Val<double>,
+                        canopy::Val<double>, canopy::Val<double>)>;
+
+/// One step over a block: local row r = index(0) + 1 of `next` from rows
+/// r-1, r, r+1 of `temperature` (rows 0 and n+1 are the halos); `power` has
+/// the block's n rows. `first_row` is the block's first row in the grid,
+/// `total_rows` the grid's rows: the grid's own top and bottom rows read
+/// themselves instead of a halo.
+inline const StepKernel& step_kernel() {
+  using namespace canopy;
+  static const StepKernel kernel(
+      "heat_step",
+      [](Out<double, 2> next, In<double, 2> temperature, In<double, 2> power, Val<std::int64_t> first_row,
+         Val<std::int64_t> total_rows, Val<double> cap_1, Val<double> rx_1, Val<double> ry_1, Val<double> rz_1,
+         Val<double> ambient) {
+        Idx i = index(0), j = index(1);
+        const Idx cols = temperature.extent(1);
+        const Idx row = i + 1;
+        const Idx global = first_row + i;
+        const Value<double> t = temperature(row, j);
+        const Value<double> north = temperature(select(global > 0, i, row), j);
+        const Value<double> south = temperature(select(global < total_rows - 1, row + 1, row), j);
+        Var<double> west = t, east = t;
+        If(j > 0, [&] { west = temperature(row, j - 1); });
+        If(j < cols - 1, [&] { east = temperature(row, j + 1); });
+        const Value<double> sum_rows = (south + north - 2.0 * t) * ry_1;
+        const Value<double> sum_cols = (east.value() + west.value() - 2.0 * t) * rx_1;
+        next(row, j) = t + cap_1 * (power(i, j).value() + sum_rows + sum_cols + (ambient - t) * rz_1);
+      },
+      {"next", "temperature", "power", "first_row", "total_rows", "cap_1", "rx_1", "ry_1", "rz_1", "ambient"});
+  return kernel;
+}
+
+/// A rank's rows [first, first + rows) of the grid, with halo rows.
+struct Block {
+  std::int64_t first = 0, rows = 0;
+  canopy::Array<double, 2> temperature, next, power;
+
+  Block(canopy::Runtime& rt, std::int64_t first_row, std::int64_t row_count, std::int64_t cols)
+      : first(first_row),
+        rows(row_count),
+        temperature(rt.array<double, 2>(canopy::Shape(row_count + 2, cols), canopy::named("heat_temperature"))),
+        next(rt.array<double, 2>(canopy::Shape(row_count + 2, cols), canopy::named("heat_next"))),
+        power(rt.array<double, 2>(canopy::Shape(row_count, cols), canopy::named("heat_power"))) {
+    auto p = power.host();
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) p(r, c) = power_at(first + r, c);
+  }
+  /// Fills rows with the starting temperatures.
+  void start(std::int64_t cols) {
+    auto t = temperature.host();
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) t(r + 1, c) = initial_temperature(first + r, c);
+  }
+};
+
+/// Splits `rows` over ranks in proportion to `weights` (each at least one
+/// row; the remainder to the largest fractions, then the lowest ranks).
+/// Returns size()+1 boundaries.
+inline std::vector<std::int64_t> split_rows(std::int64_t rows, const std::vector<double>& weights) {
+  const std::size_t n = weights.size();
+  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  std::vector<std::int64_t> counts(n, 1);
+  std::vector<double> fraction(n, 0.0);
+  std::int64_t left = rows - static_cast<std::int64_t>(n);
+  const std::int64_t spread = left;
+  for (std::size_t r = 0; r < n; ++r) {
+    const double exact = total > 0 ? static_cast<double>(spread) * weights[r] / total : double(spread) / double(n);
+    const auto whole = static_cast<std::int64_t>(std::floor(exact));
+    counts[r] += whole;
+    left -= whole;
+    fraction[r] = exact - static_cast<double>(whole);
+  }
+  while (left > 0) {
+    std::size_t best = 0;
+    for (std::size_t r = 1; r < n; ++r)
+      if (fraction[r] > fraction[best]) best = r;
+    ++counts[best];
+    fraction[best] = -1.0;
+    --left;
+  }
+  std::vector<std::int64_t> bounds{0};
+  for (std::int64_t c : counts) bounds.push_back(bounds.back() + c);
+  return bounds;
+}
+
+/// Sends the block's edge rows to its neighbours and receives their halos.
+inline void exchange_halos(canopy::mpi::Job& job, Block& block) {
+  const int up = job.rank() > 0 ? job.rank() - 1 : canopy::mpi::no_rank;
+  const int down = job.rank() + 1 < job.size() ? job.rank() + 1 : canopy::mpi::no_rank;
+  auto& t = block.temperature;
+  const std::int64_t n = block.rows;
+  job.sendrecv(t.slice(1, 2), up, t.slice(n + 1, n + 2), down, 1);
+  job.sendrecv(t.slice(n, n + 1), down, t.slice(0, 1), up, 2);
+}
+
+/// Moves rows so that each rank holds rows [bounds[rank], bounds[rank+1]).
+inline Block redistribute(canopy::mpi::Job& job, canopy::Runtime& rt, Block& old, const std::vector<std::int64_t>& from,
+                          const std::vector<std::int64_t>& to, std::int64_t cols) {
+  const int rank = job.rank(), size = job.size();
+  Block fresh(rt, to[rank], to[rank + 1] - to[rank], cols);
+  auto overlap = [](std::int64_t a0, std::int64_t a1, std::int64_t b0, std::int64_t b1) {
+    return std::pair(std::max(a0, b0), std::min(a1, b1));
+  };
+  // Rows this rank keeps: copied on the host.
+  {
+    const auto [k0, k1] = overlap(from[rank], from[rank + 1], to[rank], to[rank + 1]);
+    if (k0 < k1) {
+      auto source = old.temperature.host_read();
+      auto target = fresh.temperature.host();
+      std::memcpy(&target(k0 - to[rank] + 1, 0), &source(k0 - from[rank] + 1, 0),
+                  static_cast<std::size_t>((k1 - k0) * cols) * sizeof(double));
+    }
+  }
+  // The others, one shift at a time: at each step every rank sends to one
+  // rank and receives from one, so no exchange waits on another.
+  for (int d = 1; d < size; ++d) {
+    const int dest = (rank + d) % size, source = (rank - d + size) % size;
+    const auto [s0, s1] = overlap(from[rank], from[rank + 1], to[dest], to[dest + 1]);
+    const auto [r0, r1] = overlap(from[source], from[source + 1], to[rank], to[rank + 1]);
+    const bool sends = s0 < s1, receives = r0 < r1;
+    auto out = sends ? old.temperature.slice(s0 - from[rank] + 1, s1 - from[rank] + 1) : old.temperature.slice(0, 0);
+    auto in = receives ? fresh.temperature.slice(r0 - to[rank] + 1, r1 - to[rank] + 1) : fresh.temperature.slice(0, 0);
+    job.sendrecv(out, sends ? dest : canopy::mpi::no_rank, in, receives ? source : canopy::mpi::no_rank, 3);
+  }
+  return fresh;
+}
+
+/// Advances `block` one step on `rt` and returns the seconds it took.
+inline double step(canopy::Runtime& rt, Block& block, std::int64_t total_rows, std::int64_t cols, const Coefficients& c,
+                   const Options& options) {
+  const auto start = std::chrono::steady_clock::now();
+  rt.region(step_kernel())
+      .over(block.rows, cols)
+      .at(options.location)
+      .policy(options.policy)
+      .launch(block.next, block.temperature, block.power, block.first, total_rows, c.cap_1, c.rx_1, c.ry_1, c.rz_1,
+              c.ambient);
+  rt.pause();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::swap(block.temperature, block.next);
+  return seconds;
+}
+
+/// The whole grid after `options.iterations` steps on rank 0's runtime alone.
+inline std::vector<double> single_process(canopy::Runtime& rt, const Options& options) {
+  const Coefficients c;
+  Block block(rt, 0, options.rows, options.cols);
+  block.start(options.cols);
+  for (int it = 0; it < options.iterations; ++it) step(rt, block, options.rows, options.cols, c, options);
+  auto t = block.temperature.host_read();
+  return std::vector<double>(&t(1, 0), &t(1, 0) + options.rows * options.cols);
+}
+
+/// Runs the solver over every rank of `job` (collective).
+inline Result run(canopy::mpi::Job& job, const Options& options) {
+  canopy::Runtime& rt = job.runtime();
+  const int rank = job.rank(), size = job.size();
+  const Coefficients c;
+  if (options.rows < size) throw canopy::Error("heat: the grid has fewer rows than there are ranks");
+  job.compile(step_kernel());
+  auto bounds = split_rows(options.rows, std::vector<double>(static_cast<std::size_t>(size), 1.0));
+  Block block(rt, bounds[rank], bounds[rank + 1] - bounds[rank], options.cols);
+  block.start(options.cols);
+  RankResult mine;
+  mine.rows_before = block.rows;
+  // Mean compute seconds per iteration of the current phase (between
+  // rebalancings), its first iteration left out.
+  double phase_seconds = 0, first_phase = 0;
+  int phase_iterations = 0, phase_start = 0, rebalanced = 0;
+  auto phase_mean = [&] { return phase_iterations > 0 ? phase_seconds / phase_iterations : 0.0; };
+  job.barrier();
+  const auto start = std::chrono::steady_clock::now();
+  for (int it = 0; it < options.iterations; ++it) {
+    exchange_halos(job, block);
+    const double seconds = step(rt, block, options.rows, options.cols, c, options);
+    if (it > phase_start) phase_seconds += seconds, ++phase_iterations;
+    if (size > 1 && options.rebalance_after > 0 && rebalanced < options.rebalances &&
+        it + 1 == options.rebalance_after * (rebalanced + 1)) {
+      const double mean = phase_iterations > 0 ? phase_mean() : seconds;
+      if (rebalanced == 0) first_phase = mean;
+      const auto speeds = job.allgather(static_cast<double>(block.rows) / mean);
+      const auto next_bounds = split_rows(options.rows, speeds);
+      block = redistribute(job, rt, block, bounds, next_bounds, options.cols);
+      bounds = next_bounds;
+      ++rebalanced;
+      phase_seconds = 0, phase_iterations = 0, phase_start = it + 1;
+    }
+  }
+  job.barrier();
+  Result result;
+  result.seconds = job.allreduce(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                                 canopy::mpi::Op::Max);
+  mine.rows_after = block.rows;
+  mine.seconds_before = rebalanced ? first_phase : phase_mean();
+  mine.seconds_after = phase_mean();
+  const auto rows_before = job.allgather(static_cast<double>(mine.rows_before));
+  const auto rows_after = job.allgather(static_cast<double>(mine.rows_after));
+  const auto seconds_before = job.allgather(mine.seconds_before);
+  const auto seconds_after = job.allgather(mine.seconds_after);
+  for (int r = 0; r < size; ++r)
+    result.ranks.push_back(RankResult{static_cast<std::int64_t>(rows_before[r]),
+                                      static_cast<std::int64_t>(rows_after[r]), seconds_before[r], seconds_after[r]});
+
+  // Rank 0 gathers the grid.
+  if (rank == 0) {
+    auto grid = rt.array<double, 2>(canopy::Shape(options.rows, options.cols), canopy::named("heat_grid"));
+    {
+      auto t = block.temperature.host_read();
+      auto g = grid.host();
+      std::memcpy(&g(bounds[0], 0), &t(1, 0), static_cast<std::size_t>(block.rows * options.cols) * sizeof(double));
+    }
+    for (int r = 1; r < size; ++r) job.recv(grid.slice(bounds[r], bounds[r + 1]), r, 4);
+    auto g = grid.host_read();
+    double sum = 0;
+    for (double v : g) sum += v;
+    result.checksum = sum;
+    if (options.check) {
+      const auto reference = single_process(rt, options);
+      result.checked = true;
+      for (std::int64_t k = 0; k < options.rows * options.cols; ++k)
+        if (std::memcmp(&reference[static_cast<std::size_t>(k)], g.data() + k, sizeof(double)) != 0) ++result.differing;
+      result.identical = result.differing == 0;
+    }
+  } else {
+    job.send(block.temperature.slice(1, block.rows + 1), 0, 4);
+  }
+  double flags[3] = {result.checksum, result.checked ? 1.0 : 0.0, static_cast<double>(result.differing)};
+  for (double& f : flags) f = job.allreduce(f, canopy::mpi::Op::Sum);
+  result.checksum = flags[0];
+  result.checked = flags[1] > 0;
+  result.differing = static_cast<std::int64_t>(flags[2]);
+  result.identical = result.checked && result.differing == 0;
+  return result;
+}
+
+}  // namespace heat
