@@ -483,7 +483,9 @@ std::shared_ptr<ArrayStorage> Engine::allocate(ir::ScalarType type, const Shape&
 
 std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits,
                                            void* data) {
-  if (!data && shape.size() > 0) throw Error("wrap() was given a null pointer for " + shape.to_string() + " elements");
+  if (!data && shape.size() > 0)
+    throw Error("wrap() was given a null pointer for " + shape.to_string() +
+                " elements; pass the address of the program's data");
   auto array =
       std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), data, state_->totals);
   state_->register_array(array);
@@ -495,24 +497,32 @@ RegionHandle Engine::submit(RegionRequest request) {
   if (request.range.rank() != kernel.dims)
     throw Error("kernel '" + kernel.name + "' has " + std::to_string(kernel.dims) +
                 " index dimension(s) but the region is over " + std::to_string(request.range.rank()) + " (" +
-                request.range.to_string() + ")");
+                request.range.to_string() + "); give over() " + std::to_string(kernel.dims) + " extent(s)");
   for (int d = 0; d < request.range.rank(); ++d)
     if (request.range[d] < 0)
       throw Error("kernel '" + kernel.name + "': the region's extents cannot be negative (" +
-                  request.range.to_string() + ")");
-  if (request.args.size() != kernel.params.size())
+                  request.range.to_string() + "); give over() extents of 0 or more");
+  if (request.args.size() != kernel.params.size()) {
+    std::string names;
+    for (const auto& param : kernel.params) names += (names.empty() ? "" : ", ") + param.name;
     throw Error("kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) + " arguments, " +
-                std::to_string(request.args.size()) + " were given");
+                std::to_string(request.args.size()) + " were given; pass one per parameter (" + names + ")");
+  }
   for (std::size_t p = 0; p < kernel.params.size(); ++p) {
     const auto& param = kernel.params[p];
     auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
     if (param.is_array() != (storage != nullptr) ||
-        (storage && ((*storage)->type() != param.type || (*storage)->shape().rank() != param.rank)))
-      throw Error("kernel '" + kernel.name + "': argument " + std::to_string(p) + " does not match parameter '" +
-                  param.name + "'");
+        (storage && ((*storage)->type() != param.type || (*storage)->shape().rank() != param.rank))) {
+      const std::string given = storage ? (*storage)->describe() : "a value";
+      const std::string wanted = param.is_array() ? "an array of " + std::string(ir::name_of(param.type)) + " with " +
+                                                        std::to_string(param.rank) + " dimension(s)"
+                                                  : "a value of type " + std::string(ir::name_of(param.type));
+      throw Error("kernel '" + kernel.name + "': argument " + std::to_string(p) + " (" + given +
+                  ") does not match parameter '" + param.name + "'; pass " + wanted);
+    }
     if (storage && param.writes() && (*storage)->traits().read_only)
       throw Error("kernel '" + kernel.name + "' writes parameter '" + param.name + "' but " + (*storage)->describe() +
-                  " is read-only");
+                  " is read-only; pass a writable array");
   }
   const std::string policy_text = request.policy.empty() ? "static" : request.policy;
   const Policy policy = resolve_runtime_policy(state_->policy_named(policy_text), std::getenv("CANOPY_POLICY"));
@@ -703,8 +713,10 @@ void Engine::move_array(const std::shared_ptr<ArrayStorage>& array, const std::s
 
 void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const std::shared_ptr<ArrayStorage>& source) {
   if (destination->type() != source->type() || !(destination->shape() == source->shape()))
-    throw Error("copy: " + source->describe() + " and " + destination->describe() + " differ in element type or shape");
-  if (destination->traits().read_only) throw Error("copy: " + destination->describe() + " is read-only");
+    throw Error("copy: " + source->describe() + " and " + destination->describe() +
+                " differ in element type or shape; copy between arrays of one type and shape");
+  if (destination->traits().read_only)
+    throw Error("copy: " + destination->describe() + " is read-only; copy into a writable array");
   if (destination == source) return;
   auto done = std::make_shared<Completion>();
   std::shared_lock lock(state_->tree_mutex);

@@ -24,7 +24,9 @@ void* allocate_host(std::size_t bytes) {
   if (bytes == 0) bytes = 1;
   if (bytes < mapped_threshold) {
     void* p = std::aligned_alloc(64, round_up(bytes, 64));
-    if (!p) throw Error("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+    if (!p)
+      throw Error("cannot allocate " + std::to_string(bytes) +
+                  " bytes of host memory; ask for a smaller array or free memory on this node");
     std::memset(p, 0, bytes);
     return p;
   }
@@ -32,7 +34,8 @@ void* allocate_host(std::size_t bytes) {
   const std::size_t length = round_up(bytes, huge_page) + huge_page;
   void* raw = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED)
-    throw Error("cannot allocate " + std::to_string(bytes) + " bytes of host memory: " + std::strerror(errno));
+    throw Error("cannot allocate " + std::to_string(bytes) + " bytes of host memory: " + std::strerror(errno) +
+                "; ask for a smaller array or free memory on this node");
   auto start = reinterpret_cast<std::uintptr_t>(raw);
   auto aligned = round_up(start, huge_page);
   const std::size_t used = round_up(bytes, huge_page);

@@ -361,28 +361,73 @@ void split_by_numbers(const SharingTree& tree, const Location& at, const Policy&
   }
 }
 
-// Any: the first idle leaf in tree order, else the least loaded (NaN as the most), ties to the first.
+// `value` with NaN as +infinity, so that it compares as the largest.
+double nan_as_largest(double value) { return std::isnan(value) ? std::numeric_limits<double>::infinity() : value; }
+
+// Any: among the idle leaves the one predicted fastest, else the least loaded (NaN as the most) and among
+// those the one predicted fastest; remaining ties to the first in tree order.
 const Location* choose_any(const SharingTree& tree, const SplitContext& context) {
   const std::vector<const Location*>& leaves = tree.leaves();
+  auto predicted = [&](const Location& leaf) {
+    return context.predicted_seconds ? nan_as_largest(context.predicted_seconds(leaf)) : 0.0;
+  };
+  const Location* best = nullptr;
+  double best_time = 0;
   if (context.idle) {
     for (const Location* leaf : leaves) {
-      if (context.idle(*leaf)) return leaf;
+      if (!context.idle(*leaf)) continue;
+      const double time = predicted(*leaf);
+      if (!best || time < best_time) {
+        best = leaf;
+        best_time = time;
+      }
     }
+    if (best) return best;
   }
   if (!context.load) return leaves.front();
-  const Location* best = leaves.front();
-  double best_load = std::numeric_limits<double>::infinity();
-  bool have_best = false;
+  double best_load = 0;
   for (const Location* leaf : leaves) {
-    double load = context.load(*leaf);
-    if (std::isnan(load)) load = std::numeric_limits<double>::infinity();
-    if (!have_best || load < best_load) {
+    const double load = nan_as_largest(context.load(*leaf));
+    if (best && load > best_load) continue;
+    const double time = predicted(*leaf);
+    if (!best || load < best_load || time < best_time) {
       best = leaf;
       best_load = load;
-      have_best = true;
+      best_time = time;
     }
   }
   return best;
+}
+
+// Adaptive: every executing leaf takes the fraction the context gives it, boundaries rounded cumulatively;
+// Static when the fractions are not usable.
+void split_adaptive(const SharingTree& tree, const Location& at, const SplitContext& context, std::int64_t begin,
+                    std::int64_t length, PieceList& pieces) {
+  const std::vector<const Location*>& leaves = tree.leaves();
+  std::vector<double> shares;
+  if (context.shares) shares = context.shares(leaves);
+  double total = 0;
+  bool usable = shares.size() == leaves.size();
+  for (double share : shares) {
+    usable = usable && std::isfinite(share) && share >= 0;
+    total += share;
+  }
+  if (!usable || !(total > 0) || !std::isfinite(total)) {
+    split_static(tree, at, begin, length, pieces);
+    return;
+  }
+  double cumulative = 0;
+  std::int64_t previous = 0;
+  for (std::size_t index = 0; index < leaves.size(); ++index) {
+    cumulative += shares[index];
+    std::int64_t boundary = length;
+    if (index + 1 < leaves.size()) {
+      const long double exact = static_cast<long double>(length) * cumulative / total;
+      boundary = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::roundl(exact)), previous, length);
+    }
+    pieces.add(leaves[index], begin + previous, boundary - previous);
+    previous = boundary;
+  }
 }
 
 }  // namespace
@@ -461,8 +506,8 @@ std::vector<Piece> split(const Location& at, const Policy& policy, std::int64_t 
     return pieces.take();
   }
   switch (policy.kind) {
-    case Policy::Kind::Static:
-    case Policy::Kind::Adaptive: split_static(tree, at, begin, length, pieces); break;
+    case Policy::Kind::Static: split_static(tree, at, begin, length, pieces); break;
+    case Policy::Kind::Adaptive: split_adaptive(tree, at, context, begin, length, pieces); break;
     case Policy::Kind::Flatten: split_flatten(tree, begin, length, pieces); break;
     case Policy::Kind::Percentage: split_by_numbers(tree, at, policy, begin, length, pieces); break;
     case Policy::Kind::Range:

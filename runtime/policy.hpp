@@ -43,13 +43,17 @@ struct Policy {
     /// Like Percentage with whole iteration counts (>= 0, at most 2^53) that must
     /// sum to the range's length; folds the same way.
     Range,
-    /// The whole range to one executing leaf: the first idle one in tree order,
-    /// else the least loaded (ties to the first in tree order).
+    /// The whole range to one executing leaf: among the idle ones the one
+    /// predicted fastest (SplitContext::predicted_seconds; without
+    /// predictions the first idle one in tree order), else the least loaded;
+    /// ties to the first in tree order.
     Any,
     /// Read from CANOPY_POLICY by the runtime (resolve_runtime_policy()); split()
     /// refuses it unresolved.
     Runtime,
-    /// Learns from past runs in a later version; splits like Static for now.
+    /// Over all executing leaves below the location, in tree order, by the
+    /// fractions SplitContext::shares gives (the runtime's learned split, see
+    /// adaptive.hpp); like Static when the context gives none.
     Adaptive,
   };
 
@@ -96,15 +100,23 @@ struct Piece {
   bool operator==(const Piece&) const = default;
 };
 
-/// What split() may ask about the leaves, for the Any policy. Either may be
-/// empty: no `idle` means no leaf is known to be idle; no `load` means every
-/// leaf carries the same load.
+/// What split() may ask about the leaves, for the Any and Adaptive
+/// policies. Any may be empty: no `idle` means no leaf is known to be idle;
+/// no `load` means every leaf carries the same load; no `predicted_seconds`
+/// means every leaf is as fast; no `shares` makes Adaptive split like Static.
 struct SplitContext {
   /// True when the leaf has nothing queued or running.
   std::function<bool(const Location&)> idle;
   /// How busy the leaf is (queued work, in any unit that compares); a NaN
   /// counts as busier than any number.
   std::function<double(const Location&)> load;
+  /// Any: how long the whole range would take on the leaf (smaller is
+  /// faster); NaN counts as slower than any number.
+  std::function<double(const Location&)> predicted_seconds;
+  /// Adaptive: the fraction of the range each of `leaves` (every executing
+  /// leaf below the location, in tree order) takes. Fractions that are not
+  /// one per leaf, finite and >= 0 with a positive sum make the split Static.
+  std::function<std::vector<double>(const std::vector<const Location*>& leaves)> shares;
 };
 
 /// Splits [begin, end) below `at` by `policy` (see Policy::Kind). Only

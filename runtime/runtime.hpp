@@ -105,7 +105,8 @@ class Runtime {
   static void check_rank(const Shape& shape) {
     if (shape.rank() != Rank)
       throw Error("array<" + std::string(ir::name_of(ir::scalar_type_of<T>())) + ", " + std::to_string(Rank) +
-                  "> was given a shape of rank " + std::to_string(shape.rank()) + " (" + shape.to_string() + ")");
+                  "> was given a shape of rank " + std::to_string(shape.rank()) + " (" + shape.to_string() +
+                  "); give a Shape of " + std::to_string(Rank) + " extent(s)");
   }
 
   std::unique_ptr<runtime::Engine> engine_;

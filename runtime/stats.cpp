@@ -31,6 +31,11 @@ std::string Stats::to_text() const {
       std::snprintf(line, sizeof line, " %s[%lld,%lld) %.6fs", piece.leaf.c_str(), static_cast<long long>(piece.begin),
                     static_cast<long long>(piece.end), piece.seconds);
       out += line;
+      if (piece.share > 0) {
+        std::snprintf(line, sizeof line, " (share %.1f%%, predicted %.6fs, ran %.6fs)", piece.share * 100,
+                      piece.predicted_seconds, piece.run_seconds);
+        out += line;
+      }
     }
     out += "\n";
   }

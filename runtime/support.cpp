@@ -142,12 +142,17 @@ ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits
                            std::shared_ptr<TransferTotals> totals)
     : type_(type), shape_(shape), traits_(std::move(traits)), id_(next_array_id++), location_(std::move(location)) {
   for (int d = 0; d < shape_.rank(); ++d)
-    if (shape_[d] < 0) throw Error("an array cannot have a negative extent (" + shape_.to_string() + ")");
+    if (shape_[d] < 0)
+      throw Error("an array cannot have a negative extent (" + shape_.to_string() + "); give extents of 0 or more");
+  // Elements and bytes both stay below 2^62, so that neither wraps around in
+  // the size_t and int64 arithmetic that follows.
+  const std::size_t limit = (std::size_t{1} << 62) / ir::size_of(type_);
   std::size_t elements = 1;
   for (int d = 0; d < shape_.rank(); ++d) {
     const auto extent = static_cast<std::size_t>(shape_[d]);
-    if (extent != 0 && elements > (std::size_t{1} << 62) / extent)
-      throw Error("an array of " + shape_.to_string() + " elements is too large to address");
+    if (extent != 0 && elements > limit / extent)
+      throw Error("an array of " + shape_.to_string() + " " + std::string(ir::name_of(type_)) +
+                  " elements is too large to address (at most 2^62 bytes); split it into smaller arrays");
     elements *= extent;
   }
   bytes_ = elements * ir::size_of(type_);

@@ -176,10 +176,13 @@ TEST_CASE("engine: read_only() arrays refuse Out and InOut parameters") {
   auto h = table.host();
   for (std::int64_t i = 0; i < 50; ++i) h[i] = i * i;
   CHECK(error_of([&] { rt.region(fill_scaled()).over(50).launch(table, 2); }) ==
-        "kernel 'fill_scaled' writes parameter 'x' but array 'table' (i64 50 at numa0) is read-only");
+        "kernel 'fill_scaled' writes parameter 'x' but array 'table' (i64 50 at numa0) is read-only; pass a writable "
+        "array");
   CHECK(error_of([&] { rt.region(accumulate()).over(50).launch(table, out); }) ==
-        "kernel 'accumulate' writes parameter 'x' but array 'table' (i64 50 at numa0) is read-only");
-  CHECK(error_of([&] { rt.copy(table, out); }) == "copy: array 'table' (i64 50 at numa0) is read-only");
+        "kernel 'accumulate' writes parameter 'x' but array 'table' (i64 50 at numa0) is read-only; pass a writable "
+        "array");
+  CHECK(error_of([&] { rt.copy(table, out); }) ==
+        "copy: array 'table' (i64 50 at numa0) is read-only; copy into a writable array");
   rt.region(accumulate()).over(50).launch(out, table);  // reading is fine
   rt.pause();
   CHECK(holds_constant(table, 0) == false);

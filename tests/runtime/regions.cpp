@@ -181,13 +181,17 @@ TEST_CASE("errors a user can cause name the thing at fault") {
   Kernel two_d("two_d", [](Out<double, 2> g) { g(index(0), index(1)) = 1.0; }, {"g"});
   auto g = rt.array<double, 2>(Shape(4, 4));
   CHECK_THROWS_WITH_AS(rt.region(two_d).over(16).launch(g),
-                       "kernel 'two_d' has 2 index dimension(s) but the region is over 1 (16)", Error);
+                       "kernel 'two_d' has 2 index dimension(s) but the region is over 1 (16); give over() 2 extent(s)",
+                       Error);
   CHECK_THROWS_WITH_AS(rt.region(fill_kernel()).over(-5).launch(x, 1.0),
-                       "kernel 'fill': the region's extents cannot be negative (-5)", Error);
+                       "kernel 'fill': the region's extents cannot be negative (-5); give over() extents of 0 or more",
+                       Error);
   CHECK_THROWS_WITH_AS(rt.array<double>(10, at("moon")),
                        "no location 'moon' in the hierarchy; known locations: node, numa0, cpu0", Error);
-  CHECK_THROWS_WITH_AS(rt.array<double>(Shape(-1)), "an array cannot have a negative extent (-1)", Error);
-  CHECK_THROWS_WITH_AS((rt.array<double, 2>(Shape(3))), "array<f64, 2> was given a shape of rank 1 (3)", Error);
+  CHECK_THROWS_WITH_AS(rt.array<double>(Shape(-1)),
+                       "an array cannot have a negative extent (-1); give extents of 0 or more", Error);
+  CHECK_THROWS_WITH_AS((rt.array<double, 2>(Shape(3))),
+                       "array<f64, 2> was given a shape of rank 1 (3); give a Shape of 2 extent(s)", Error);
   CHECK_THROWS_WITH_AS(rt.region(fill_kernel()).over(10).launch(Array<double>(), 1.0),
                        "an empty Array handle was passed to a kernel", Error);
   CHECK_THROWS_WITH_AS(

@@ -1,0 +1,461 @@
+#include "adaptive.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <canopy/ir/error.hpp>
+#include <canopy/jit/hash.hpp>
+
+namespace canopy {
+
+namespace {
+
+constexpr std::string_view kMagic = "canopy-adaptive 1";
+/// Weight of a new measurement in a leaf's seconds per point (the rest is the old value).
+constexpr double kHistoryWeight = 0.5;
+
+/// `name`'s value when it is set to a number in [low, high] (low excluded
+/// when `open_low`), else `fallback`.
+double fraction_from_environment(const char* name, double fallback, double low, double high, bool open_low) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  const bool ok = *end == '\0' && std::isfinite(value) && value <= high && (open_low ? value > low : value >= low);
+  if (!ok) {
+    std::fprintf(stderr, "canopy: %s=%s is not a number in %s%g, %g]; using %g\n", name, text, open_low ? "(" : "[",
+                 low, high, fallback);
+    return fallback;
+  }
+  return value;
+}
+
+std::string hex64(std::uint64_t value) { return fmt::format("{:016x}", value); }
+
+/// A leaf as part of a key: what makes two trees' leaves the same.
+std::string leaf_signature(const Location& leaf) {
+  const LocationTraits& traits = leaf.traits();
+  std::string text = fmt::format("{}:{}:{}:", leaf.name(), name_of(leaf.kind()), traits.cores);
+  for (std::size_t i = 0; i < traits.pus.size(); ++i) text += (i ? "," : "") + std::to_string(traits.pus[i]);
+  if (!traits.device.empty()) text += ":" + traits.device;
+  return text;
+}
+
+/// Piece rows per leaf of `plan`, and each leaf's summed run time, from the record.
+struct Measured {
+  std::vector<std::int64_t> rows;
+  std::vector<double> seconds;
+  std::int64_t total_rows = 0;
+};
+
+Measured measured_of(const AdaptivePlan& plan, const RegionStats& record) {
+  Measured m;
+  m.rows.assign(plan.leaves.size(), 0);
+  m.seconds.assign(plan.leaves.size(), 0.0);
+  for (const PieceStats& piece : record.pieces) {
+    const auto it = std::find(plan.leaves.begin(), plan.leaves.end(), piece.leaf);
+    if (it == plan.leaves.end()) continue;
+    const auto index = static_cast<std::size_t>(it - plan.leaves.begin());
+    m.rows[index] += piece.end - piece.begin;
+    m.seconds[index] += piece.run_seconds;
+    m.total_rows += piece.end - piece.begin;
+  }
+  return m;
+}
+
+/// Shares made non-negative and summing to 1; nothing when they cannot be.
+std::optional<std::vector<double>> normalized(std::vector<double> shares) {
+  double sum = 0;
+  for (double& s : shares) {
+    if (!std::isfinite(s) || s < 0) return std::nullopt;
+    sum += s;
+  }
+  if (!(sum > 0)) return std::nullopt;
+  for (double& s : shares) s /= sum;
+  return shares;
+}
+
+/// Points per leaf that make `latency_i + points_i / rate_i` equal for all
+/// leaves that take part; a leaf whose latency alone exceeds that time takes
+/// none (the slowest to start is left out first).
+std::vector<double> balanced_points(const std::vector<double>& rate, const std::vector<double>& latency,
+                                    double points) {
+  const std::size_t n = rate.size();
+  std::vector<bool> active(n, true);
+  std::vector<double> shares(n, 0.0);
+  for (;;) {
+    double rates = 0, weighted = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (active[i]) rates += rate[i], weighted += latency[i] * rate[i];
+    const double t = (points + weighted) / rates;
+    std::size_t worst = n;
+    for (std::size_t i = 0; i < n; ++i)
+      if (active[i] && latency[i] >= t && (worst == n || latency[i] > latency[worst])) worst = i;
+    if (worst == n || std::count(active.begin(), active.end(), true) == 1) {
+      for (std::size_t i = 0; i < n; ++i) shares[i] = active[i] ? std::max(0.0, (t - latency[i]) * rate[i]) : 0.0;
+      return shares;
+    }
+    active[worst] = false;
+  }
+}
+
+}  // namespace
+
+FeedbackOptions FeedbackOptions::from_environment() {
+  FeedbackOptions options;
+  options.dead_band = fraction_from_environment("CANOPY_ADAPTIVE_DEAD_BAND", options.dead_band, 0, 1, false);
+  options.damping = fraction_from_environment("CANOPY_ADAPTIVE_DAMPING", options.damping, 0, 1, true);
+  return options;
+}
+
+Feedback rebalance(const std::vector<double>& shares, const std::vector<double>& seconds,
+                   const FeedbackOptions& options) {
+  Feedback feedback;
+  feedback.shares = shares;
+  if (shares.size() != seconds.size()) {
+    feedback.imbalance = std::numeric_limits<double>::quiet_NaN();
+    return feedback;
+  }
+  double fastest = std::numeric_limits<double>::infinity(), slowest = 0, rates = 0;
+  std::size_t ran = 0;
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    if (!(shares[i] > 0)) continue;
+    if (!std::isfinite(seconds[i]) || !(seconds[i] > 0)) {
+      feedback.imbalance = std::numeric_limits<double>::quiet_NaN();
+      return feedback;
+    }
+    fastest = std::min(fastest, seconds[i]);
+    slowest = std::max(slowest, seconds[i]);
+    rates += shares[i] / seconds[i];
+    ++ran;
+  }
+  if (ran < 2) return feedback;
+  feedback.imbalance = slowest / fastest - 1;
+  if (feedback.imbalance <= options.dead_band) return feedback;
+  std::vector<double> next(shares.size(), 0.0);
+  double largest_move = 0, sum = 0;
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    if (!(shares[i] > 0)) continue;
+    const double balanced = shares[i] / seconds[i] / rates;
+    next[i] = shares[i] + options.damping * (balanced - shares[i]);
+    largest_move = std::max(largest_move, std::abs(next[i] - shares[i]));
+    sum += next[i];
+  }
+  if (largest_move < options.min_change || !(sum > 0)) return feedback;
+  for (double& s : next) s /= sum;
+  feedback.shares = std::move(next);
+  feedback.changed = true;
+  return feedback;
+}
+
+std::string extents_class_of(const Shape& range) {
+  std::string text = "b";
+  for (int d = 0; d < range.rank(); ++d) {
+    const auto extent = static_cast<std::uint64_t>(std::max<std::int64_t>(range[d], 0));
+    text += (d ? "x" : "") + std::to_string(std::bit_width(extent));
+  }
+  return text;
+}
+
+// ---- AdaptivePlan ---------------------------------------------------------------
+
+void AdaptivePlan::annotate(RegionStats& record) const {
+  const std::int64_t rows = record.range.rank() > 0 ? record.range[0] : 0;
+  for (PieceStats& piece : record.pieces) {
+    const auto it = std::find(leaves.begin(), leaves.end(), piece.leaf);
+    if (it == leaves.end() || rows <= 0) continue;
+    const auto index = static_cast<std::size_t>(it - leaves.begin());
+    piece.share = static_cast<double>(piece.end - piece.begin) / static_cast<double>(rows);
+    if (rates[index] > 0)
+      piece.predicted_seconds = latency[index] + static_cast<double>(piece.end - piece.begin) *
+                                                     static_cast<double>(inner_points) / rates[index];
+  }
+}
+
+void AdaptivePlan::finished(const RegionStats& record) const {
+  if (placement) placement->learn(*this, record);
+}
+
+// ---- AdaptivePlacement ----------------------------------------------------------
+
+AdaptivePlacement::AdaptivePlacement(FeedbackOptions options, std::string cache_dir)
+    : options_(options), directory_(machine_model_directory(cache_dir)) {}
+
+void AdaptivePlacement::set_model(std::optional<MachineModel> model, std::string node_fingerprint) {
+  std::lock_guard lock(mutex_);
+  model_ = std::move(model);
+  node_ = std::move(node_fingerprint);
+  model_rates_.clear();
+}
+
+const MachineModel* AdaptivePlacement::model() const {
+  std::lock_guard lock(mutex_);
+  return model_ ? &*model_ : nullptr;
+}
+
+AdaptivePlacement::LeafRate AdaptivePlacement::model_rate(const AdaptiveKernel& kernel, const Location& leaf,
+                                                          const Shape& range, const std::string& extents_class) {
+  const std::string key = fmt::format("{} {} {}", hex64(kernel.hash), leaf.name(), extents_class);
+  if (auto it = model_rates_.find(key); it != model_rates_.end()) return it->second;
+  LeafRate rate;
+  const LeafModel* known = model_ ? model_->find(leaf.name()) : nullptr;
+  if (known && known->calibrated && kernel.kernel) {
+    try {
+      std::array<std::int64_t, 3> extents{};
+      for (int d = 0; d < range.rank() && d < 3; ++d) extents[static_cast<std::size_t>(d)] = range[d];
+      const ir::KernelCost cost = model_->cost_of(*kernel.kernel, leaf.name(), extents);
+      rate.rate = model_->throughput(cost, leaf.name());
+      if (!std::isfinite(rate.rate)) rate.rate = 0;
+      rate.latency = known->launch_seconds;
+    } catch (const Error&) {
+      rate = LeafRate{};
+    }
+  }
+  model_rates_.emplace(key, rate);
+  return rate;
+}
+
+std::shared_ptr<const AdaptivePlan> AdaptivePlacement::plan(const AdaptiveKernel& kernel, const Location& at,
+                                                            const std::vector<const Location*>& leaves,
+                                                            const Shape& range) {
+  auto plan = std::make_shared<AdaptivePlan>();
+  plan->placement = this;
+  plan->kernel = kernel.kernel ? kernel.kernel->name : std::string();
+  plan->kernel_hash = kernel.hash;
+  plan->extents_class = extents_class_of(range);
+  for (int d = 1; d < range.rank(); ++d) plan->inner_points *= std::max<std::int64_t>(range[d], 0);
+  std::string signature;
+  for (const Location* leaf : leaves) {
+    plan->leaves.push_back(leaf->name());
+    signature += (signature.empty() ? "" : " ") + leaf_signature(*leaf);
+  }
+  std::lock_guard lock(mutex_);
+  plan->key = fmt::format("{} | at {} | leaves {} | kernel {} {} | extents {}", node_, at.name(), signature,
+                          plan->kernel, hex64(kernel.hash), plan->extents_class);
+  for (const Location* leaf : leaves) {
+    const LeafRate rate = model_rate(kernel, *leaf, range, plan->extents_class);
+    plan->rates.push_back(rate.rate);
+    plan->latency.push_back(rate.latency);
+  }
+  auto found = entries_.find(plan->key);
+  if (found == entries_.end()) {
+    Entry entry;
+    entry.split.key = plan->key;
+    entry.split.kernel = plan->kernel;
+    entry.split.leaves = plan->leaves;
+    // The model's split: balanced finishing times with each leaf's latency;
+    // leaves it cannot rate run at the mean rate of the others.
+    const std::size_t n = leaves.size();
+    double known_sum = 0;
+    std::size_t known = 0;
+    for (double r : plan->rates)
+      if (r > 0) known_sum += r, ++known;
+    std::vector<double> model_shares(n, 1.0 / static_cast<double>(std::max<std::size_t>(n, 1)));
+    if (known > 0) {
+      const double mean = known_sum / static_cast<double>(known);
+      std::vector<double> rate(n), latency(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        rate[i] = plan->rates[i] > 0 ? plan->rates[i] : mean;
+        latency[i] = plan->rates[i] > 0 ? plan->latency[i] : 0.0;
+      }
+      const double points = static_cast<double>(std::max<std::int64_t>(range.rank() > 0 ? range[0] : 0, 0)) *
+                            static_cast<double>(plan->inner_points);
+      model_shares = balanced_points(rate, latency, points);
+      if (auto shares = normalized(model_shares)) {
+        model_shares = *shares;
+      } else {
+        for (std::size_t i = 0; i < n; ++i) model_shares[i] = rate[i];
+        model_shares = normalized(model_shares).value_or(std::vector<double>(n, 1.0 / static_cast<double>(n)));
+      }
+      entry.split.model_shares = model_shares;
+    }
+    entry.split.shares = model_shares;
+    if (auto stored = load(plan->key, plan->leaves)) {
+      entry.split.shares = *stored;
+      entry.split.from_file = true;
+      entry.saved = true;
+    }
+    found = entries_.emplace(plan->key, std::move(entry)).first;
+  }
+  plan->shares = found->second.split.shares;
+  return plan;
+}
+
+std::shared_ptr<const AdaptivePlan> AdaptivePlacement::plan_any(const AdaptiveKernel& kernel, const Location& leaf,
+                                                                const Shape& range) {
+  auto plan = std::make_shared<AdaptivePlan>();
+  plan->placement = this;
+  plan->kernel = kernel.kernel ? kernel.kernel->name : std::string();
+  plan->kernel_hash = kernel.hash;
+  plan->extents_class = extents_class_of(range);
+  plan->learns_split = false;
+  for (int d = 1; d < range.rank(); ++d) plan->inner_points *= std::max<std::int64_t>(range[d], 0);
+  plan->leaves = {leaf.name()};
+  plan->shares = {1.0};
+  std::lock_guard lock(mutex_);
+  const std::string history_key = fmt::format("{} {} {}", hex64(kernel.hash), leaf.name(), plan->extents_class);
+  if (auto it = history_.find(history_key); it != history_.end()) {
+    plan->rates = {1.0 / it->second};
+    plan->latency = {0.0};
+  } else {
+    const LeafRate rate = model_rate(kernel, leaf, range, plan->extents_class);
+    plan->rates = {rate.rate};
+    plan->latency = {rate.latency};
+  }
+  return plan;
+}
+
+double AdaptivePlacement::predict_seconds(const AdaptiveKernel& kernel, const Location& leaf, const Shape& range) {
+  double points = 1;
+  for (int d = 0; d < range.rank(); ++d) points *= static_cast<double>(std::max<std::int64_t>(range[d], 0));
+  const std::string extents_class = extents_class_of(range);
+  std::lock_guard lock(mutex_);
+  const std::string history_key = fmt::format("{} {} {}", hex64(kernel.hash), leaf.name(), extents_class);
+  if (auto it = history_.find(history_key); it != history_.end()) return points * it->second;
+  const LeafRate rate = model_rate(kernel, leaf, range, extents_class);
+  if (!(rate.rate > 0)) return std::numeric_limits<double>::quiet_NaN();
+  return rate.latency + points / rate.rate;
+}
+
+void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& record) {
+  const Measured m = measured_of(plan, record);
+  if (m.total_rows <= 0) return;
+  std::lock_guard lock(mutex_);
+  for (std::size_t i = 0; i < plan.leaves.size(); ++i) {
+    if (m.rows[i] <= 0 || !(m.seconds[i] > 0)) continue;
+    const double per_point = m.seconds[i] / (static_cast<double>(m.rows[i]) * static_cast<double>(plan.inner_points));
+    const std::string history_key =
+        fmt::format("{} {} {}", hex64(plan.kernel_hash), plan.leaves[i], plan.extents_class);
+    auto [it, fresh] = history_.emplace(history_key, per_point);
+    if (!fresh) it->second = kHistoryWeight * per_point + (1 - kHistoryWeight) * it->second;
+  }
+  if (!plan.learns_split || plan.leaves.size() < 2) return;
+  auto found = entries_.find(plan.key);
+  if (found == entries_.end()) return;
+  Entry& entry = found->second;
+  std::vector<double> ran(plan.leaves.size());
+  for (std::size_t i = 0; i < ran.size(); ++i)
+    ran[i] = static_cast<double>(m.rows[i]) / static_cast<double>(m.total_rows);
+  const Feedback feedback = rebalance(ran, m.seconds, options_);
+  entry.split.launches += 1;
+  entry.split.last_imbalance = feedback.imbalance;
+  if (feedback.changed) {
+    entry.split.shares = feedback.shares;
+    entry.split.changes += 1;
+  }
+  if (feedback.changed || !entry.saved) {
+    entry.saved = true;
+    save(entry);
+  }
+}
+
+std::vector<AdaptiveSplit> AdaptivePlacement::splits() const {
+  std::lock_guard lock(mutex_);
+  std::vector<AdaptiveSplit> all;
+  for (const auto& [key, entry] : entries_) all.push_back(entry.split);
+  return all;
+}
+
+std::string AdaptivePlacement::path_of(const std::string& key) const {
+  return (std::filesystem::path(directory_) / ("adaptive-" + hex64(jit::hash64(key)) + ".txt")).string();
+}
+
+void AdaptivePlacement::save(const Entry& entry) const {
+  if (directory_ == "off") return;
+  try {
+    write_adaptive_file(path_of(entry.split.key), entry.split.key, entry.split.leaves, entry.split.shares);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "canopy: the adaptive split is not kept between runs: %s\n", e.what());
+  }
+}
+
+std::optional<std::vector<double>> AdaptivePlacement::load(const std::string& key,
+                                                           const std::vector<std::string>& leaves) const {
+  if (directory_ == "off") return std::nullopt;
+  return read_adaptive_file(path_of(key), key, leaves);
+}
+
+// ---- the file ---------------------------------------------------------------------
+
+std::optional<std::vector<double>> read_adaptive_file(const std::string& path, const std::string& key,
+                                                      const std::vector<std::string>& leaves) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  const auto at = text.rfind("checksum\t");
+  if (at == std::string::npos || (at > 0 && text[at - 1] != '\n')) return std::nullopt;
+  if (text.substr(at) != "checksum\t" + hex64(jit::hash64(std::string_view(text).substr(0, at))) + '\n')
+    return std::nullopt;
+  std::stringstream lines(text.substr(0, at));
+  std::string line;
+  if (!std::getline(lines, line) || line != kMagic) return std::nullopt;
+  if (!std::getline(lines, line) || line != "key\t" + key) return std::nullopt;
+  std::vector<double> shares;
+  for (const std::string& leaf : leaves) {
+    if (!std::getline(lines, line)) return std::nullopt;
+    const std::string prefix = "leaf\t" + leaf + "\t";
+    if (line.rfind(prefix, 0) != 0) return std::nullopt;
+    const std::string number = line.substr(prefix.size());
+    char* end = nullptr;
+    const double share = std::strtod(number.c_str(), &end);
+    if (number.empty() || *end != '\0') return std::nullopt;
+    shares.push_back(share);
+  }
+  if (!std::getline(lines, line) || line != "end\t" + std::to_string(leaves.size())) return std::nullopt;
+  if (std::getline(lines, line)) return std::nullopt;
+  auto sound = normalized(shares);
+  if (!sound) return std::nullopt;
+  double sum = 0;
+  for (double s : shares) sum += s;
+  if (std::abs(sum - 1) > 1e-9) return std::nullopt;
+  return shares;
+}
+
+void write_adaptive_file(const std::string& path, const std::string& key, const std::vector<std::string>& leaves,
+                         const std::vector<double>& shares) {
+  namespace fs = std::filesystem;
+  static std::atomic<unsigned> counter{0};
+  std::string text = std::string(kMagic) + "\nkey\t" + key + "\n";
+  for (std::size_t i = 0; i < leaves.size() && i < shares.size(); ++i)
+    text += fmt::format("leaf\t{}\t{:.17g}\n", leaves[i], shares[i]);
+  text += "end\t" + std::to_string(leaves.size()) + "\n";
+  text += "checksum\t" + hex64(jit::hash64(text)) + "\n";
+  const fs::path target(path);
+  std::error_code error;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), error);
+  if (error)
+    throw Error("cannot create the directory of the adaptive split file '" + path + "': " + error.message() +
+                "; set CANOPY_CACHE_DIR to a writable directory");
+  const std::string temporary = path + fmt::format(".tmp.{}.{}", static_cast<long>(::getpid()), counter.fetch_add(1));
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.flush();
+    if (!out) {
+      fs::remove(temporary, error);
+      throw Error("cannot write the adaptive split file '" + temporary +
+                  "'; set CANOPY_CACHE_DIR to a writable directory with free space");
+    }
+  }
+  fs::rename(temporary, target, error);
+  if (error) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    throw Error("cannot publish the adaptive split file '" + path + "': " + error.message());
+  }
+}
+
+}  // namespace canopy

@@ -1,0 +1,214 @@
+// Adaptive placement: the `adaptive` policy's learned splits and the `any`
+// policy's choice of the fastest idle leaf.
+//
+// Why it exists: a region split evenly over a one-core CPU leaf and an
+// OpenCL device runs as slowly as the slower of the two. The machine model
+// (machine_model.hpp) predicts each leaf's throughput for a kernel, so the
+// first launch can already split in proportion to it; the prediction is a
+// roofline, right to within tens of percent, so every later launch measures
+// how long each leaf's piece ran and moves the split toward equal finishing
+// times. What was learned is kept in the cache directory, so that the next
+// run of the program starts where this one ended.
+//
+// ## The `adaptive` policy, launch by launch
+//  1. The first launch of a kernel over a set of leaves splits the range in
+//     proportion to MachineModel::balanced_shares (latency included); leaves
+//     the model knows nothing of get the mean rate of those it knows, and
+//     without a model the split is even.
+//  2. The engine times each piece's kernel on its leaf (the device's run,
+//     without copies or waiting for earlier regions: what a split changes).
+//  3. rebalance() turns the split that ran and the times into the next split:
+//     each leaf's rate is its share over its time; the balanced split is
+//     proportional to the rates, and the next split moves `damping` of the
+//     way there. It stays as it is while the slowest leaf took at most
+//     `dead_band` longer than the fastest (noise of a few percent never moves
+//     it), and when no share would move by `min_change` or more.
+//  4. The split is kept per key: the node's fingerprint, the location the
+//     region runs at, its executing leaves (name, kind, cores, device), the
+//     kernel's hash and the extents class (the bit width of each extent, so
+//     2^20 and 2^20 + 1000 points share what they learn). It is saved, when it
+//     changes and after its first launch, as adaptive-<hash>.txt in the cache
+//     directory (machine_model_directory(): $CANOPY_CACHE_DIR, else
+//     ~/.cache/canopy; "off" keeps nothing); written to a temporary file and
+//     renamed; a damaged or foreign file is ignored.
+//
+// ## The `any` policy
+// Among the idle leaves, the one with the smallest predicted time for the
+// whole range: measured (seconds per point of this kernel on that leaf, from
+// earlier adaptive or any launches of the same extents class) where there is
+// history, else the model's prediction. Ties go to the first in tree order.
+//
+// ## Settings (environment)
+//   CANOPY_ADAPTIVE_DEAD_BAND  fraction, default 0.08 (8%)
+//   CANOPY_ADAPTIVE_DAMPING    fraction of the way to balance per launch, default 0.7
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <canopy/ir/kernel.hpp>
+
+#include "hierarchy.hpp"
+#include "machine_model.hpp"
+#include "shape.hpp"
+#include "stats.hpp"
+
+namespace canopy {
+
+/// How the adaptive policy reacts to measured times.
+struct FeedbackOptions {
+  /// The split stays as it is while the slowest leaf's time is at most this
+  /// fraction above the fastest's (0.08: 8%).
+  double dead_band = 0.08;
+  /// The fraction of the way to the balanced split taken per launch (1: all
+  /// of it; less keeps a noisy measurement from swinging the split).
+  double damping = 0.7;
+  /// A new split whose shares all differ from the old by less than this
+  /// (a fraction of the range) is not taken.
+  double min_change = 0.005;
+
+  /// The defaults, with CANOPY_ADAPTIVE_DEAD_BAND and CANOPY_ADAPTIVE_DAMPING
+  /// where they are set to a number in [0, 1] (dead band) or (0, 1] (damping).
+  static FeedbackOptions from_environment();
+};
+
+/// What rebalance() decided for one launch.
+struct Feedback {
+  std::vector<double> shares;  ///< the next launch's split, summing to 1
+  /// Slowest time over fastest, minus 1, among the leaves that ran (0 for
+  /// fewer than two); NaN when a leaf with a share has no time.
+  double imbalance = 0;
+  bool changed = false;  ///< shares differ from the split that ran
+};
+
+/// The feedback rule (see the top of this file): `shares` is the split that
+/// ran (fractions summing to 1, one per leaf), `seconds` each leaf's time
+/// (ignored where its share is 0). Leaves with share 0 keep 0. A leaf with a
+/// share but no positive, finite time leaves the split unchanged.
+Feedback rebalance(const std::vector<double>& shares, const std::vector<double>& seconds,
+                   const FeedbackOptions& options = {});
+
+/// A kernel as AdaptivePlacement knows it: the optimized IR (for the model's
+/// cost) and a hash of its text (for the keys).
+struct AdaptiveKernel {
+  const ir::Kernel* kernel = nullptr;
+  std::uint64_t hash = 0;
+};
+
+/// A split one key has learned, as adaptive_splits() reports it.
+struct AdaptiveSplit {
+  std::string key;                   ///< see the top of this file
+  std::string kernel;                ///< the kernel's name
+  std::vector<std::string> leaves;   ///< in tree order
+  std::vector<double> shares;        ///< the split the next launch takes
+  std::vector<double> model_shares;  ///< what the model predicted (empty without a model)
+  int launches = 0;                  ///< launches measured
+  int changes = 0;                   ///< launches after which the split moved
+  double last_imbalance = 0;         ///< Feedback::imbalance of the last measured launch
+  bool from_file = false;            ///< the first split was read from the cache directory
+};
+
+class AdaptivePlacement;
+
+/// What one launch was planned with; the engine keeps it with the region and
+/// hands it back with the region's statistics once every piece has run.
+struct AdaptivePlan {
+  AdaptivePlacement* placement = nullptr;
+  std::string key;
+  std::string kernel;
+  std::uint64_t kernel_hash = 0;
+  std::string extents_class;
+  std::vector<std::string> leaves;
+  std::vector<double> shares;     ///< the split asked of split(), per leaf
+  std::vector<double> rates;      ///< predicted points per second per leaf (0: unknown)
+  std::vector<double> latency;    ///< predicted launch latency per leaf, seconds
+  std::int64_t inner_points = 1;  ///< points per row (the extents after the first)
+  /// False for `any` launches: they teach the history, not a split.
+  bool learns_split = true;
+
+  /// Fills each piece's share, predicted seconds in `record` (pieces and range set).
+  void annotate(RegionStats& record) const;
+  /// Hands the measured pieces of `record` back to the placement (call once,
+  /// after every piece ran, and only when the region did not fail).
+  void finished(const RegionStats& record) const;
+};
+
+/// The learned splits and history of one runtime; thread-safe.
+class AdaptivePlacement {
+ public:
+  /// `cache_dir` as CalibrationOptions::cache_dir (empty: $CANOPY_CACHE_DIR,
+  /// else ~/.cache/canopy; "off": nothing is kept between runs).
+  explicit AdaptivePlacement(FeedbackOptions options = FeedbackOptions::from_environment(), std::string cache_dir = {});
+
+  /// Gives the machine model (none: splits start even, `any` uses history
+  /// only) and the node's fingerprint (fingerprint_of with an empty tree),
+  /// which is part of every key. Call before plan(); later calls replace them.
+  void set_model(std::optional<MachineModel> model, std::string node_fingerprint);
+  /// The model given to set_model(), or null.
+  const MachineModel* model() const;
+
+  /// The split for a launch of `kernel` over `range` at `at`, whose executing
+  /// leaves are `leaves` (tree order): learned, else read from the cache
+  /// directory, else the model's.
+  std::shared_ptr<const AdaptivePlan> plan(const AdaptiveKernel& kernel, const Location& at,
+                                           const std::vector<const Location*>& leaves, const Shape& range);
+  /// A plan for an `any` launch that ran the whole range on `leaf`: it
+  /// annotates the statistics and teaches the history.
+  std::shared_ptr<const AdaptivePlan> plan_any(const AdaptiveKernel& kernel, const Location& leaf, const Shape& range);
+  /// Predicted seconds for the whole of `range` on `leaf`: history first,
+  /// else the model; NaN when neither knows.
+  double predict_seconds(const AdaptiveKernel& kernel, const Location& leaf, const Shape& range);
+
+  /// Learns from a finished launch (AdaptivePlan::finished calls it).
+  void learn(const AdaptivePlan& plan, const RegionStats& record);
+
+  /// Every split learned or read so far, ordered by key.
+  std::vector<AdaptiveSplit> splits() const;
+  const FeedbackOptions& options() const { return options_; }
+
+ private:
+  struct Entry {
+    AdaptiveSplit split;
+    bool saved = false;
+  };
+  struct LeafRate {
+    double rate = 0;     ///< points per second, 0: unknown
+    double latency = 0;  ///< seconds
+  };
+
+  LeafRate model_rate(const AdaptiveKernel& kernel, const Location& leaf, const Shape& range,
+                      const std::string& extents_class);
+  std::string path_of(const std::string& key) const;
+  void save(const Entry& entry) const;
+  std::optional<std::vector<double>> load(const std::string& key, const std::vector<std::string>& leaves) const;
+
+  FeedbackOptions options_;
+  std::string directory_;
+  mutable std::mutex mutex_;
+  std::optional<MachineModel> model_;
+  std::string node_;
+  std::map<std::string, Entry> entries_;
+  /// By kernel hash, leaf and extents class: the model's rate (computed once).
+  std::map<std::string, LeafRate> model_rates_;
+  /// By kernel hash, leaf and extents class: measured seconds per point.
+  std::map<std::string, double> history_;
+};
+
+/// "b20x12": the bit width of each extent of `range`.
+std::string extents_class_of(const Shape& range);
+
+/// Reads the split file at `path` for `key` and `leaves`; nothing when it is
+/// missing, damaged, for another key or other leaves.
+std::optional<std::vector<double>> read_adaptive_file(const std::string& path, const std::string& key,
+                                                      const std::vector<std::string>& leaves);
+/// Writes it atomically (a temporary file renamed); throws canopy::Error naming the path.
+void write_adaptive_file(const std::string& path, const std::string& key, const std::vector<std::string>& leaves,
+                         const std::vector<double>& shares);
+
+}  // namespace canopy
