@@ -14,6 +14,9 @@ int halo_command(int argc, char** argv);
 int rodinia_command(int argc, char** argv);
 int sweep_command(int argc, char** argv);
 int model_command(int argc, char** argv);
+#ifdef CANOPY_WITH_MPI
+int mpi_command(int argc, char** argv);
+#endif
 }  // namespace canopy::bench
 
 namespace {
@@ -41,7 +44,11 @@ void usage(std::FILE* out) {
                "  model    predicted and measured times of triad and a 2-D stencil on two leaves, and the\n"
                "           predicted against the measured ratio of their times\n"
                "           --leaves A,B (a CPU and an OpenCL leaf)  --size N (2^23)  --rows N (2048)\n"
-               "           --cols N (4096)  --repeat K (5)  --cached (model from the cache dir)  --json FILE\n");
+               "           --cols N (4096)  --repeat K (5)  --cached (model from the cache dir)  --json FILE\n"
+               "  mpi      2-D heat over 2 MPI ranks, one CPU-only (one core) and one OpenCL-only: per-rank compute\n"
+               "           time per iteration after rebalancing, and the run beside the same run with an even split\n"
+               "           (starts mpirun itself unless run under it)  --rows N (2048)  --cols N (1024)\n"
+               "           --iterations K (60)  --rebalance-after K (8)  --rebalances R (3)  --repeat N (3)\n");
 }
 
 }  // namespace
@@ -60,6 +67,14 @@ int main(int argc, char** argv) {
     if (command == "rodinia") return canopy::bench::rodinia_command(argc - 2, argv + 2);
     if (command == "sweep") return canopy::bench::sweep_command(argc - 2, argv + 2);
     if (command == "model") return canopy::bench::model_command(argc - 2, argv + 2);
+    if (command == "mpi") {
+#ifdef CANOPY_WITH_MPI
+      return canopy::bench::mpi_command(argc, argv);
+#else
+      std::fprintf(stderr, "canopy-bench mpi: this canopy-bench was built without MPI (install libopenmpi-dev)\n");
+      return 1;
+#endif
+    }
   } catch (const canopy::Error& e) {
     std::fprintf(stderr, "canopy-bench %s: %s\n", command.c_str(), e.what());
     return 1;

@@ -7,6 +7,8 @@
 //   canopy-info --dot      the tree for Graphviz
 //   canopy-info --config   the tree in Gecko's configuration format
 //   canopy-info --model    the machine model per leaf (calibrated once, then read from the cache directory)
+//   canopy-info --mpi      under mpirun: every rank's part of its node and its tree, grouped by node
+//                          (only in a Canopy built with MPI: canopy_mpi)
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -14,6 +16,9 @@
 #include <canopy/canopy.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 #include <canopy/runtime/machine_model.hpp>
+#ifdef CANOPY_WITH_MPI
+#include <canopy/runtime/mpi/job.hpp>
+#endif
 
 namespace {
 
@@ -52,14 +57,30 @@ std::string json(const canopy::Runtime& rt) {
   return out;
 }
 
+// --mpi: rank 0 prints the whole job (collective: every rank runs it).
+int print_job(int argc, char** argv) {
+#ifdef CANOPY_WITH_MPI
+  canopy::mpi::Job job(argc, argv);
+  const auto ranks = job.hierarchies();
+  if (job.rank() == 0) std::fputs(canopy::mpi::job_text(ranks).c_str(), stdout);
+  return 0;
+#else
+  (void)argc;
+  (void)argv;
+  std::fprintf(stderr, "canopy-info: --mpi needs a Canopy built with MPI (install libopenmpi-dev and rebuild)\n");
+  return 1;
+#endif
+}
+
 int usage(std::FILE* out, int status) {
   std::fprintf(out,
-               "usage: canopy-info [--json | --dot | --config | --model]\n"
+               "usage: canopy-info [--json | --dot | --config | --model | --mpi]\n"
                "  (no option)  devices found, backends absent and why, the location tree\n"
                "  --json       the same as JSON\n"
                "  --dot        the location tree as a Graphviz digraph\n"
                "  --config     the location tree in Gecko's configuration format\n"
-               "  --model      each leaf's cores, caches, measured bandwidth, flop rates and launch latency\n");
+               "  --model      each leaf's cores, caches, measured bandwidth, flop rates and launch latency\n"
+               "  --mpi        under mpirun: each rank's share of its node and its tree, grouped by node\n");
   return status;
 }
 
@@ -67,13 +88,14 @@ int usage(std::FILE* out, int status) {
 
 int main(int argc, char** argv) {
   const std::string option = argc > 1 ? argv[1] : "";
-  if (argc > 2 ||
-      (!option.empty() && option != "--json" && option != "--dot" && option != "--config" && option != "--model")) {
+  if (argc > 2 || (!option.empty() && option != "--json" && option != "--dot" && option != "--config" &&
+                   option != "--model" && option != "--mpi")) {
     if (option == "--help" || option == "-h") return usage(stdout, 0);
     std::fprintf(stderr, "canopy-info: unknown argument '%s'\n", argc > 2 ? argv[2] : option.c_str());
     return usage(stderr, 2);
   }
   try {
+    if (option == "--mpi") return print_job(argc, argv);
     canopy::Runtime rt;
     if (option == "--json")
       std::fputs(json(rt).c_str(), stdout);

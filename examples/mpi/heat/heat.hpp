@@ -16,6 +16,7 @@
 // Used by examples/mpi/heat/main.cpp and by `canopy-bench mpi`.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -50,8 +51,11 @@ struct Options {
 struct RankResult {
   std::int64_t rows_before = 0;  ///< rows it held before rebalancing
   std::int64_t rows_after = 0;   ///< rows it held at the end
-  double seconds_before = 0;     ///< mean compute seconds per iteration before rebalancing (first iteration left out)
-  double seconds_after = 0;      ///< the same after the last rebalancing (its first iteration left out)
+  /// Compute seconds per iteration before rebalancing: the median over the
+  /// iterations (the first left out), which a busy machine's preemptions
+  /// do not move as they move a mean.
+  double seconds_before = 0;
+  double seconds_after = 0;  ///< the same after the last rebalancing (its first iteration left out)
 };
 
 /// What a run did, the same on every rank.
@@ -248,27 +252,35 @@ inline Result run(canopy::mpi::Job& job, const Options& options) {
   block.start(options.cols);
   RankResult mine;
   mine.rows_before = block.rows;
-  // Mean compute seconds per iteration of the current phase (between
+  // Compute seconds of each iteration of the current phase (between
   // rebalancings), its first iteration left out.
-  double phase_seconds = 0, first_phase = 0;
-  int phase_iterations = 0, phase_start = 0, rebalanced = 0;
-  auto phase_mean = [&] { return phase_iterations > 0 ? phase_seconds / phase_iterations : 0.0; };
+  std::vector<double> phase;
+  double first_phase = 0;
+  int phase_start = 0, rebalanced = 0;
+  auto phase_median = [&] {
+    if (phase.empty()) return 0.0;
+    std::vector<double> sorted = phase;
+    std::sort(sorted.begin(), sorted.end());
+    const std::size_t half = sorted.size() / 2;
+    return sorted.size() % 2 ? sorted[half] : 0.5 * (sorted[half - 1] + sorted[half]);
+  };
   job.barrier();
   const auto start = std::chrono::steady_clock::now();
   for (int it = 0; it < options.iterations; ++it) {
     exchange_halos(job, block);
     const double seconds = step(rt, block, options.rows, options.cols, c, options);
-    if (it > phase_start) phase_seconds += seconds, ++phase_iterations;
+    if (it > phase_start) phase.push_back(seconds);
     if (size > 1 && options.rebalance_after > 0 && rebalanced < options.rebalances &&
         it + 1 == options.rebalance_after * (rebalanced + 1)) {
-      const double mean = phase_iterations > 0 ? phase_mean() : seconds;
-      if (rebalanced == 0) first_phase = mean;
-      const auto speeds = job.allgather(static_cast<double>(block.rows) / mean);
+      const double typical = phase.empty() ? seconds : phase_median();
+      if (rebalanced == 0) first_phase = typical;
+      const auto speeds = job.allgather(static_cast<double>(block.rows) / typical);
       const auto next_bounds = split_rows(options.rows, speeds);
       block = redistribute(job, rt, block, bounds, next_bounds, options.cols);
       bounds = next_bounds;
       ++rebalanced;
-      phase_seconds = 0, phase_iterations = 0, phase_start = it + 1;
+      phase.clear();
+      phase_start = it + 1;
     }
   }
   job.barrier();
@@ -276,8 +288,8 @@ inline Result run(canopy::mpi::Job& job, const Options& options) {
   result.seconds = job.allreduce(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                                  canopy::mpi::Op::Max);
   mine.rows_after = block.rows;
-  mine.seconds_before = rebalanced ? first_phase : phase_mean();
-  mine.seconds_after = phase_mean();
+  mine.seconds_before = rebalanced ? first_phase : phase_median();
+  mine.seconds_after = phase_median();
   const auto rows_before = job.allgather(static_cast<double>(mine.rows_before));
   const auto rows_after = job.allgather(static_cast<double>(mine.rows_after));
   const auto seconds_before = job.allgather(mine.seconds_before);
