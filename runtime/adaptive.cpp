@@ -59,7 +59,8 @@ struct Measured {
   std::int64_t total_rows = 0;
 };
 
-Measured measured_of(const AdaptivePlan& plan, const RegionStats& record) {
+Measured measured_of(const AdaptivePlan& plan, const RegionStats& record,
+                     const std::function<double(const PieceStats&)>& time_source) {
   Measured m;
   m.rows.assign(plan.leaves.size(), 0);
   m.seconds.assign(plan.leaves.size(), 0.0);
@@ -68,7 +69,7 @@ Measured measured_of(const AdaptivePlan& plan, const RegionStats& record) {
     if (it == plan.leaves.end()) continue;
     const auto index = static_cast<std::size_t>(it - plan.leaves.begin());
     m.rows[index] += piece.end - piece.begin;
-    m.seconds[index] += piece.run_seconds;
+    m.seconds[index] += time_source ? time_source(piece) : piece.run_seconds;
     m.total_rows += piece.end - piece.begin;
   }
   return m;
@@ -329,9 +330,9 @@ double AdaptivePlacement::predict_seconds(const AdaptiveKernel& kernel, const Lo
 }
 
 void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& record) {
-  const Measured m = measured_of(plan, record);
-  if (m.total_rows <= 0) return;
   std::lock_guard lock(mutex_);
+  const Measured m = measured_of(plan, record, time_source_);
+  if (m.total_rows <= 0) return;
   for (std::size_t i = 0; i < plan.leaves.size(); ++i) {
     if (m.rows[i] <= 0 || !(m.seconds[i] > 0)) continue;
     const double per_point = m.seconds[i] / (static_cast<double>(m.rows[i]) * static_cast<double>(plan.inner_points));
@@ -365,6 +366,11 @@ std::vector<AdaptiveSplit> AdaptivePlacement::splits() const {
   std::vector<AdaptiveSplit> all;
   for (const auto& [key, entry] : entries_) all.push_back(entry.split);
   return all;
+}
+
+void AdaptivePlacement::set_time_source(std::function<double(const PieceStats&)> source) {
+  std::lock_guard lock(mutex_);
+  time_source_ = std::move(source);
 }
 
 std::string AdaptivePlacement::path_of(const std::string& key) const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -13,6 +14,7 @@
 #include <unordered_map>
 
 #include <canopy/backends/cpu/cpu_device.hpp>
+#include <canopy/ir/analysis/cost.hpp>
 #include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/error.hpp>
@@ -20,9 +22,11 @@
 #include <canopy/ir/printer.hpp>
 #include <canopy/ir/visitor.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
+#include <canopy/jit/hash.hpp>
 
 #include <canopy/backends/discover.hpp>
 
+#include "adaptive.hpp"
 #include "coherence.hpp"
 #include "config.hpp"
 #include "discovery.hpp"
@@ -46,6 +50,8 @@ struct CompiledKernel {
   /// A point may do any amount of work (a For loop), so even a small region
   /// of it is never run in the launching thread (launch() must return at once).
   bool has_loops = false;
+  /// The optimized kernel and the hash of its text: the adaptive policy's key.
+  AdaptiveKernel adaptive;
 
   /// The program for `device`: the CPU program on CPU devices, else compiled
   /// for the device (once per device: a program belongs to the context of the
@@ -90,6 +96,7 @@ struct RegionRun {
       std::make_shared<std::vector<backends::ReductionValue>>();
   std::shared_ptr<RegionStats> record;
   std::vector<std::shared_ptr<ArrayStorage>> per_region_arrays;
+  std::shared_ptr<const AdaptivePlan> adaptive;  ///< adaptive and any launches: learns from the pieces' times
 };
 
 // The arguments as `worker`'s device sees them: its copy of each array (the
@@ -141,6 +148,7 @@ void finish_region(RegionRun& run) {
     std::lock_guard lock(run.error_mutex);
     error = run.error;
   }
+  if (run.adaptive && !error) run.adaptive->finished(*run.record);
   run.completion->finish(error);
 }
 
@@ -214,6 +222,26 @@ struct Engine::State {
   // array could otherwise deadlock two leaves).
   std::mutex order_mutex;
 
+  /// The adaptive and any policies' model, learned splits and history; the
+  /// model comes from model_source the first time one of them is used.
+  AdaptivePlacement adaptive;
+  std::function<MachineModel()> model_source;
+  std::once_flag model_once;
+
+  void ensure_model() {
+    std::call_once(model_once, [&] {
+      std::optional<MachineModel> model;
+      try {
+        if (model_source) model = model_source();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "canopy: adaptive placement runs without a machine model: %s\n", e.what());
+      }
+      std::map<std::string, std::string> drivers;
+      for (const auto& [id, device] : devices) drivers[id] = device->info().fingerprint;
+      adaptive.set_model(std::move(model), fingerprint_of(inventory, Hierarchy(), drivers));
+    });
+  }
+
   mutable std::mutex stats_mutex;
   std::int64_t regions = 0;
   std::unordered_map<std::string, LeafStats> leaf_stats;
@@ -226,7 +254,11 @@ struct Engine::State {
       auto compiled = std::make_shared<CompiledKernel>();
       compiled->traced = traced;
       compiled->optimized = std::make_shared<const ir::Kernel>(ir::optimize(*traced));
-      dump("ir", traced->name, ir::print(*compiled->optimized));
+      const std::string text = ir::print(*compiled->optimized);
+      dump("ir", traced->name, text);
+      if (dump_enabled("cost"))
+        dump("cost", traced->name, ir::describe_cost(*compiled->optimized, ir::cost_of(*compiled->optimized)));
+      compiled->adaptive = AdaptiveKernel{compiled->optimized.get(), jit::hash64(text)};
       compiled->cpu = backends::cpu::CpuDevice::compile_program(compiled->optimized);
       compiled->has_loops = body_has_loops(*compiled->optimized);
       compiled->footprint = ir::footprint_of(*compiled->optimized);
@@ -368,10 +400,13 @@ struct Engine::State {
   void run_piece(const std::shared_ptr<RegionRun>& run, std::size_t piece, const backends::Range& range,
                  LeafWorker& worker) {
     const auto start = std::chrono::steady_clock::now();
+    double run_seconds = 0;
     try {
       for (auto& dep : run->deps) dep->wait(false);
       auto written = prepare_arrays(*run, range, worker);
+      const auto launched = std::chrono::steady_clock::now();
       run->partials[piece] = worker.device()->run(*run->programs[piece], kernel_args(run->args, worker), range);
+      run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - launched).count();
       record_writes(*run, written, worker);
     } catch (...) {
       std::lock_guard lock(run->error_mutex);
@@ -382,6 +417,7 @@ struct Engine::State {
       std::lock_guard lock(stats_mutex);
       auto& piece_stats = run->record->pieces[piece];
       piece_stats.seconds = seconds;
+      piece_stats.run_seconds = run_seconds;
       auto& leaf = leaf_stats[piece_stats.leaf];
       leaf.leaf = piece_stats.leaf;
       leaf.regions += 1;
@@ -529,6 +565,8 @@ RegionHandle Engine::submit(RegionRequest request) {
 
   auto run = std::make_shared<RegionRun>();
   run->kernel = state_->compiled(request.kernel);
+  const bool adaptive = policy.kind == Policy::Kind::Adaptive || policy.kind == Policy::Kind::Any;
+  if (adaptive) state_->ensure_model();  // before the tree lock: a calibration launches regions
 
   std::shared_lock tree_lock(state_->tree_mutex);
   const Location& at = state_->region_location(request, kernel);
@@ -541,12 +579,23 @@ RegionHandle Engine::submit(RegionRequest request) {
     auto it = state_->workers.find(leaf.name());
     return it == state_->workers.end() ? 1e300 : double(it->second->outstanding());
   };
+  if (policy.kind == Policy::Kind::Adaptive)
+    context.shares = [&](const std::vector<const Location*>& leaves) {
+      run->adaptive = state_->adaptive.plan(run->kernel->adaptive, at, leaves, request.range);
+      return run->adaptive->shares;
+    };
+  if (policy.kind == Policy::Kind::Any)
+    context.predicted_seconds = [&](const Location& leaf) {
+      return state_->adaptive.predict_seconds(run->kernel->adaptive, leaf, request.range);
+    };
   std::vector<Piece> pieces;
   try {
     pieces = split(at, policy, 0, request.range[0], context);
   } catch (const Error& e) {
     throw Error("region of kernel '" + kernel.name + "': " + e.what());
   }
+  if (policy.kind == Policy::Kind::Any && pieces.size() == 1)
+    run->adaptive = state_->adaptive.plan_any(run->kernel->adaptive, *pieces.front().leaf, request.range);
   // Every piece's program, compiled now (on this thread) so that a kernel a
   // device cannot build fails the launch, naming the device.
   for (auto& piece : pieces) {
@@ -582,6 +631,7 @@ RegionHandle Engine::submit(RegionRequest request) {
   run->partials.resize(pieces.size());
   run->pieces_left.store(static_cast<int>(pieces.size()));
   for (auto& piece : pieces) run->record->pieces.push_back({piece.leaf->name(), piece.begin, piece.end, 0.0});
+  if (run->adaptive) run->adaptive->annotate(*run->record);
   {
     std::lock_guard lock(state_->stats_mutex);
     run->record->id = static_cast<std::uint64_t>(state_->regions + 1);
@@ -776,6 +826,12 @@ Stats Engine::stats() const {
   }
   return stats;
 }
+
+void Engine::set_machine_model_source(std::function<MachineModel()> source) {
+  state_->model_source = std::move(source);
+}
+
+AdaptivePlacement& Engine::adaptive() { return state_->adaptive; }
 
 const NodeInventory& Engine::inventory() const { return state_->inventory; }
 

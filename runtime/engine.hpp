@@ -15,6 +15,7 @@
 #include <canopy/backends/launch.hpp>
 #include <canopy/ir/kernel.hpp>
 
+#include "adaptive.hpp"
 #include "array.hpp"
 #include "completion.hpp"
 #include "discovery.hpp"
@@ -90,6 +91,13 @@ class Engine {
   void copy_array(const std::shared_ptr<ArrayStorage>& destination, const std::shared_ptr<ArrayStorage>& source);
 
   Stats stats() const;
+  /// Where the adaptive and any policies get the machine model from, the
+  /// first time one of them is used (Runtime sets MachineModel::load_or_calibrate);
+  /// without one they split evenly and learn from measurements only.
+  void set_machine_model_source(std::function<MachineModel()> source);
+  /// The adaptive and any policies' learned splits and history (splits()
+  /// lists what was learned; tests set a time source).
+  AdaptivePlacement& adaptive();
   /// What discovery found on this node (cores, NUMA nodes, devices, absent backends).
   const NodeInventory& inventory() const;
   /// The device a backend found, by id ("opencl:0"), or null.

@@ -144,7 +144,7 @@ std::vector<std::string> two_leaf_pieces(const std::string& policy) {
   if (policy == "percentage:[30,70]") return {"cpuA[0,300)", "cpuB[300,1000)"};
   if (policy == "range:[100,250,300,350]")  // four chunks fold over two leaves
     return {"cpuA[0,100)", "cpuB[100,350)", "cpuA[350,650)", "cpuB[650,1000)"};
-  return {"cpuA[0,500)", "cpuB[500,1000)"};  // static, flatten, adaptive
+  return {"cpuA[0,500)", "cpuB[500,1000)"};  // static, flatten
 }
 
 const std::vector<std::string> kPolicies = {"static", "flatten", "percentage:[30,70]", "range:[100,250,300,350]",
@@ -196,6 +196,14 @@ TEST_CASE("engine: one CPU leaf and two give the same stencil, sums and histogra
         const auto pieces = pieces_of(region);
         CHECK(
             (pieces == std::vector<std::string>{"cpuA[0,1000)"} || pieces == std::vector<std::string>{"cpuB[0,1000)"}));
+      } else if (policy == "adaptive") {  // split as learned: consecutive pieces covering every row once
+        std::int64_t next = 0;
+        for (const PieceStats& piece : region.pieces) {
+          CHECK(piece.begin == next);
+          CHECK(piece.end > piece.begin);
+          next = piece.end;
+        }
+        CHECK(next == kRows);
       } else {
         CHECK(pieces_of(region) == two_leaf_pieces(policy));
       }

@@ -1,0 +1,238 @@
+// The adaptive and any policies through the real runtime, on a CPU leaf and
+// a PoCL device: every launch runs every row once while the split moves;
+// the split settles; rt.stats() shows each piece's share, predicted and
+// measured time; a new Runtime on the same cache directory starts from the
+// learned split; `any` picks the leaf the model predicts fastest. Timings
+// on a shared machine are noisy, so the bounds on convergence are generous;
+// the feedback rule itself is tested with synthetic times in
+// tests/runtime/adaptive.cpp.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <canopy/canopy.hpp>
+#include <canopy/ir/passes/optimize.hpp>
+#include <canopy/runtime/adaptive.hpp>
+#include <canopy/runtime/machine_model.hpp>
+
+#include "hetero_support.hpp"
+
+namespace canopy::hetero_tests {
+namespace {
+
+/// CANOPY_CACHE_DIR set to a fresh directory for the test's lifetime (then
+/// restored and the directory removed).
+struct CacheDirectory {
+  std::filesystem::path path;
+  std::string previous;
+  bool had_previous = false;
+  CacheDirectory() {
+    path = std::filesystem::temp_directory_path() / ("canopy-adaptive-hetero-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+    if (const char* value = std::getenv("CANOPY_CACHE_DIR")) {
+      previous = value;
+      had_previous = true;
+    }
+    setenv("CANOPY_CACHE_DIR", path.c_str(), 1);
+  }
+  ~CacheDirectory() {
+    if (had_previous)
+      setenv("CANOPY_CACHE_DIR", previous.c_str(), 1);
+    else
+      unsetenv("CANOPY_CACHE_DIR");
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+using Accumulate = Kernel<void(InOut<double>, In<double>)>;
+
+Accumulate accumulate_kernel() {
+  return Accumulate("adaptive_accumulate",
+                    [](InOut<double> a, In<double> b) {
+                      Idx i = index(0);
+                      a[i] = a[i] + b[i];
+                    },
+                    {"a", "b"});
+}
+
+constexpr std::int64_t kRows = std::int64_t{1} << 20;
+
+/// The rows `shares` give each of two leaves (as split() rounds them).
+std::int64_t first_rows(const std::vector<double>& shares, std::int64_t rows) {
+  return static_cast<std::int64_t>(std::llround(static_cast<double>(rows) * shares[0] / (shares[0] + shares[1])));
+}
+
+/// Runs `launches` adaptive launches of accumulate over a and b (b all ones,
+/// a adding up), checking each launch's pieces and statistics; returns cpu0's
+/// share launch by launch. Afterwards every element of `a` must have grown by
+/// `launches`: no row dropped or run twice while the split moved.
+std::vector<double> run_adaptive(Runtime& rt, int launches) {
+  auto a = rt.array<double>(kRows, named("a"));
+  auto b = rt.array<double>(kRows, named("b"));
+  {
+    auto hb = b.host();
+    for (std::int64_t i = 0; i < kRows; ++i) hb[i] = 1.0;
+  }
+  const Accumulate accumulate = accumulate_kernel();
+  std::vector<double> cpu_share;
+  for (int launch = 0; launch < launches; ++launch) {
+    rt.region(accumulate).over(kRows).policy("adaptive").launch(a, b);
+    rt.pause();
+    const RegionStats region = last_region(rt);
+    REQUIRE(region.pieces.size() >= 1);
+    std::int64_t next = 0;
+    double shares = 0;
+    for (const PieceStats& piece : region.pieces) {
+      CHECK(piece.begin == next);
+      next = piece.end;
+      shares += piece.share;
+      CHECK(piece.share == doctest::Approx(double(piece.end - piece.begin) / kRows));
+      CHECK(piece.predicted_seconds > 0);
+      CHECK(piece.run_seconds > 0);
+      CHECK(piece.run_seconds <= piece.seconds);
+    }
+    CHECK(next == kRows);
+    CHECK(shares == doctest::Approx(1.0));
+    cpu_share.push_back(region.pieces.front().leaf == "cpu0" ? region.pieces.front().share : 0.0);
+  }
+  auto ha = a.host();
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < kRows; ++i) wrong += ha[i] == double(launches) ? 0 : 1;
+  CHECK(wrong == 0);
+  return cpu_share;
+}
+
+std::string shares_text(const std::vector<double>& shares) {
+  std::string text;
+  for (double s : shares) text += std::to_string(s).substr(0, 5) + " ";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known speed; a restart starts learned") {
+  CacheDirectory cache;
+  // Noiseless leaves: cpu0 runs a row in 1 ns, opencl0 in 3 ns, so the
+  // balanced split gives cpu0 3/4 of the rows.
+  auto synthetic = [](const PieceStats& piece) {
+    return double(piece.end - piece.begin) * (piece.leaf == "cpu0" ? 1e-9 : 3e-9);
+  };
+  std::vector<double> learned;
+  std::string key;
+  {
+    Runtime rt;
+    const Hierarchy discovered = rt.hierarchy();
+    if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
+    use_leaves(rt, discovered, {"cpu0", "opencl0"});
+    rt.engine().adaptive().set_time_source(synthetic);
+    constexpr int kLaunches = 12;
+    const std::vector<double> cpu_share = run_adaptive(rt, kLaunches);
+    CHECK(rt.stats().to_text().find("(share ") != std::string::npos);
+    const std::vector<AdaptiveSplit> splits = rt.engine().adaptive().splits();
+    REQUIRE(splits.size() == 1);
+    CHECK(splits[0].leaves == std::vector<std::string>{"cpu0", "opencl0"});
+    CHECK(splits[0].launches == kLaunches);
+    CHECK_FALSE(splits[0].from_file);
+    REQUIRE(splits[0].model_shares.size() == 2);
+    CHECK(cpu_share[0] == doctest::Approx(splits[0].model_shares[0]).epsilon(1e-5));  // the model's split first
+    MESSAGE("cpu0's share launch by launch: " << shares_text(cpu_share) << "; changes " << splits[0].changes);
+    // Within the dead band (times within 8%) by the fifth launch, and then it stays put.
+    int settled = -1;
+    for (std::size_t launch = 0; launch < cpu_share.size() && settled < 0; ++launch) {
+      const double cpu_time = cpu_share[launch] * 1e-9, device_time = (1 - cpu_share[launch]) * 3e-9;
+      if (std::max(cpu_time, device_time) / std::min(cpu_time, device_time) - 1 <= 0.08) settled = int(launch);
+    }
+    CHECK(settled >= 0);
+    CHECK(settled <= 4);
+    for (std::size_t launch = std::size_t(std::max(settled, 0)) + 1; launch < cpu_share.size(); ++launch)
+      CHECK(cpu_share[launch] == cpu_share[launch - 1]);
+    CHECK(cpu_share.back() == doctest::Approx(0.75).epsilon(0.03));
+    learned = splits[0].shares;
+    key = splits[0].key;
+  }
+  // The learned split is in the cache directory...
+  bool found = false;
+  for (const auto& entry : std::filesystem::directory_iterator(cache.path))
+    found = found || entry.path().filename().string().rfind("adaptive-", 0) == 0;
+  CHECK(found);
+  // ...and a new Runtime's first launch takes it.
+  Runtime rt;
+  use_leaves(rt, rt.hierarchy(), {"cpu0", "opencl0"});
+  auto a = rt.array<double>(kRows, named("a"));
+  auto b = rt.array<double>(kRows, named("b"));
+  rt.region(accumulate_kernel()).over(kRows).policy("adaptive").launch(a, b);
+  rt.pause();
+  const std::vector<AdaptiveSplit> splits = rt.engine().adaptive().splits();
+  REQUIRE(splits.size() == 1);
+  CHECK(splits[0].key == key);
+  CHECK(splits[0].from_file);
+  const RegionStats first = last_region(rt);
+  const std::int64_t cut = first_rows(learned, kRows);
+  REQUIRE(first.pieces.size() == 2);
+  CHECK(pieces_of(first) ==
+        std::vector<std::string>{"cpu0[0," + std::to_string(cut) + ")",
+                                 "opencl0[" + std::to_string(cut) + "," + std::to_string(kRows) + ")"});
+  CHECK(first.pieces[0].share == doctest::Approx(learned[0]).epsilon(1e-5));
+}
+
+TEST_CASE("hetero: adaptive with measured times keeps every row once while the split moves") {
+  CacheDirectory cache;
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
+  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  const std::vector<double> cpu_share = run_adaptive(rt, 10);
+  const std::vector<AdaptiveSplit> splits = rt.engine().adaptive().splits();
+  REQUIRE(splits.size() == 1);
+  CHECK(splits[0].launches == 10);
+  // Timings on a shared machine are noisy: only a generous bound. The
+  // split never gives a leaf everything, and the last launch's times were
+  // measured (the imbalance is a number).
+  CHECK(cpu_share.back() > 0.01);
+  CHECK(cpu_share.back() < 0.99);
+  CHECK(std::isfinite(splits[0].last_imbalance));
+  MESSAGE("measured: cpu0's share launch by launch: " << shares_text(cpu_share) << "; changes " << splits[0].changes
+                                                      << ", last imbalance " << splits[0].last_imbalance);
+}
+
+TEST_CASE("hetero: any puts a region on the idle leaf the machine model predicts fastest") {
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
+  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  const Hierarchy tree = rt.hierarchy();
+  const MachineModel model = MachineModel::load_or_calibrate(rt);  // the file the runtime reads too
+  const Accumulate accumulate = accumulate_kernel();
+  const ir::Kernel optimized = ir::optimize(accumulate.ir());
+  AdaptivePlacement mirror(FeedbackOptions{}, "off");
+  mirror.set_model(model, "mirror");
+  const AdaptiveKernel kernel{&optimized, 1};
+  const double on_cpu = mirror.predict_seconds(kernel, *tree.find("cpu0"), Shape(kRows));
+  const double on_device = mirror.predict_seconds(kernel, *tree.find("opencl0"), Shape(kRows));
+  REQUIRE(on_cpu > 0);
+  REQUIRE(on_device > 0);
+  const std::string fastest = on_device < on_cpu ? "opencl0" : "cpu0";
+  MESSAGE("predicted: cpu0 " << on_cpu << " s, opencl0 " << on_device << " s");
+
+  auto a = rt.array<double>(kRows, named("a"));
+  auto b = rt.array<double>(kRows, named("b"));
+  rt.region(accumulate).over(kRows).policy("any").launch(a, b);
+  rt.pause();
+  const RegionStats region = last_region(rt);
+  REQUIRE(region.pieces.size() == 1);
+  CHECK(region.pieces[0].leaf == fastest);
+  CHECK(region.pieces[0].share == 1.0);
+  CHECK(region.pieces[0].predicted_seconds == doctest::Approx(fastest == "cpu0" ? on_cpu : on_device));
+  CHECK(region.pieces[0].run_seconds > 0);
+}
+
+}  // namespace canopy::hetero_tests
