@@ -18,6 +18,7 @@
 #include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/passes/bounds_check.hpp>
 #include <canopy/ir/passes/optimize.hpp>
 #include <canopy/ir/printer.hpp>
 #include <canopy/ir/visitor.hpp>
@@ -32,6 +33,7 @@
 #include "discovery.hpp"
 #include "internal/device_copies.hpp"
 #include "internal/leaf_worker.hpp"
+#include "internal/recovery.hpp"
 #include "mcd.hpp"
 #include "policy.hpp"
 
@@ -44,7 +46,8 @@ namespace {
 struct CompiledKernel {
   std::shared_ptr<const ir::Kernel> traced;
   std::shared_ptr<const ir::Kernel> optimized;
-  std::shared_ptr<backends::cpu::CpuProgram> cpu;
+  /// Null when compiling it failed; program_for then compiles it again (under programs_mutex).
+  mutable std::shared_ptr<backends::cpu::CpuProgram> cpu;
   /// What each array parameter reads and writes: which elements a piece needs.
   ir::Footprint footprint;
   /// A point may do any amount of work (a For loop), so even a small region
@@ -59,8 +62,11 @@ struct CompiledKernel {
   /// PoCL devices, each build their own; the second finds the binary in the
   /// disk cache).
   std::shared_ptr<backends::Program> program_for(backends::Device& device) const {
-    if (device.info().host_memory) return cpu;
     std::lock_guard lock(programs_mutex);
+    if (device.info().host_memory) {
+      if (!cpu) cpu = backends::cpu::CpuDevice::compile_program(optimized);  // it failed before (see compiled())
+      return cpu;
+    }
     auto& slot = programs[device.info().id];
     if (!slot) slot = device.compile(optimized);
     return slot;
@@ -96,12 +102,17 @@ struct RegionRun {
       std::make_shared<std::vector<backends::ReductionValue>>();
   std::shared_ptr<RegionStats> record;
   std::vector<std::shared_ptr<ArrayStorage>> per_region_arrays;
+  /// Where a piece may run again when its leaf fails: the leaves below the
+  /// region's location, then the CPU leaves (the host).
+  std::vector<Executor> fallbacks;
+  /// Pieces whose leaf could not compile the kernel run on another leaf's device.
+  std::vector<std::optional<Executor>> moved;
   std::shared_ptr<const AdaptivePlan> adaptive;  ///< adaptive and any launches: learns from the pieces' times
 };
 
 // The arguments as `worker`'s device sees them: its copy of each array (the
 // host copy for CPU leaves).
-std::vector<backends::KernelArg> kernel_args(const std::vector<ArgRef>& refs, LeafWorker& worker) {
+std::vector<backends::KernelArg> kernel_args(const std::vector<ArgRef>& refs, const Executor& worker) {
   std::vector<backends::KernelArg> args;
   args.reserve(refs.size());
   for (const auto& ref : refs) {
@@ -242,6 +253,10 @@ struct Engine::State {
     });
   }
 
+  /// CANOPY_CHECK=bounds: kernels are compiled with bounds checks (read once).
+  const bool checked = bounds_checks_from_environment();
+  RecoveryLog recoveries;
+
   mutable std::mutex stats_mutex;
   std::int64_t regions = 0;
   std::unordered_map<std::string, LeafStats> leaf_stats;
@@ -253,13 +268,19 @@ struct Engine::State {
     if (!slot) {
       auto compiled = std::make_shared<CompiledKernel>();
       compiled->traced = traced;
-      compiled->optimized = std::make_shared<const ir::Kernel>(ir::optimize(*traced));
+      compiled->optimized = std::make_shared<const ir::Kernel>(
+          checked ? ir::optimize(ir::check_bounds(ir::optimize(*traced))) : ir::optimize(*traced));
       const std::string text = ir::print(*compiled->optimized);
       dump("ir", traced->name, text);
       if (dump_enabled("cost"))
         dump("cost", traced->name, ir::describe_cost(*compiled->optimized, ir::cost_of(*compiled->optimized)));
       compiled->adaptive = AdaptiveKernel{compiled->optimized.get(), jit::hash64(text)};
-      compiled->cpu = backends::cpu::CpuDevice::compile_program(compiled->optimized);
+      try {
+        compiled->cpu = backends::cpu::CpuDevice::compile_program(compiled->optimized);
+      } catch (const Error& e) {
+        // Compiled again when a CPU leaf needs it; the devices may run it meanwhile.
+        recoveries.recovered(RecoveryKind::Compile, "cpu", std::string(e.what()) + "; compiling again where needed");
+      }
       compiled->has_loops = body_has_loops(*compiled->optimized);
       compiled->footprint = ir::footprint_of(*compiled->optimized);
       slot = std::move(compiled);
@@ -359,7 +380,7 @@ struct Engine::State {
   // Before a piece at `worker` over `range`: each array's elements the piece
   // needs become current at the worker's place (merge arrays get private
   // copies instead). Returns what each array's piece will write.
-  std::vector<IntervalSet> prepare_arrays(const RegionRun& run, const backends::Range& range, LeafWorker& worker) {
+  std::vector<IntervalSet> prepare_arrays(const RegionRun& run, const backends::Range& range, const Executor& worker) {
     const auto& kernel = *run.kernel->optimized;
     std::vector<IntervalSet> written(run.args.size());
     for (std::size_t p = 0; p < run.args.size(); ++p) {
@@ -387,7 +408,7 @@ struct Engine::State {
     return written;
   }
 
-  void record_writes(const RegionRun& run, const std::vector<IntervalSet>& written, LeafWorker& worker) {
+  void record_writes(const RegionRun& run, const std::vector<IntervalSet>& written, const Executor& worker) {
     for (std::size_t p = 0; p < run.args.size(); ++p) {
       auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
       if (!storage || written[p].empty()) continue;
@@ -398,19 +419,22 @@ struct Engine::State {
   }
 
   void run_piece(const std::shared_ptr<RegionRun>& run, std::size_t piece, const backends::Range& range,
-                 LeafWorker& worker) {
+                 const Executor& leaf) {
+    const Executor& worker = piece < run->moved.size() && run->moved[piece] ? *run->moved[piece] : leaf;
     const auto start = std::chrono::steady_clock::now();
     double run_seconds = 0;
     try {
       for (auto& dep : run->deps) dep->wait(false);
       auto written = prepare_arrays(*run, range, worker);
       const auto launched = std::chrono::steady_clock::now();
-      run->partials[piece] = worker.device()->run(*run->programs[piece], kernel_args(run->args, worker), range);
+      run->partials[piece] = launch_piece(*run, *run->programs[piece], range, worker);
       run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - launched).count();
       record_writes(*run, written, worker);
     } catch (...) {
-      std::lock_guard lock(run->error_mutex);
-      if (!run->error) run->error = std::current_exception();
+      if (!recover_piece(*run, piece, range, worker, std::current_exception())) {
+        std::lock_guard lock(run->error_mutex);
+        if (!run->error) run->error = std::current_exception();
+      }
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     {
@@ -425,6 +449,110 @@ struct Engine::State {
       leaf.busy_seconds += seconds;
     }
     if (run->pieces_left.fetch_sub(1, std::memory_order_acq_rel) == 1) finish_region(*run);
+  }
+
+  // The piece's program on `worker`; in checked mode an index out of bounds
+  // becomes the region's error (what the piece wrote in bounds still counts).
+  std::vector<backends::ReductionValue> launch_piece(RegionRun& run, const backends::Program& program,
+                                                     const backends::Range& range, const Executor& worker) {
+    if (!checked) return worker.device()->run(program, kernel_args(run.args, worker), range);
+    auto outcome = run_checked(*worker.device(), program, kernel_args(run.args, worker), range);
+    if (!outcome.fault.empty()) {
+      std::lock_guard lock(run.error_mutex);
+      if (!run.error) run.error = std::make_exception_ptr(OutOfBounds(outcome.fault));
+    }
+    return std::move(outcome.partials);
+  }
+
+  // After the piece failed on `failed`: runs it on each fallback in turn, then
+  // on `failed` once more. True when one attempt succeeded (counted and logged).
+  // An array the device cannot allocate is not retried: the user placed it
+  // there, and the region fails with the device's error.
+  bool recover_piece(RegionRun& run, std::size_t piece, const backends::Range& range, const Executor& failed,
+                     std::exception_ptr error) {
+    const RecoveryKind kind = recovery_kind_of(error);
+    if (kind == RecoveryKind::Alloc) return false;
+    if (kind == RecoveryKind::Launch) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const OutOfBounds&) {
+        return false;
+      } catch (...) {
+      }
+    }
+    std::vector<Executor> attempts;
+    for (const auto& e : run.fallbacks)
+      if (e.name() != failed.name()) attempts.push_back(e);
+    attempts.push_back(failed);
+    for (const auto& target : attempts) {
+      try {
+        auto program = run.kernel->program_for(*target.device());
+        auto written = prepare_arrays(run, range, target);
+        run.partials[piece] = launch_piece(run, *program, range, target);
+        record_writes(run, written, target);
+      } catch (const OutOfBounds&) {
+        return false;
+      } catch (...) {
+        continue;
+      }
+      recoveries.recovered(kind, failed.name(),
+                           std::string(name_of(kind)) + " failed on leaf '" + failed.name() + "' for kernel '" +
+                               run.kernel->optimized->name + "' (" + message_of(error) + "); the piece ran on '" +
+                               target.name() + "' instead");
+      return true;
+    }
+    return false;
+  }
+
+  // The leaves a failed piece of a region at `at` may run on instead (call
+  // with tree_mutex held): those below `at`, then every CPU leaf.
+  std::vector<Executor> fallbacks_below(const Location& at) const {
+    std::vector<Executor> found;
+    auto add = [&](const Location* leaf) {
+      auto it = workers.find(leaf->name());
+      if (it == workers.end()) return;
+      for (const auto& e : found)
+        if (e.name() == leaf->name()) return;
+      found.emplace_back(*it->second);
+    };
+    for (const auto* leaf : tree.leaves(at)) add(leaf);
+    if (tree.root())
+      for (const auto* leaf : tree.leaves(*tree.root()))
+        if (leaf->kind() == LocationKind::Cpu) add(leaf);
+    return found;
+  }
+
+  // The program for piece `piece` on `worker`; when that device cannot compile
+  // it, the piece moves to the first fallback that can (or the same device
+  // compiles it on a second try). Throws the first error when none can.
+  std::shared_ptr<backends::Program> program_for_piece(RegionRun& run, std::size_t piece, const LeafWorker& worker) {
+    std::exception_ptr error;
+    try {
+      return run.kernel->program_for(*worker.device());
+    } catch (const Error&) {
+      error = std::current_exception();
+    }
+    std::vector<Executor> attempts;
+    for (const auto& e : run.fallbacks)
+      if (e.name() != worker.name()) attempts.push_back(e);
+    attempts.emplace_back(worker);
+    for (const auto& target : attempts) {
+      std::shared_ptr<backends::Program> program;
+      try {
+        program = run.kernel->program_for(*target.device());
+      } catch (const Error&) {
+        continue;
+      }
+      if (target.name() != worker.name()) {
+        if (run.moved.size() <= piece) run.moved.resize(piece + 1);
+        run.moved[piece] = target;
+      }
+      recoveries.recovered(
+          RecoveryKind::Compile, worker.name(),
+          message_of(error) + "; the piece of leaf '" + worker.name() + "' ran on '" + target.name() + "'");
+      return program;
+    }
+    std::rethrow_exception(error);
   }
 
   // Where a region runs: its explicit location, else the Most Common
@@ -596,6 +724,7 @@ RegionHandle Engine::submit(RegionRequest request) {
   }
   if (policy.kind == Policy::Kind::Any && pieces.size() == 1)
     run->adaptive = state_->adaptive.plan_any(run->kernel->adaptive, *pieces.front().leaf, request.range);
+  run->fallbacks = state_->fallbacks_below(at);
   // Every piece's program, compiled now (on this thread) so that a kernel a
   // device cannot build fails the launch, naming the device.
   for (auto& piece : pieces) {
@@ -603,7 +732,7 @@ RegionHandle Engine::submit(RegionRequest request) {
     if (worker == state_->workers.end())
       throw Error("region of kernel '" + kernel.name + "': leaf '" + piece.leaf->name() + "' (" +
                   std::string(name_of(piece.leaf->kind())) + ") has no device this build can run on");
-    run->programs.push_back(run->kernel->program_for(*worker->second->device()));
+    run->programs.push_back(state_->program_for_piece(*run, run->programs.size(), *worker->second));
   }
 
   // Nothing below may throw: from here on, later regions depend on this one.
@@ -657,7 +786,8 @@ RegionHandle Engine::submit(RegionRequest request) {
   auto& first = *state_->workers.at(pieces.front().leaf->name());
   const auto first_range = range_of(pieces.front());
   if (pieces.size() == 1 && first.place() == Coherence::kHost && !run->kernel->has_loops && first.idle() &&
-      first_range.points() < run->kernel->cpu->inline_points &&
+      run->moved.empty() &&
+      first_range.points() < static_cast<const backends::cpu::CpuProgram&>(*run->programs.front()).inline_points &&
       std::all_of(run->deps.begin(), run->deps.end(), [](const CompletionPtr& d) { return d->done(); })) {
     order_lock.unlock();
     state_->run_piece(run, 0, first_range, first);
@@ -811,6 +941,7 @@ Stats Engine::stats() const {
   stats.transfers.device_to_host = state_->totals->device_to_host.load();
   stats.transfers.device_to_device = state_->totals->device_to_device.load();
   stats.transfers.bytes_avoided = state_->totals->avoided.load();
+  state_->recoveries.add_to(stats.recoveries, state_->totals->copies_retried.load());
   for (auto& array : state_->live_arrays()) {
     auto& copies = array->copies();
     std::lock_guard copies_lock(copies.mutex);

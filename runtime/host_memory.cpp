@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include <canopy/backends/fault_injection.hpp>
 #include <canopy/ir/error.hpp>
 
 namespace canopy::runtime {
@@ -21,6 +22,10 @@ std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to *
 }  // namespace
 
 void* allocate_host(std::size_t bytes) {
+  // The CPU's memory is the host's: CANOPY_FAULT=cpu.alloc:n fails here.
+  if (backends::inject_fault("cpu", backends::FaultOperation::Alloc))
+    throw Error("cannot allocate " + std::to_string(bytes) + " bytes of host memory" +
+                backends::injected_note("cpu", backends::FaultOperation::Alloc));
   if (bytes == 0) bytes = 1;
   if (bytes < mapped_threshold) {
     void* p = std::aligned_alloc(64, round_up(bytes, 64));

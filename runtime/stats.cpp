@@ -24,6 +24,12 @@ std::string Stats::to_text() const {
                   static_cast<long long>(a.device_to_device), static_cast<long long>(a.bytes_avoided));
     out += line;
   }
+  if (recoveries.total() > 0) {
+    std::snprintf(line, sizeof line, "recoveries: launch %lld, copy %lld, compile %lld\n",
+                  static_cast<long long>(recoveries.launches), static_cast<long long>(recoveries.copies),
+                  static_cast<long long>(recoveries.compiles));
+    out += line;
+  }
   for (const auto& region : recent) {
     out += "region " + std::to_string(region.id) + " " + region.kernel + " over " + region.range.to_string() + " at " +
            region.location + " (" + region.policy + "):";

@@ -63,12 +63,25 @@ struct ArrayTransferStats {
   std::int64_t bytes_avoided = 0;
 };
 
+/// Faults the runtime survived: pieces of regions that ran again on another
+/// leaf (or on the same one) after a launch or a copy failed there, kernels
+/// that failed to compile on a device, and transfers retried. (An array a
+/// device cannot allocate is not survived: the region fails with the
+/// device's error.) CANOPY_FAULT injects such faults for tests.
+struct RecoveryStats {
+  std::int64_t launches = 0;  ///< pieces run again after their launch failed
+  std::int64_t copies = 0;    ///< pieces run again after a copy for them failed, plus transfers retried
+  std::int64_t compiles = 0;  ///< kernels compiled again, or pieces moved, after a device could not compile them
+  std::int64_t total() const { return launches + copies + compiles; }
+};
+
 struct Stats {
   std::int64_t regions = 0;         ///< regions launched so far
   std::vector<LeafStats> leaves;    ///< every leaf that ran something, and the current leaves
   std::vector<RegionStats> recent;  ///< the most recent regions (at most 64), oldest first
   TransferStats transfers;
   std::vector<ArrayTransferStats> arrays;  ///< per live array
+  RecoveryStats recoveries;                ///< faults survived so far
 
   std::string to_text() const;
 };

@@ -10,6 +10,8 @@
 #include <canopy/ir/visitor.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
+#include "../fault_injection.hpp"
+
 namespace canopy::backends::cpu {
 
 namespace {
@@ -87,6 +89,9 @@ CpuDevice::CpuDevice(std::string name, std::vector<unsigned> pus) : name_(std::m
 }
 
 std::shared_ptr<CpuProgram> CpuDevice::compile_program(std::shared_ptr<const ir::Kernel> optimized) {
+  if (inject_fault("cpu", FaultOperation::Compile))
+    throw Error("Canopy's JIT cannot compile kernel '" + optimized->name + "' for the CPU" +
+                injected_note("cpu", FaultOperation::Compile));
   auto program = std::make_shared<CpuProgram>();
   program->entry = jit::CpuCompiler::shared().compile(*optimized).entry;
   program->layout = jit::cpu_arg_layout(*optimized);
@@ -109,7 +114,7 @@ std::shared_ptr<Program> CpuDevice::compile(std::shared_ptr<const ir::Kernel> op
 
 Buffer CpuDevice::allocate(std::size_t bytes) {
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
+  void* p = inject_fault("cpu", FaultOperation::Alloc) ? nullptr : std::aligned_alloc(64, rounded);
   if (!p) throw Error("CPU device '" + name_ + "' cannot allocate " + std::to_string(bytes) + " bytes of host memory");
   std::memset(p, 0, rounded);
   return Buffer{p, bytes};
@@ -118,10 +123,16 @@ Buffer CpuDevice::allocate(std::size_t bytes) {
 void CpuDevice::free(Buffer buffer) noexcept { std::free(buffer.handle); }
 
 void CpuDevice::copy_in(Buffer buffer, std::size_t offset, const void* source, std::size_t bytes) {
+  if (inject_fault("cpu", FaultOperation::Copy))
+    throw Error("CPU device '" + name_ + "' could not copy " + std::to_string(bytes) + " bytes in" +
+                injected_note("cpu", FaultOperation::Copy));
   std::memcpy(static_cast<char*>(buffer.handle) + offset, source, bytes);
 }
 
 void CpuDevice::copy_out(Buffer buffer, std::size_t offset, void* destination, std::size_t bytes) {
+  if (inject_fault("cpu", FaultOperation::Copy))
+    throw Error("CPU device '" + name_ + "' could not copy " + std::to_string(bytes) + " bytes out" +
+                injected_note("cpu", FaultOperation::Copy));
   std::memcpy(destination, static_cast<const char*>(buffer.handle) + offset, bytes);
 }
 
@@ -148,6 +159,9 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   if (args.size() != kernel.params.size())
     throw Error("kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) + " arguments, " +
                 std::to_string(args.size()) + " were given");
+  if (inject_fault("cpu", FaultOperation::Launch))
+    throw Error("CPU device '" + name_ + "' could not run kernel '" + kernel.name + "'" +
+                injected_note("cpu", FaultOperation::Launch));
 
   // The argument block shared by every chunk; reductions get their own
   // partial-result slots per chunk below.

@@ -53,6 +53,7 @@ inline constexpr CUresult kCudaSuccess = 0;
 inline constexpr CUresult kCudaErrorOutOfMemory = 2;
 inline constexpr CUresult kCudaErrorStubLibrary = 34;
 inline constexpr CUresult kCudaErrorNoDevice = 100;
+inline constexpr CUresult kCudaErrorLaunchFailed = 719;
 inline constexpr CUresult kCudaErrorUnsupportedPtxVersion = 222;
 
 /// CUdevice_attribute values Canopy reads.

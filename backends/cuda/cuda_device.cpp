@@ -11,6 +11,7 @@
 #include <canopy/ir/verifier.hpp>
 #include <canopy/jit/cuda_c.hpp>
 #include <canopy/jit/hash.hpp>
+#include "../fault_injection.hpp"
 
 namespace canopy::backends::cuda {
 
@@ -436,13 +437,14 @@ Buffer CudaDevice::allocate(std::size_t bytes) {
   CurrentContext current(*context_, label());
   CUdeviceptr memory = 0;
   // cuMemAlloc takes no empty allocations: an empty buffer holds one byte nobody reads.
-  const CUresult status = api.cuMemAlloc(&memory, std::max<std::size_t>(bytes, 1));
+  const bool injected = inject_fault("cuda", FaultOperation::Alloc);
+  const CUresult status = injected ? kCudaErrorOutOfMemory : api.cuMemAlloc(&memory, std::max<std::size_t>(bytes, 1));
   if (status != kCudaSuccess || memory == 0) {
     std::size_t free_bytes = 0, total_bytes = 0;
     api.cuMemGetInfo(&free_bytes, &total_bytes);
-    throw Error(label() + " could not allocate " + bytes_text(bytes) + " (" + error_name(api, status) + "); " +
-                bytes_text(free_bytes) + " of its " + bytes_text(total_bytes) +
-                " are free: free arrays there or place this one elsewhere");
+    throw Error(label() + " could not allocate " + bytes_text(bytes) + " (" + error_name(api, status) +
+                (injected ? injected_note("cuda", FaultOperation::Alloc) : "") + "); " + bytes_text(free_bytes) +
+                " of its " + bytes_text(total_bytes) + " are free: free arrays there or place this one elsewhere");
   }
   return Buffer{reinterpret_cast<void*>(static_cast<std::uintptr_t>(memory)), bytes};
 }
@@ -476,6 +478,8 @@ void CudaDevice::copy_in(Buffer buffer, std::size_t offset, const void* source, 
   const DriverApi& api = *driver_;
   std::lock_guard lock(launch_mutex_);
   CurrentContext current(*context_, label());
+  if (inject_fault("cuda", FaultOperation::Copy))
+    check(api, kCudaErrorLaunchFailed, "cuMemcpyHtoDAsync" + injected_note("cuda", FaultOperation::Copy), label());
   check(api, api.cuMemcpyHtoDAsync(address_of(buffer, offset), source, bytes, stream_), "cuMemcpyHtoDAsync", label());
   wait("a copy to the device");
 }
@@ -487,6 +491,8 @@ void CudaDevice::copy_out(Buffer buffer, std::size_t offset, void* destination, 
   const DriverApi& api = *driver_;
   std::lock_guard lock(launch_mutex_);
   CurrentContext current(*context_, label());
+  if (inject_fault("cuda", FaultOperation::Copy))
+    check(api, kCudaErrorLaunchFailed, "cuMemcpyDtoHAsync" + injected_note("cuda", FaultOperation::Copy), label());
   check(api, api.cuMemcpyDtoHAsync(destination, address_of(buffer, offset), bytes, stream_), "cuMemcpyDtoHAsync",
         label());
   wait("a copy from the device");
@@ -530,6 +536,10 @@ void CudaDevice::fill(Buffer buffer, std::size_t first, std::size_t count, const
 
 std::shared_ptr<Program> CudaDevice::compile(std::shared_ptr<const ir::Kernel> optimized) {
   if (!optimized) throw Error("compile on " + label() + " was given no kernel");
+  if (inject_fault("cuda", FaultOperation::Compile))
+    throw Error(label() + " could not compile kernel '" + optimized->name + "' with NVRTC (" +
+                nvrtc_error_name(*nvrtc_, kNvrtcErrorCompilation) + injected_note("cuda", FaultOperation::Compile) +
+                ")");
   ir::verify(*optimized);
   check_device_supports(*optimized, info_, traits_);
   return compile_source(optimized, jit::cuda_c_source(*optimized, code_options()));
@@ -693,6 +703,9 @@ std::vector<ReductionValue> CudaDevice::run(const Program& base, const std::vect
   std::vector<void*> params;
   for (auto& value : values) params.push_back(&value);
 
+  if (inject_fault("cuda", FaultOperation::Launch))
+    check(*driver_, kCudaErrorLaunchFailed,
+          "cuLaunchKernel for kernel '" + kernel.name + "'" + injected_note("cuda", FaultOperation::Launch), label());
   std::lock_guard lock(launch_mutex_);
   CurrentContext current(*context_, label());
   if (program->edges_) {

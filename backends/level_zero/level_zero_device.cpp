@@ -10,6 +10,7 @@
 #include <canopy/ir/verifier.hpp>
 #include <canopy/jit/c_source.hpp>
 #include <canopy/jit/hash.hpp>
+#include "../fault_injection.hpp"
 
 namespace canopy::backends::level_zero {
 
@@ -259,10 +260,13 @@ Buffer LevelZeroDevice::allocate(std::size_t bytes) {
   desc.ordinal = 0;
   void* memory = nullptr;
   // Level Zero has no empty allocations: an empty buffer holds one byte nobody reads.
+  const bool injected = inject_fault("level_zero", FaultOperation::Alloc);
   const ze_result_t result =
-      api_->zeMemAllocDevice(context_, &desc, std::max<std::size_t>(bytes, 1), 64, device_, &memory);
+      injected ? ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
+               : api_->zeMemAllocDevice(context_, &desc, std::max<std::size_t>(bytes, 1), 64, device_, &memory);
   if (result != ZE_RESULT_SUCCESS || !memory)
-    throw Error(label() + " could not allocate " + bytes_text(bytes) + " (" + result_name(result) + "); it has " +
+    throw Error(label() + " could not allocate " + bytes_text(bytes) + " (" + result_name(result) +
+                (injected ? injected_note("level_zero", FaultOperation::Alloc) : "") + "); it has " +
                 bytes_text(static_cast<std::size_t>(info_.global_memory)) +
                 " in all: free arrays there or place this one elsewhere");
   return Buffer{memory, bytes};
@@ -284,6 +288,9 @@ void LevelZeroDevice::copy_in(Buffer buffer, std::size_t offset, const void* sou
   if (bytes == 0) return;
   if (!source) throw Error("copy_in on " + label() + " was given no host memory to read");
   void* destination = static_cast<char*>(buffer.handle) + offset;
+  if (inject_fault("level_zero", FaultOperation::Copy))
+    check(ZE_RESULT_ERROR_DEVICE_LOST,
+          "zeCommandListAppendMemoryCopy (to the device)" + injected_note("level_zero", FaultOperation::Copy), label());
   submit("zeCommandListAppendMemoryCopy (to the device)", [&](ze_event_handle_t done) {
     return api_->zeCommandListAppendMemoryCopy(list_, destination, source, bytes, done, 0, nullptr);
   });
@@ -294,6 +301,9 @@ void LevelZeroDevice::copy_out(Buffer buffer, std::size_t offset, void* destinat
   if (bytes == 0) return;
   if (!destination) throw Error("copy_out on " + label() + " was given no host memory to write");
   const void* source = static_cast<const char*>(buffer.handle) + offset;
+  if (inject_fault("level_zero", FaultOperation::Copy))
+    check(ZE_RESULT_ERROR_DEVICE_LOST,
+          "zeCommandListAppendMemoryCopy (to the host)" + injected_note("level_zero", FaultOperation::Copy), label());
   submit("zeCommandListAppendMemoryCopy (to the host)", [&](ze_event_handle_t done) {
     return api_->zeCommandListAppendMemoryCopy(list_, destination, source, bytes, done, 0, nullptr);
   });
@@ -322,6 +332,10 @@ void LevelZeroDevice::fill(Buffer buffer, std::size_t first, std::size_t count, 
 
 std::shared_ptr<Program> LevelZeroDevice::compile(std::shared_ptr<const ir::Kernel> optimized) {
   if (!optimized) throw Error("compile on " + label() + " was given no kernel");
+  if (inject_fault("level_zero", FaultOperation::Compile))
+    throw Error(label() + " could not build kernel '" + optimized->name +
+                "' (zeModuleCreate: " + result_name(ZE_RESULT_ERROR_MODULE_BUILD_FAILURE) +
+                injected_note("level_zero", FaultOperation::Compile) + ")");
   ir::verify(*optimized);
   check_device_supports(*optimized, info_, traits_);
   jit::SpirvKernel spirv = jit::spirv_of(*optimized);
@@ -460,6 +474,11 @@ std::vector<ReductionValue> LevelZeroDevice::run(const Program& base, const std:
       if (param.is_reduction()) results.push_back(identity_value(param.reduce, param.type));
     return results;
   }
+  if (inject_fault("level_zero", FaultOperation::Launch))
+    check(ZE_RESULT_ERROR_DEVICE_LOST,
+          "zeCommandListAppendLaunchKernel for kernel '" + kernel.name + "'" +
+              injected_note("level_zero", FaultOperation::Launch),
+          label());
   SpirvLaunchLimits limits = traits_.limits;
   limits.max_group_size = program->max_group_size_;
   std::lock_guard lock(launch_mutex_);

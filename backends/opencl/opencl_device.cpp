@@ -13,6 +13,8 @@
 #include <canopy/jit/hash.hpp>
 #include <canopy/jit/opencl_c.hpp>
 
+#include "../fault_injection.hpp"
+
 namespace canopy::backends::opencl {
 
 namespace {
@@ -293,9 +295,14 @@ Buffer OpenCLDevice::allocate(std::size_t bytes) {
                 "; split the array or place it on another location");
   cl_int status = CL_SUCCESS;
   // OpenCL has no empty buffers: an empty one holds one byte nobody reads.
-  cl_mem memory = api_->clCreateBuffer(context_, CL_MEM_READ_WRITE, std::max<std::size_t>(bytes, 1), nullptr, &status);
+  const bool injected = inject_fault("opencl", FaultOperation::Alloc);
+  cl_mem memory =
+      injected ? nullptr
+               : api_->clCreateBuffer(context_, CL_MEM_READ_WRITE, std::max<std::size_t>(bytes, 1), nullptr, &status);
+  if (injected) status = CL_MEM_OBJECT_ALLOCATION_FAILURE;
   if (status != CL_SUCCESS || !memory)
-    throw Error(label() + " could not allocate " + bytes_text(bytes) + " (" + error_name(status) + "); it has " +
+    throw Error(label() + " could not allocate " + bytes_text(bytes) + " (" + error_name(status) +
+                (injected ? injected_note("opencl", FaultOperation::Alloc) : "") + "); it has " +
                 bytes_text(static_cast<std::size_t>(info_.global_memory)) +
                 " in all: free arrays there or place this one elsewhere");
   return Buffer{memory, bytes};
@@ -316,6 +323,8 @@ void OpenCLDevice::copy_in(Buffer buffer, std::size_t offset, const void* source
   check_buffer(buffer, offset, bytes, "copy_in");
   if (bytes == 0) return;
   if (!source) throw Error("copy_in on " + label() + " was given no host memory to read");
+  if (inject_fault("opencl", FaultOperation::Copy))
+    check(CL_OUT_OF_RESOURCES, "clEnqueueWriteBuffer" + injected_note("opencl", FaultOperation::Copy), label());
   check(api_->clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(buffer.handle), CL_TRUE, offset, bytes, source, 0,
                                    nullptr, nullptr),
         "clEnqueueWriteBuffer", label());
@@ -325,6 +334,8 @@ void OpenCLDevice::copy_out(Buffer buffer, std::size_t offset, void* destination
   check_buffer(buffer, offset, bytes, "copy_out");
   if (bytes == 0) return;
   if (!destination) throw Error("copy_out on " + label() + " was given no host memory to write");
+  if (inject_fault("opencl", FaultOperation::Copy))
+    check(CL_OUT_OF_RESOURCES, "clEnqueueReadBuffer" + injected_note("opencl", FaultOperation::Copy), label());
   check(api_->clEnqueueReadBuffer(queue_, static_cast<cl_mem>(buffer.handle), CL_TRUE, offset, bytes, destination, 0,
                                   nullptr, nullptr),
         "clEnqueueReadBuffer", label());
@@ -369,6 +380,9 @@ void check_device_supports(const ir::Kernel& kernel, const DeviceInfo& info, con
 
 std::shared_ptr<Program> OpenCLDevice::compile(std::shared_ptr<const ir::Kernel> optimized) {
   if (!optimized) throw Error("compile on " + label() + " was given no kernel");
+  if (inject_fault("opencl", FaultOperation::Compile))
+    throw Error(label() + " could not build kernel '" + optimized->name + "' (clBuildProgram: " +
+                error_name(CL_BUILD_PROGRAM_FAILURE) + injected_note("opencl", FaultOperation::Compile) + ")");
   ir::verify(*optimized);
   check_device_supports(*optimized, info_, traits_);
   return compile_source(optimized, jit::opencl_c_source(*optimized, code_options()));
@@ -495,6 +509,10 @@ std::vector<ReductionValue> OpenCLDevice::run(const Program& base, const std::ve
       if (param.is_reduction()) results.push_back(identity_value(param.reduce, param.type));
     return results;
   }
+  if (inject_fault("opencl", FaultOperation::Launch))
+    check(CL_OUT_OF_RESOURCES,
+          "clEnqueueNDRangeKernel for kernel '" + kernel.name + "'" + injected_note("opencl", FaultOperation::Launch),
+          label());
   std::lock_guard lock(launch_mutex_);
   if (program->edges_) {
     launch_points(*program, args, range);

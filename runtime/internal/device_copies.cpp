@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -59,7 +60,12 @@ backends::Buffer DeviceCopies::buffer(int place, const std::shared_ptr<backends:
   auto it = copies_.find(place);
   if (it != copies_.end()) return it->second.buffer;
   const std::size_t bytes = static_cast<std::size_t>(directory_.elements()) * element_size_;
-  auto buffer = device->allocate(bytes);
+  backends::Buffer buffer;
+  try {
+    buffer = device->allocate(bytes);
+  } catch (const std::exception& e) {
+    throw AllocationFailed(e.what());
+  }
   copies_.emplace(place, Copy{device, buffer});
   return buffer;
 }
@@ -73,21 +79,37 @@ void DeviceCopies::count(const CoherenceCounters& before) {
   totals_->avoided += now.avoided - before.avoided;
 }
 
-void DeviceCopies::perform(const std::vector<Transfer>& transfers) {
+void DeviceCopies::perform(const std::vector<Transfer>& transfers, bool retry) {
   for (const auto& t : transfers) {
-    const std::size_t offset = static_cast<std::size_t>(t.range.begin) * element_size_;
-    const std::size_t bytes = static_cast<std::size_t>(t.range.size()) * element_size_;
-    char* host = static_cast<char*>(host_) + offset;
-    if (t.from == Coherence::kHost) {
-      auto& copy = copies_.at(t.to);
-      copy.device->copy_in(copy.buffer, offset, host, bytes);
-    } else if (t.to == Coherence::kHost) {
-      auto& copy = copies_.at(t.from);
-      copy.device->copy_out(copy.buffer, offset, host, bytes);
-    } else {
-      // Routed through the host by the directory; never planned directly.
-      throw Error("internal: a device-to-device transfer was planned without the host");
+    if (!retry) {
+      transfer(t);
+      continue;
     }
+    try {
+      transfer(t);
+    } catch (const std::exception& first) {
+      transfer(t);  // a second failure goes up
+      if (totals_) ++totals_->copies_retried;
+      static std::atomic<bool> logged{false};
+      if (!logged.exchange(true))
+        std::fprintf(stderr, "canopy: recovered: a copy failed and succeeded when tried again (%s)\n", first.what());
+    }
+  }
+}
+
+void DeviceCopies::transfer(const Transfer& t) {
+  const std::size_t offset = static_cast<std::size_t>(t.range.begin) * element_size_;
+  const std::size_t bytes = static_cast<std::size_t>(t.range.size()) * element_size_;
+  char* host = static_cast<char*>(host_) + offset;
+  if (t.from == Coherence::kHost) {
+    auto& copy = copies_.at(t.to);
+    copy.device->copy_in(copy.buffer, offset, host, bytes);
+  } else if (t.to == Coherence::kHost) {
+    auto& copy = copies_.at(t.from);
+    copy.device->copy_out(copy.buffer, offset, host, bytes);
+  } else {
+    // Routed through the host by the directory; never planned directly.
+    throw Error("internal: a device-to-device transfer was planned without the host");
   }
 }
 
@@ -95,7 +117,15 @@ void DeviceCopies::acquire(int place, const IntervalSet& need) {
   if (need.empty()) return;
   if (merge_ && directory_.merging().overlaps(need)) combine_merges();
   const auto before = directory_.counters();
-  perform(directory_.acquire(place, need));
+  const Coherence saved = directory_;
+  try {
+    perform(directory_.acquire(place, need), false);
+  } catch (const std::exception& e) {
+    // What arrived before the failure is current where it arrived, but the
+    // old record is still true (only staler): go back to it.
+    directory_ = saved;
+    throw TransferFailed(e.what());
+  }
   count(before);
 }
 
@@ -109,7 +139,7 @@ void DeviceCopies::begin_merge(int place, const IntervalSet& span, std::uint64_t
   merge_region_ = region;
   const auto before = directory_.counters();
   auto start = directory_.begin_merge(place, span);
-  perform(start.flush);
+  perform(start.flush, true);
   count(before);
   if (place == Coherence::kHost) return;
   auto& copy = copies_.at(place);
@@ -137,7 +167,7 @@ void DeviceCopies::combine_merges() {
 void DeviceCopies::sync_host(bool host_will_write) {
   combine_merges();
   const auto before = directory_.counters();
-  perform(directory_.acquire_host());
+  perform(directory_.acquire_host(), true);
   count(before);
   if (host_will_write && directory_.elements() > 0 && copies_.size() > 0)
     directory_.wrote(Coherence::kHost, Range{0, directory_.elements()});
@@ -147,7 +177,7 @@ void DeviceCopies::release(int place) {
   if (place == Coherence::kHost || !copies_.count(place)) return;
   combine_merges();
   const auto before = directory_.counters();
-  perform(directory_.release(place));
+  perform(directory_.release(place), true);
   count(before);
   auto copy = copies_.at(place);
   copies_.erase(place);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <canopy/backends/device.hpp>
+#include <canopy/ir/error.hpp>
 #include <canopy/ir/kernel.hpp>
 
 #include "../coherence.hpp"
@@ -27,6 +28,21 @@ struct TransferTotals {
   std::atomic<std::int64_t> device_to_host{0};
   std::atomic<std::int64_t> device_to_device{0};
   std::atomic<std::int64_t> avoided{0};
+  /// Transfers that failed once and succeeded when tried again.
+  std::atomic<std::int64_t> copies_retried{0};
+};
+
+/// A transfer for a piece failed; the directory is as it was before the
+/// transfers were planned (what it calls current is).
+class TransferFailed : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A device could not allocate an array's copy.
+class AllocationFailed : public Error {
+ public:
+  using Error::Error;
 };
 
 class DeviceCopies {
@@ -43,9 +59,11 @@ class DeviceCopies {
   /// the directory already calls current before its data arrived.
   std::mutex mutex;
 
-  /// The array's buffer at `place` on `device` (allocated, full size, on first use).
+  /// The array's buffer at `place` on `device` (allocated, full size, on first
+  /// use). Throws AllocationFailed when the device cannot hold it.
   backends::Buffer buffer(int place, const std::shared_ptr<backends::Device>& device);
-  /// Makes `need` current at `place` (performing the copies).
+  /// Makes `need` current at `place` (performing the copies). When a copy
+  /// fails, throws TransferFailed and leaves the directory as it was.
   void acquire(int place, const IntervalSet& need);
   /// Records that a piece at `place` wrote `written`.
   void wrote(int place, const IntervalSet& written);
@@ -66,7 +84,10 @@ class DeviceCopies {
   const CoherenceCounters& counters() const { return directory_.counters(); }
 
  private:
-  void perform(const std::vector<Transfer>& transfers);
+  /// Performs the transfers; with `retry`, a failed one is tried once more
+  /// (counted in copies_retried) before its error goes up.
+  void perform(const std::vector<Transfer>& transfers, bool retry);
+  void transfer(const Transfer& t);
   void count(const CoherenceCounters& before);
 
   struct Copy {

@@ -1,0 +1,279 @@
+// Checked mode and injected faults on OpenCL devices (PoCL here). An index
+// out of bounds on opencl0 raises the same message as on the CPU; an
+// in-bounds kernel split over opencl0 and opencl1 gives the CPU's bits
+// checked and unchecked. The fault matrix: a launch, a copy or a compile
+// failing once in a region split over the two devices ends in the right
+// values with one recovery of that kind counted (failing on every OpenCL
+// attempt, the piece runs on the host CPU leaf); an allocation failing ends
+// the region with the device's error and every array intact.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <canopy/backends/fault_injection.hpp>
+
+#include "hetero_support.hpp"
+
+using namespace canopy;
+using namespace canopy::hetero_tests;
+
+namespace {
+
+class EnvironmentFor {
+ public:
+  EnvironmentFor(const char* name, const char* value) : name_(name) {
+    if (const char* before = std::getenv(name)) before_ = before;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~EnvironmentFor() {
+    if (before_)
+      setenv(name_, before_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  EnvironmentFor(const EnvironmentFor&) = delete;
+  EnvironmentFor& operator=(const EnvironmentFor&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> before_;
+};
+
+class FaultPlanFor {
+ public:
+  explicit FaultPlanFor(const std::string& plan) { backends::set_fault_plan(plan); }
+  ~FaultPlanFor() { backends::set_fault_plan(""); }
+  FaultPlanFor(const FaultPlanFor&) = delete;
+  FaultPlanFor& operator=(const FaultPlanFor&) = delete;
+};
+
+const Kernel<void(Out<double>, In<double>)>& shift_read() {
+  static const Kernel kernel("hetero_shift_read",
+                             [](Out<double> out, In<double> in) { out[index(0)] = in[index(0) + 1]; }, {"out", "in"});
+  return kernel;
+}
+
+// A 2-D five-point stencil guarded at the border and a gather: in bounds everywhere.
+const Kernel<void(Out<double, 2>, In<double, 2>, In<std::int32_t>)>& stencil_gather() {
+  static const Kernel kernel("hetero_stencil_gather",
+                             [](Out<double, 2> out, In<double, 2> in, In<std::int32_t> perm) {
+                               Idx i = index(0), j = index(1);
+                               Var<double> v = in(i, cast<std::int64_t>(perm[j]));
+                               If(i > 0 && i < in.extent(0) - 1 && j > 0 && j < in.extent(1) - 1,
+                                  [&] { v = v + 0.25 * (in(i - 1, j) + in(i + 1, j) + in(i, j - 1) + in(i, j + 1)); });
+                               out(i, j) = v;
+                             },
+                             {"out", "in", "perm"});
+  return kernel;
+}
+
+// out[i] = 3 * in[i] - 2, a kernel of each test's own (so a compile fault
+// meets a kernel no device has compiled yet).
+Kernel<void(Out<double>, In<double>)> affine_kernel(const std::string& name) {
+  return Kernel<void(Out<double>, In<double>)>(
+      name, [](Out<double> out, In<double> in) { out[index(0)] = 3.0 * in[index(0)] - 2.0; }, {"out", "in"});
+}
+
+constexpr std::int64_t kRows = 96, kCols = 40;
+
+std::vector<double> run_stencil(const std::vector<std::string>& leaves) {
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  use_leaves(rt, discovered, leaves);
+  auto in = rt.array<double, 2>(Shape(kRows, kCols), at("numa0"));
+  auto out = rt.array<double, 2>(Shape(kRows, kCols), at("numa0"));
+  auto perm = rt.array<std::int32_t>(kCols, at("numa0"));
+  {
+    auto v = in.host();
+    for (std::int64_t i = 0; i < kRows; ++i)
+      for (std::int64_t j = 0; j < kCols; ++j) v(i, j) = 0.01 * double((i * 31 + j * 17) % 101) - 0.4;
+    auto p = perm.host();
+    for (std::int64_t j = 0; j < kCols; ++j) p[j] = static_cast<std::int32_t>((j * 7) % kCols);
+  }
+  rt.region(stencil_gather()).over(kRows, kCols).at("numa0").launch(out, in, perm);
+  rt.pause();
+  auto view = out.host_read();
+  return std::vector<double>(view.begin(), view.end());
+}
+
+// The fault `plan` during one region of a fresh kernel at `location` in the
+// tree of `leaves` (split by static); checks every value and returns the
+// recoveries counted.
+RecoveryStats survive(const std::string& plan, const std::vector<std::string>& leaves, const std::string& location,
+                      const std::string& name) {
+  const auto kernel = affine_kernel(name);
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  use_leaves(rt, discovered, leaves);
+  constexpr std::int64_t n = 100000;
+  auto in = rt.array<double>(n, at("numa0"));
+  auto out = rt.array<double>(n, at("numa0"));
+  {
+    auto v = in.host();
+    for (std::int64_t i = 0; i < n; ++i) v[i] = double(i % 513);
+  }
+  {
+    FaultPlanFor faults(plan);
+    rt.region(kernel).over(n).at(location).launch(out, in);
+    CHECK(error_of([&] { rt.pause(); }) == "no error");
+  }
+  auto view = out.host_read();
+  int wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i) wrong += view[i] != 3.0 * double(i % 513) - 2.0;
+  CHECK(wrong == 0);
+  return rt.stats().recoveries;
+}
+
+}  // namespace
+
+TEST_CASE("hetero checked mode: a read past the end on opencl0 raises kernel, array, index and extent") {
+  EnvironmentFor check("CANOPY_CHECK", "bounds");
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
+  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  constexpr std::int64_t n = 1000;
+  auto in = rt.array<double>(n, at("numa0"));
+  auto out = rt.array<double>(n, at("numa0"));
+  {
+    auto v = in.host();
+    for (std::int64_t i = 0; i < n; ++i) v[i] = double(i);
+  }
+  rt.region(shift_read()).over(n).at("opencl0").launch(out, in);
+  CHECK(error_of([&] { rt.pause(); }) ==
+        "kernel 'hetero_shift_read' read array 'in' out of bounds: index 1000 in dimension 0, whose extent is 1000 "
+        "(found by CANOPY_CHECK=bounds; the access was skipped); keep every index in [0, extent)");
+  auto view = out.host_read();
+  CHECK(view[0] == 1.0);
+  CHECK(view[998] == 999.0);
+  CHECK(view[999] == 0.0);
+}
+
+TEST_CASE("hetero checked mode: an in-bounds stencil split over opencl0 and opencl1 gives the CPU's bits") {
+  {
+    Runtime probe;
+    if (!has_leaves(probe.hierarchy(), {"cpu0", "opencl0", "opencl1"})) return;
+  }
+  std::vector<double> cpu, unchecked, checked;
+  {
+    EnvironmentFor check("CANOPY_CHECK", nullptr);
+    cpu = run_stencil({"cpu0"});
+    unchecked = run_stencil({"opencl0", "opencl1"});
+  }
+  {
+    EnvironmentFor check("CANOPY_CHECK", "bounds");
+    checked = run_stencil({"opencl0", "opencl1"});
+  }
+  REQUIRE(cpu.size() == static_cast<std::size_t>(kRows * kCols));
+  CHECK(unchecked == cpu);
+  CHECK(checked == cpu);
+}
+
+TEST_CASE("hetero faults: a launch, copy or compile failing once over opencl0 + opencl1 ends in the right values") {
+  {
+    Runtime probe;
+    if (!has_leaves(probe.hierarchy(), {"opencl0", "opencl1"})) return;
+  }
+  const std::vector<std::string> leaves{"opencl0", "opencl1"};
+  SUBCASE("opencl.launch:1") {
+    const auto r = survive("opencl.launch:1", leaves, "numa0", "survive_launch");
+    CHECK(r.launches == 1);
+    CHECK(r.total() == 1);
+  }
+  SUBCASE("opencl.copy:1") {
+    const auto r = survive("opencl.copy:1", leaves, "numa0", "survive_copy");
+    CHECK(r.copies == 1);
+    CHECK(r.total() == 1);
+  }
+  SUBCASE("opencl.compile:1") {
+    const auto r = survive("opencl.compile:1", leaves, "numa0", "survive_compile");
+    CHECK(r.compiles == 1);
+    CHECK(r.total() == 1);
+  }
+}
+
+TEST_CASE("hetero faults: OpenCL failing on every attempt, the piece runs on the host CPU leaf") {
+  {
+    Runtime probe;
+    if (!has_leaves(probe.hierarchy(), {"cpu0", "opencl0"})) return;
+  }
+  // The region runs at opencl0, whose every launch fails: the host CPU leaf takes the piece.
+  const auto r =
+      survive("opencl.launch:1,opencl.launch:2,opencl.launch:3", {"cpu0", "opencl0"}, "opencl0", "survive_on_host");
+  CHECK(r.launches == 1);
+}
+
+TEST_CASE("hetero faults: a copy back to the host that fails once is retried") {
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"opencl0"})) return;
+  use_leaves(rt, discovered, {"opencl0"});
+  const auto kernel = affine_kernel("copy_back_retried");
+  constexpr std::int64_t n = 5000;
+  auto in = rt.array<double>(n, at("numa0"));
+  auto out = rt.array<double>(n, at("numa0"));
+  {
+    auto v = in.host();
+    for (std::int64_t i = 0; i < n; ++i) v[i] = double(i);
+  }
+  rt.region(kernel).over(n).at("opencl0").launch(out, in);
+  rt.pause();
+  // The region copied `in` to the device (one copy); reading `out` back is the next.
+  FaultPlanFor faults("opencl.copy:1");
+  auto view = out.host_read();
+  CHECK(view[4999] == 3.0 * 4999.0 - 2.0);
+  CHECK(view[0] == -2.0);
+  CHECK(rt.stats().recoveries.copies == 1);
+}
+
+TEST_CASE("hetero faults: opencl.alloc fails the region with the device's error; every other array is intact") {
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
+  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  const auto kernel = affine_kernel("alloc_refused");
+  constexpr std::int64_t n = 100000;
+  auto in = rt.array<double>(n, at("numa0"));
+  auto before = rt.array<double>(n, at("numa0"));
+  auto out = rt.array<double>(n, at("numa0"));
+  {
+    auto v = in.host();
+    for (std::int64_t i = 0; i < n; ++i) v[i] = double(i % 101);
+  }
+  rt.region(kernel).over(n).at("opencl0").launch(before, in);
+  rt.pause();
+  {
+    // `out` has no buffer on opencl0 yet: its allocation is the first.
+    FaultPlanFor faults("opencl.alloc:1");
+    rt.region(kernel).over(n).at("opencl0").launch(out, in);
+    const auto info = rt.engine().device("opencl:0")->info();
+    char memory[64];
+    std::snprintf(memory, sizeof memory, "%lld bytes (%.2f GiB)", static_cast<long long>(info.global_memory),
+                  static_cast<double>(info.global_memory) / (1 << 30));
+    CHECK(error_of([&] { rt.pause(); }) ==
+          "OpenCL device '" + info.name +
+              "' (opencl:0) could not allocate 800000 bytes (0.00 GiB) (CL_MEM_OBJECT_ALLOCATION_FAILURE [injected by "
+              "CANOPY_FAULT=opencl.alloc:1]); it has " +
+              memory + " in all: free arrays there or place this one elsewhere");
+  }
+  CHECK(rt.stats().recoveries.total() == 0);
+  {
+    auto v = in.host_read();
+    auto b = before.host_read();
+    int wrong = 0;
+    for (std::int64_t i = 0; i < n; ++i) wrong += v[i] != double(i % 101) || b[i] != 3.0 * double(i % 101) - 2.0;
+    CHECK(wrong == 0);
+  }
+  // The runtime goes on: the same region runs once the device can allocate.
+  rt.region(kernel).over(n).at("opencl0").launch(out, in);
+  CHECK(error_of([&] { rt.pause(); }) == "no error");
+  CHECK(out.host_read()[n - 1] == 3.0 * double((n - 1) % 101) - 2.0);
+}
