@@ -24,6 +24,14 @@ namespace {
 constexpr std::string_view kMagic = "canopy-adaptive 1";
 /// Weight of a new measurement in a leaf's seconds per point (the rest is the old value).
 constexpr double kHistoryWeight = 0.5;
+/// Launches whose rates the feedback takes the median of.
+constexpr std::size_t kRecentLaunches = 3;
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
 
 /// `name`'s value when it is set to a number in [low, high] (low excluded
 /// when `open_low`), else `fallback`.
@@ -345,10 +353,17 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
   auto found = entries_.find(plan.key);
   if (found == entries_.end()) return;
   Entry& entry = found->second;
-  std::vector<double> ran(plan.leaves.size());
-  for (std::size_t i = 0; i < ran.size(); ++i)
+  std::vector<double> ran(plan.leaves.size()), seconds = m.seconds;
+  entry.recent_rates.resize(plan.leaves.size());
+  for (std::size_t i = 0; i < ran.size(); ++i) {
     ran[i] = static_cast<double>(m.rows[i]) / static_cast<double>(m.total_rows);
-  const Feedback feedback = rebalance(ran, m.seconds, options_);
+    if (m.rows[i] <= 0 || !(m.seconds[i] > 0) || !std::isfinite(m.seconds[i])) continue;
+    auto& rates = entry.recent_rates[i];
+    rates.push_back(static_cast<double>(m.rows[i]) / m.seconds[i]);
+    if (rates.size() > kRecentLaunches) rates.erase(rates.begin());
+    seconds[i] = static_cast<double>(m.rows[i]) / median_of(rates);
+  }
+  const Feedback feedback = rebalance(ran, seconds, options_);
   entry.split.launches += 1;
   entry.split.last_imbalance = feedback.imbalance;
   if (feedback.changed) {

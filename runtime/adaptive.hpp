@@ -17,7 +17,10 @@
 //     without a model the split is even.
 //  2. The engine times each piece's kernel on its leaf (the device's run,
 //     without copies or waiting for earlier regions: what a split changes).
-//  3. rebalance() turns the split that ran and the times into the next split:
+//  3. Each leaf's rate (rows per second) is the median of its last three
+//     launches, so that a launch slowed by other work on the machine does not
+//     move the split on its own. rebalance() turns the split that ran and the
+//     times those rates give into the next split:
 //     each leaf's rate is its share over its time; the balanced split is
 //     proportional to the rates, and the next split moves `damping` of the
 //     way there. It stays as it is while the slowest leaf took at most
@@ -180,6 +183,10 @@ class AdaptivePlacement {
   struct Entry {
     AdaptiveSplit split;
     bool saved = false;
+    /// Per leaf, its rows per second in the last few launches it ran: the
+    /// feedback takes their median, so one launch slowed by something else
+    /// on the machine does not move the split.
+    std::vector<std::vector<double>> recent_rates;
   };
   struct LeafRate {
     double rate = 0;     ///< points per second, 0: unknown

@@ -14,6 +14,7 @@ int halo_command(int argc, char** argv);
 int rodinia_command(int argc, char** argv);
 int sweep_command(int argc, char** argv);
 int model_command(int argc, char** argv);
+int adaptive_command(int argc, char** argv);
 #ifdef CANOPY_WITH_MPI
 int mpi_command(int argc, char** argv);
 #endif
@@ -45,6 +46,10 @@ void usage(std::FILE* out) {
                "           predicted against the measured ratio of their times\n"
                "           --leaves A,B (a CPU and an OpenCL leaf)  --size N (2^23)  --rows N (2048)\n"
                "           --cols N (4096)  --repeat K (5)  --cached (model from the cache dir)  --json FILE\n"
+               "  adaptive the adaptive policy's split of a triad and a 2-D stencil over two leaves, launch by\n"
+               "           launch, beside percentage:[p,100-p] for p = 0..100 step 10\n"
+               "           --leaves A,B (a CPU and a device leaf)  --size N (2^24)  --rows N (2048)\n"
+               "           --cols N (4096)  --repeat K (5)  --launches L (15)  --resume  --json FILE\n"
                "  mpi      2-D heat over 2 MPI ranks, one CPU-only (one core) and one OpenCL-only: per-rank compute\n"
                "           time per iteration after rebalancing, and the run beside the same run with an even split\n"
                "           (starts mpirun itself unless run under it)  --rows N (2048)  --cols N (1024)\n"
@@ -67,6 +72,7 @@ int main(int argc, char** argv) {
     if (command == "rodinia") return canopy::bench::rodinia_command(argc - 2, argv + 2);
     if (command == "sweep") return canopy::bench::sweep_command(argc - 2, argv + 2);
     if (command == "model") return canopy::bench::model_command(argc - 2, argv + 2);
+    if (command == "adaptive") return canopy::bench::adaptive_command(argc - 2, argv + 2);
     if (command == "mpi") {
 #ifdef CANOPY_WITH_MPI
       return canopy::bench::mpi_command(argc, argv);
