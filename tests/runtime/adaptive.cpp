@@ -378,3 +378,33 @@ TEST_CASE("extents_class_of: the bit width of each extent") {
 }
 
 }  // namespace canopy
+
+namespace canopy {
+
+TEST_CASE("CANOPY_DUMP=cost writes each kernel's cost per point when it is first compiled") {
+  const auto dir = std::filesystem::temp_directory_path() / ("canopy-dump-cost-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  setenv("CANOPY_DUMP", "cost", 1);
+  setenv("CANOPY_DUMP_DIR", dir.c_str(), 1);
+  {
+    Runtime rt;
+    Kernel scale("dump_cost_scale",
+                 [](Out<double> a, In<double> b) {
+                   Idx i = index(0);
+                   a[i] = 2.0 * b[i];
+                 },
+                 {"a", "b"});
+    auto a = rt.array<double>(1000), b = rt.array<double>(1000);
+    rt.region(scale).over(1000).launch(a, b);
+    rt.pause();
+  }
+  unsetenv("CANOPY_DUMP");
+  unsetenv("CANOPY_DUMP_DIR");
+  std::ifstream in(dir / "dump_cost_scale.cost");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove_all(dir);
+  CHECK(text.rfind("kernel dump_cost_scale", 0) == 0);
+  CHECK(text.find("intensity") != std::string::npos);
+}
+
+}  // namespace canopy
