@@ -104,7 +104,7 @@ struct RegionRun {
   std::vector<std::shared_ptr<ArrayStorage>> per_region_arrays;
   /// Where a piece may run again when its leaf fails: the leaves below the
   /// region's location, then the CPU leaves (the host).
-  std::vector<Executor> fallbacks;
+  std::shared_ptr<const std::vector<Executor>> fallbacks;
   /// Pieces whose leaf could not compile the kernel run on another leaf's device.
   std::vector<std::optional<Executor>> moved;
   std::shared_ptr<const AdaptivePlan> adaptive;  ///< adaptive and any launches: learns from the pieces' times
@@ -313,6 +313,10 @@ struct Engine::State {
   // Workers for exactly the tree's executing leaves (call with tree_mutex held
   // exclusively, after draining the stale ones).
   void sync_workers() {
+    {
+      std::lock_guard lock(fallbacks_mutex);
+      fallbacks_known.clear();
+    }
     std::vector<std::string> gone;
     for (auto& [name, worker] : workers)
       if (stale(*worker, tree.find(name))) gone.push_back(name);
@@ -481,7 +485,7 @@ struct Engine::State {
       }
     }
     std::vector<Executor> attempts;
-    for (const auto& e : run.fallbacks)
+    for (const auto& e : *run.fallbacks)
       if (e.name() != failed.name()) attempts.push_back(e);
     attempts.push_back(failed);
     for (const auto& target : attempts) {
@@ -495,18 +499,28 @@ struct Engine::State {
       } catch (...) {
         continue;
       }
+      const std::string where = target.name() == failed.name() ? "ran again on '" + target.name() + "'"
+                                                               : "ran on '" + target.name() + "' instead";
       recoveries.recovered(kind, failed.name(),
                            std::string(name_of(kind)) + " failed on leaf '" + failed.name() + "' for kernel '" +
-                               run.kernel->optimized->name + "' (" + message_of(error) + "); the piece ran on '" +
-                               target.name() + "' instead");
+                               run.kernel->optimized->name + "' (" + message_of(error) + "); the piece " + where);
       return true;
     }
     return false;
   }
 
   // The leaves a failed piece of a region at `at` may run on instead (call
-  // with tree_mutex held): those below `at`, then every CPU leaf.
-  std::vector<Executor> fallbacks_below(const Location& at) const {
+  // with tree_mutex held): those below `at`, then every CPU leaf. Kept per
+  // location until the workers change, so a launch pays a lookup only.
+  std::mutex fallbacks_mutex;
+  std::unordered_map<std::string, std::shared_ptr<const std::vector<Executor>>> fallbacks_known;
+  std::shared_ptr<const std::vector<Executor>> fallbacks_below(const Location& at) {
+    std::lock_guard lock(fallbacks_mutex);
+    auto& known = fallbacks_known[at.name()];
+    if (!known) known = std::make_shared<const std::vector<Executor>>(find_fallbacks(at));
+    return known;
+  }
+  std::vector<Executor> find_fallbacks(const Location& at) const {
     std::vector<Executor> found;
     auto add = [&](const Location* leaf) {
       auto it = workers.find(leaf->name());
@@ -533,7 +547,7 @@ struct Engine::State {
       error = std::current_exception();
     }
     std::vector<Executor> attempts;
-    for (const auto& e : run.fallbacks)
+    for (const auto& e : *run.fallbacks)
       if (e.name() != worker.name()) attempts.push_back(e);
     attempts.emplace_back(worker);
     for (const auto& target : attempts) {
