@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include <canopy/ir/error.hpp>
@@ -81,19 +82,22 @@ void DeviceCopies::count(const CoherenceCounters& before) {
 
 void DeviceCopies::perform(const std::vector<Transfer>& transfers, bool retry) {
   for (const auto& t : transfers) {
-    if (!retry) {
+    if (retry)
+      retrying([&] { transfer(t); });
+    else
       transfer(t);
-      continue;
-    }
-    try {
-      transfer(t);
-    } catch (const std::exception& first) {
-      transfer(t);  // a second failure goes up
-      if (totals_) ++totals_->copies_retried;
-      static std::atomic<bool> logged{false};
-      if (!logged.exchange(true))
-        std::fprintf(stderr, "canopy: recovered: a copy failed and succeeded when tried again (%s)\n", first.what());
-    }
+  }
+}
+
+void DeviceCopies::retrying(const std::function<void()>& copy) {
+  try {
+    copy();
+  } catch (const std::exception& first) {
+    copy();  // a second failure goes up
+    if (totals_) ++totals_->copies_retried;
+    static std::atomic<bool> logged{false};
+    if (!logged.exchange(true))
+      std::fprintf(stderr, "canopy: recovered: a copy failed and succeeded when tried again (%s)\n", first.what());
   }
 }
 
@@ -158,7 +162,8 @@ void DeviceCopies::combine_merges() {
     const std::size_t count = static_cast<std::size_t>(t.range.size());
     const std::size_t offset = static_cast<std::size_t>(t.range.begin) * element_size_;
     scratch.resize(count * element_size_);
-    copy.device->copy_out(copy.buffer, offset, scratch.data(), scratch.size());
+    // The directory has already ended the merge: this copy must not be lost.
+    retrying([&] { copy.device->copy_out(copy.buffer, offset, scratch.data(), scratch.size()); });
     combine(type_, static_cast<char*>(host_) + offset, scratch.data(), count, *merge_);
   }
   count(before);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,6 +89,8 @@ class DeviceCopies {
   /// (counted in copies_retried) before its error goes up.
   void perform(const std::vector<Transfer>& transfers, bool retry);
   void transfer(const Transfer& t);
+  /// Runs `copy`; when it throws, runs it once more (counted, logged once).
+  void retrying(const std::function<void()>& copy);
   void count(const CoherenceCounters& before);
 
   struct Copy {
