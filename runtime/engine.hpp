@@ -55,7 +55,12 @@ struct RegionHandle {
 class Engine {
  public:
   /// Discovers this node (hwloc) and builds its default hierarchy, or loads
-  /// $CANOPY_CONFIG when it is set, within what `options` allow.
+  /// $CANOPY_CONFIG when it is set, within what `options` allow. Reads
+  /// CANOPY_CHECK once: with `bounds`, every kernel is compiled with bounds
+  /// checks (ir/passes/bounds_check.hpp) and an index out of bounds fails its
+  /// region. A leaf whose launch, copy or compile fails (CANOPY_FAULT injects
+  /// such faults, backends/fault_injection.hpp) has its piece run elsewhere;
+  /// stats().recoveries counts it.
   explicit Engine(const RuntimeOptions& options = {});
   /// Waits for the regions in flight, then stops the workers.
   ~Engine();
@@ -69,7 +74,8 @@ class Engine {
   /// Checks and compiles the region, picks its location and split, and queues
   /// its pieces; returns at once.
   RegionHandle submit(RegionRequest request);
-  /// Waits for every region submitted so far; rethrows the first failure.
+  /// Waits for every region submitted so far; rethrows the first failure
+  /// (in checked mode, an index out of bounds: kernel, array, index, extent).
   void pause();
   /// Waits for what is queued on the leaves at or below `location`.
   void pause(const std::string& location);
