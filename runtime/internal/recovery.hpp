@@ -10,6 +10,12 @@
 // a piece wrote once it finished, and a failed copy leaves the directory as
 // it was (DeviceCopies::acquire), so a retried piece reads and writes exactly
 // what the first attempt would have.
+//
+// Not covered: a launch that fails after the kernel wrote part of a merge
+// array's private copy (atomic sums into a device's copy) would have those
+// contributions counted again by the retried piece. Injected faults fail
+// before the kernel runs, so they never do; a real device that dies
+// mid-kernel could.
 #pragma once
 
 #include <atomic>
