@@ -77,7 +77,8 @@ Measured measured_of(const AdaptivePlan& plan, const RegionStats& record,
     if (it == plan.leaves.end()) continue;
     const auto index = static_cast<std::size_t>(it - plan.leaves.begin());
     m.rows[index] += piece.end - piece.begin;
-    m.seconds[index] += time_source ? time_source(piece) : piece.run_seconds;
+    const double own = piece.finished_seconds > 0 ? piece.finished_seconds : piece.run_seconds;
+    m.seconds[index] = std::max(m.seconds[index], time_source ? time_source(piece) : own);
     m.total_rows += piece.end - piece.begin;
   }
   return m;

@@ -15,8 +15,11 @@
 //     proportion to MachineModel::balanced_shares (latency included); leaves
 //     the model knows nothing of get the mean rate of those it knows, and
 //     without a model the split is even.
-//  2. The engine times each piece's kernel on its leaf (the device's run,
-//     without copies or waiting for earlier regions: what a split changes).
+//  2. The engine times when each leaf finished its piece, counted from the
+//     launch (PieceStats::finished_seconds): the kernel, the copies it needed
+//     and the leaf's own overheads (waking its worker, the device's queue),
+//     all of which a split changes. A leaf that is busy with earlier work
+//     when the launch comes finishes later, and gets less.
 //  3. Each leaf's rate (rows per second) is the median of its last three
 //     launches, so that a launch slowed by other work on the machine does not
 //     move the split on its own. rebalance() turns the split that ran and the
@@ -173,7 +176,7 @@ class AdaptivePlacement {
 
   /// Every split learned or read so far, ordered by key.
   std::vector<AdaptiveSplit> splits() const;
-  /// Replaces the time learn() takes for each piece (PieceStats::run_seconds)
+  /// Replaces the time learn() takes for each piece (PieceStats::finished_seconds)
   /// by `source(piece)`: for tests and experiments that need leaves of a
   /// known, noiseless speed. Empty: the measured time again.
   void set_time_source(std::function<double(const PieceStats&)> source);

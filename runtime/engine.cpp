@@ -108,6 +108,8 @@ struct RegionRun {
   /// Pieces whose leaf could not compile the kernel run on another leaf's device.
   std::vector<std::optional<Executor>> moved;
   std::shared_ptr<const AdaptivePlan> adaptive;  ///< adaptive and any launches: learns from the pieces' times
+  /// When the pieces were queued: each piece's finishing time counts from here.
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };
 
 // The arguments as `worker`'s device sees them: its copy of each array (the
@@ -440,12 +442,14 @@ struct Engine::State {
         if (!run->error) run->error = std::current_exception();
       }
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto end = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(end - start).count();
     {
       std::lock_guard lock(stats_mutex);
       auto& piece_stats = run->record->pieces[piece];
       piece_stats.seconds = seconds;
       piece_stats.run_seconds = run_seconds;
+      piece_stats.finished_seconds = std::chrono::duration<double>(end - run->submitted).count();
       auto& leaf = leaf_stats[piece_stats.leaf];
       leaf.leaf = piece_stats.leaf;
       leaf.regions += 1;
@@ -775,6 +779,7 @@ RegionHandle Engine::submit(RegionRequest request) {
   run->pieces_left.store(static_cast<int>(pieces.size()));
   for (auto& piece : pieces) run->record->pieces.push_back({piece.leaf->name(), piece.begin, piece.end, 0.0});
   if (run->adaptive) run->adaptive->annotate(*run->record);
+  run->submitted = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(state_->stats_mutex);
     run->record->id = static_cast<std::uint64_t>(state_->regions + 1);

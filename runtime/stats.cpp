@@ -38,8 +38,8 @@ std::string Stats::to_text() const {
                     static_cast<long long>(piece.end), piece.seconds);
       out += line;
       if (piece.share > 0) {
-        std::snprintf(line, sizeof line, " (share %.1f%%, predicted %.6fs, ran %.6fs)", piece.share * 100,
-                      piece.predicted_seconds, piece.run_seconds);
+        std::snprintf(line, sizeof line, " (share %.1f%%, predicted %.6fs, ran %.6fs, finished after %.6fs)",
+                      piece.share * 100, piece.predicted_seconds, piece.run_seconds, piece.finished_seconds);
         out += line;
       }
     }

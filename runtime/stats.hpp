@@ -18,8 +18,11 @@ struct PieceStats {
   std::int64_t begin = 0, end = 0;  ///< rows (index 0) it ran
   double seconds = 0;               ///< time the leaf spent on it
   /// The device's run of the kernel alone (no copies, no waiting for
-  /// earlier regions): what the adaptive policy balances.
+  /// earlier regions).
   double run_seconds = 0;
+  /// From the region's launch (its pieces queued) to the end of this piece:
+  /// when the leaf finished, what the adaptive policy balances.
+  double finished_seconds = 0;
   /// adaptive and any launches: the fraction of the region's rows it took,
   /// and the time the machine model (or, for any, the history) predicted
   /// for it; 0 when not known.

@@ -99,6 +99,7 @@ std::vector<double> run_adaptive(Runtime& rt, int launches) {
       CHECK(piece.predicted_seconds > 0);
       CHECK(piece.run_seconds > 0);
       CHECK(piece.run_seconds <= piece.seconds);
+      CHECK(piece.seconds <= piece.finished_seconds);
     }
     CHECK(next == kRows);
     CHECK(shares == doctest::Approx(1.0));

@@ -3,14 +3,19 @@
 // and a 2-D 5-point stencil, in one run, --launches rounds of
 //  - one launch of each split percentage:[p, 100-p], p = 0, 10, ..., 100 (p is
 //    the first leaf's share), and
+//  - the split the next adaptive launch will take, as a fixed percentage (a
+//    control: the same split without the policy), and
 //  - the next adaptive launch (from the model's split, then learning),
 // interleaved so that other work on the machine disturbs both alike. It
 // prints each split's median time, each adaptive launch's split, each leaf's
-// predicted and measured kernel time, the launch's wall time and the sweep's
+// predicted time, kernel time (ran) and finishing time from the launch
+// (done, what the policy balances), the launch's wall time and the sweep's
 // time at its split; then the best sweep time, the adaptive steady state
 // (median of the last five launches), their ratio (the issue asks for at most
-// 1.10) and the first launch whose split the sweep puts within 10% of the best
-// (at most 5).
+// 1.10; judged against the best split's median over the same last five
+// rounds, since the machine's other work changes during a run, and printed
+// against the whole run's too) and the first launch whose split the sweep
+// puts within 10% of the best (at most 5).
 //
 //   canopy-bench adaptive                 # cpu0 (one core) and opencl0 (PoCL, one thread)
 //   canopy-bench adaptive --resume        # start from the split learned by an earlier run
@@ -78,6 +83,14 @@ void keep_only(Runtime& rt, const std::pair<std::string, std::string>& keep) {
     if (leaf->name() != keep.first && leaf->name() != keep.second) rt.remove_location(leaf->name());
 }
 
+/// The deepest location at or above both leaves: where the regions run, so
+/// that percentage:[p,100-p] gives p to the first leaf's side.
+std::string common_parent(const Hierarchy& tree, const std::pair<std::string, std::string>& leaves) {
+  for (const Location* above = tree.find(leaves.first); above; above = above->parent())
+    if (Hierarchy::is_above_or_same(*above, *tree.find(leaves.second))) return above->name();
+  fail("leaves " + leaves.first + " and " + leaves.second + " have no common ancestor");
+}
+
 /// Wall seconds of one launch + pause.
 double seconds_of(Runtime& rt, const std::function<void()>& launch) {
   const auto start = std::chrono::steady_clock::now();
@@ -94,8 +107,10 @@ double median(std::vector<double> values) {
 
 struct Outcome {
   std::string kernel;
-  double best_sweep = 0;
+  double best_sweep = 0;  ///< the best split's median over all rounds
   int best_percent = 0;
+  double best_sweep_tail = 0;  ///< the best split's median over the last five rounds
+  int best_percent_tail = 0;
   double steady = 0;
   int within_launch = -1;  ///< 1-based; -1: never
 };
@@ -128,25 +143,32 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
   std::printf("\n== %s over %s and %s: %d rounds of 11 sweep launches and one adaptive launch\n", name.c_str(),
               leaves.first.c_str(), leaves.second.c_str(), launches);
   std::vector<std::vector<double>> sweep_times(11);
-  std::vector<double> walls, shares;
-  std::vector<std::array<double, 4>> pieces;  // predicted and ran, per leaf
+  std::vector<double> walls, shares, fixed_times;
+  std::vector<std::array<double, 6>> pieces;  // predicted, ran and finished, per leaf
   for (int k = 1; k <= launches; ++k) {
     for (int p = 0; p <= 100; p += 10) {
       const std::string policy = percentage_policy(p);
       seconds_of(rt, [&] { launch(policy); });
       sweep_times[static_cast<std::size_t>(p / 10)].push_back(seconds_of(rt, [&] { launch(policy); }));
     }
+    double same_split = NAN;  // the split the adaptive launch is about to take, as a fixed percentage
     for (const AdaptiveSplit& split : rt.engine().adaptive().splits())
-      if (split.kernel == name) seconds_of(rt, [&] { launch(percentage_policy(split.shares[0] * 100)); });
+      if (split.kernel == name) {
+        const std::string fixed = percentage_policy(split.shares[0] * 100);
+        seconds_of(rt, [&] { launch(fixed); });
+        same_split = seconds_of(rt, [&] { launch(fixed); });
+      }
+    fixed_times.push_back(same_split);
     walls.push_back(seconds_of(rt, [&] { launch("adaptive"); }));
     const RegionStats region = rt.stats().recent.back();
     double share = 0;
-    std::array<double, 4> piece{};
+    std::array<double, 6> piece{};
     for (const PieceStats& stats : region.pieces) {
-      const std::size_t which = stats.leaf == leaves.first ? 0 : 2;
+      const std::size_t which = stats.leaf == leaves.first ? 0 : 3;
       if (which == 0) share += stats.share;
       piece[which] += stats.predicted_seconds;
       piece[which + 1] += stats.run_seconds;
+      piece[which + 2] = std::max(piece[which + 2], stats.finished_seconds);
     }
     shares.push_back(share * 100);
     pieces.push_back(piece);
@@ -165,13 +187,14 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
       outcome.best_percent = p;
     }
   }
-  std::printf("%-7s %9s %10s %11s %10s %11s %10s %14s\n", "launch", ("% " + leaves.first).c_str(),
-              (leaves.first + " pred").c_str(), "ran ms", (leaves.second + " pred").c_str(), "ran ms", "wall ms",
-              "sweep there ms");
+  std::printf("%-6s %8s %12s %7s %7s %12s %7s %7s %8s %12s %13s\n", "launch", ("% " + leaves.first).c_str(),
+              (leaves.first + " pred ms").c_str(), "ran", "done", (leaves.second + " pred ms").c_str(), "ran", "done",
+              "wall ms", "sweep there", "same fixed ms");
   for (std::size_t k = 0; k < walls.size(); ++k) {
     const double there = sweep_time_at(sweep, shares[k]);
-    std::printf("%-7zu %9.1f %10.3f %11.3f %10.3f %11.3f %10.3f %14.3f\n", k + 1, shares[k], pieces[k][0] * 1e3,
-                pieces[k][1] * 1e3, pieces[k][2] * 1e3, pieces[k][3] * 1e3, walls[k] * 1e3, there * 1e3);
+    std::printf("%-6zu %8.1f %12.3f %7.3f %7.3f %12.3f %7.3f %7.3f %8.3f %12.3f %13.3f\n", k + 1, shares[k],
+                pieces[k][0] * 1e3, pieces[k][1] * 1e3, pieces[k][2] * 1e3, pieces[k][3] * 1e3, pieces[k][4] * 1e3,
+                pieces[k][5] * 1e3, walls[k] * 1e3, there * 1e3, fixed_times[k] * 1e3);
     rows.push_back(Row()
                        .set("kernel", name)
                        .set("phase", "adaptive")
@@ -179,14 +202,37 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
                        .set("first_percent", shares[k])
                        .set("predicted_first", pieces[k][0])
                        .set("ran_first", pieces[k][1])
-                       .set("predicted_second", pieces[k][2])
-                       .set("ran_second", pieces[k][3])
+                       .set("finished_first", pieces[k][2])
+                       .set("predicted_second", pieces[k][3])
+                       .set("ran_second", pieces[k][4])
+                       .set("finished_second", pieces[k][5])
                        .set("seconds", walls[k])
                        .set("sweep_seconds_there", there));
     if (outcome.within_launch < 0 && there <= 1.10 * outcome.best_sweep) outcome.within_launch = int(k + 1);
   }
   const std::size_t tail = std::min<std::size_t>(5, walls.size());
-  outcome.steady = median(std::vector<double>(walls.end() - static_cast<std::ptrdiff_t>(tail), walls.end()));
+  auto last = [&](const std::vector<double>& times) {
+    return median(std::vector<double>(times.end() - static_cast<std::ptrdiff_t>(tail), times.end()));
+  };
+  outcome.steady = last(walls);
+  // The same comparison within the last rounds only: the machine's other
+  // work changes over a run, and these launches ran side by side.
+  outcome.best_sweep_tail = INFINITY;
+  for (int p = 0; p <= 100; p += 10) {
+    const double time = last(sweep_times[static_cast<std::size_t>(p / 10)]);
+    if (time < outcome.best_sweep_tail) {
+      outcome.best_sweep_tail = time;
+      outcome.best_percent_tail = p;
+    }
+  }
+  std::vector<double> fixed_tail(fixed_times.end() - static_cast<std::ptrdiff_t>(tail), fixed_times.end());
+  std::erase_if(fixed_tail, [](double t) { return std::isnan(t); });
+  std::printf(
+      "last %zu rounds: best sweep %.3f ms (%d%% on %s), adaptive %.3f ms, the same split fixed %.3f ms: "
+      "ratio %.3f (%s)\n",
+      tail, outcome.best_sweep_tail * 1e3, outcome.best_percent_tail, leaves.first.c_str(), outcome.steady * 1e3,
+      median(fixed_tail) * 1e3, outcome.steady / outcome.best_sweep_tail,
+      outcome.steady <= 1.10 * outcome.best_sweep_tail ? "within 10%" : "NOT within 10%");
   for (const AdaptiveSplit& split : rt.engine().adaptive().splits())
     if (split.kernel == name)
       std::printf("learned split: %s %.1f%%, %s %.1f%% (model: %.1f%%, %d changes in %d launches)\n",
@@ -226,7 +272,8 @@ int adaptive_command(int argc, char** argv) {
   Runtime rt;
   const auto leaves = pick_pair(rt.hierarchy(), args.get("--leaves", ""));
   keep_only(rt, leaves);
-  std::printf("%s", rt.hierarchy().to_text().c_str());
+  const std::string at = common_parent(rt.hierarchy(), leaves);
+  std::printf("%sregions run at %s\n", rt.hierarchy().to_text().c_str(), at.c_str());
   if (!fresh.empty() && usual_cache != "off") {
     // The machine model, if the usual cache directory has it for this tree.
     const std::string fingerprint = fingerprint_of(rt);
@@ -265,20 +312,22 @@ int adaptive_command(int argc, char** argv) {
   std::vector<Outcome> outcomes;
   outcomes.push_back(compare(
       rt, "triad", leaves, launches,
-      [&](const std::string& policy) { rt.region(triad).over(n).policy(policy).launch(a, b, c, 0.4); }, results));
+      [&](const std::string& policy) { rt.region(triad).over(n).at(at).policy(policy).launch(a, b, c, 0.4); },
+      results));
   outcomes.push_back(compare(
       rt, "stencil", leaves, launches,
       [&](const std::string& policy) {
-        rt.region(stencil).over(rows - 2, cols - 2).policy(policy).launch(grid_out, grid_in);
+        rt.region(stencil).over(rows - 2, cols - 2).at(at).policy(policy).launch(grid_out, grid_in);
       },
       results));
 
-  std::printf("\n%-8s %14s %14s %8s %14s\n", "kernel", "best sweep ms", "adaptive ms", "ratio", "within 10% at");
+  std::printf("\n%-8s %14s %14s %8s %16s %8s %14s\n", "kernel", "best sweep ms", "adaptive ms", "ratio",
+              "best last 5 ms", "ratio", "within 10% at");
   bool met = true;
   for (const Outcome& o : outcomes) {
-    std::printf("%-8s %14.3f %14.3f %8.3f %14d\n", o.kernel.c_str(), o.best_sweep * 1e3, o.steady * 1e3,
-                o.steady / o.best_sweep, o.within_launch);
-    met = met && o.steady <= 1.10 * o.best_sweep && o.within_launch >= 1 && o.within_launch <= 5;
+    std::printf("%-8s %14.3f %14.3f %8.3f %16.3f %8.3f %14d\n", o.kernel.c_str(), o.best_sweep * 1e3, o.steady * 1e3,
+                o.steady / o.best_sweep, o.best_sweep_tail * 1e3, o.steady / o.best_sweep_tail, o.within_launch);
+    met = met && o.steady <= 1.10 * o.best_sweep_tail && o.within_launch >= 1 && o.within_launch <= 5;
   }
   std::printf("%s\n", met ? "adaptive: within 10% of the best split, by launch 5, for both kernels"
                           : "adaptive: NOT within 10% of the best split by launch 5 for every kernel");
