@@ -24,6 +24,8 @@ namespace {
 constexpr std::string_view kMagic = "canopy-adaptive 1";
 /// Weight of a new measurement in a leaf's seconds per point (the rest is the old value).
 constexpr double kHistoryWeight = 0.5;
+/// The least time between two writes of one split's file.
+constexpr std::chrono::seconds kSaveInterval{1};
 /// Launches whose rates the feedback takes the median of.
 constexpr std::size_t kRecentLaunches = 3;
 
@@ -202,6 +204,11 @@ void AdaptivePlan::finished(const RegionStats& record) const {
 AdaptivePlacement::AdaptivePlacement(FeedbackOptions options, std::string cache_dir)
     : options_(options), directory_(machine_model_directory(cache_dir)) {}
 
+AdaptivePlacement::~AdaptivePlacement() {
+  for (auto& [key, entry] : entries_)
+    if (entry.dirty) save(entry);
+}
+
 void AdaptivePlacement::set_model(std::optional<MachineModel> model, std::string node_fingerprint) {
   std::lock_guard lock(mutex_);
   model_ = std::move(model);
@@ -371,8 +378,15 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
     entry.split.shares = feedback.shares;
     entry.split.changes += 1;
   }
-  if (feedback.changed || !entry.saved) {
+  // Written after the first launch, then at most once a second while it
+  // moves (a file write would otherwise delay every launch that changes the
+  // split), and by the destructor.
+  entry.dirty = entry.dirty || feedback.changed || !entry.saved;
+  const auto now = std::chrono::steady_clock::now();
+  if (entry.dirty && (!entry.saved || now - entry.saved_at >= kSaveInterval)) {
     entry.saved = true;
+    entry.dirty = false;
+    entry.saved_at = now;
     save(entry);
   }
 }

@@ -32,8 +32,9 @@
 //  4. The split is kept per key: the node's fingerprint, the location the
 //     region runs at, its executing leaves (name, kind, cores, device), the
 //     kernel's hash and the extents class (the bit width of each extent, so
-//     2^20 and 2^20 + 1000 points share what they learn). It is saved, when it
-//     changes and after its first launch, as adaptive-<hash>.txt in the cache
+//     2^20 and 2^20 + 1000 points share what they learn). It is saved after its first launch,
+//     then at most once a second while it changes, and when the runtime ends,
+//     as adaptive-<hash>.txt in the cache
 //     directory (machine_model_directory(): $CANOPY_CACHE_DIR, else
 //     ~/.cache/canopy; "off" keeps nothing); written to a temporary file and
 //     renamed; a damaged or foreign file is ignored.
@@ -49,6 +50,7 @@
 //   CANOPY_ADAPTIVE_DAMPING    fraction of the way to balance per launch, default 0.7
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -151,6 +153,10 @@ class AdaptivePlacement {
   /// `cache_dir` as CalibrationOptions::cache_dir (empty: $CANOPY_CACHE_DIR,
   /// else ~/.cache/canopy; "off": nothing is kept between runs).
   explicit AdaptivePlacement(FeedbackOptions options = FeedbackOptions::from_environment(), std::string cache_dir = {});
+  /// Writes the splits that changed since they were last written.
+  ~AdaptivePlacement();
+  AdaptivePlacement(const AdaptivePlacement&) = delete;
+  AdaptivePlacement& operator=(const AdaptivePlacement&) = delete;
 
   /// Gives the machine model (none: splits start even, `any` uses history
   /// only) and the node's fingerprint (fingerprint_of with an empty tree),
@@ -185,7 +191,9 @@ class AdaptivePlacement {
  private:
   struct Entry {
     AdaptiveSplit split;
-    bool saved = false;
+    bool saved = false;                              ///< written (or read) at least once
+    bool dirty = false;                              ///< changed since it was last written
+    std::chrono::steady_clock::time_point saved_at;  ///< when it was last written
     /// Per leaf, its rows per second in the last few launches it ran: the
     /// feedback takes their median, so one launch slowed by something else
     /// on the machine does not move the split.
