@@ -1,6 +1,7 @@
 #include "engine.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -243,12 +244,31 @@ struct Engine::State {
 
   void ensure_model() {
     std::call_once(model_once, [&] {
+      // A calibration's regions and copies are the runtime's, not the
+      // program's: rt.stats() leaves them out.
+      std::unique_lock stats_lock(stats_mutex);
+      const std::int64_t regions_before = regions;
+      const auto leaves_before = leaf_stats;
+      const auto recent_before = recent;
+      stats_lock.unlock();
+      const TransferTotals& t = *totals;
+      const std::array<std::int64_t, 4> moved_before{t.host_to_device.load(), t.device_to_host.load(),
+                                                     t.device_to_device.load(), t.avoided.load()};
       std::optional<MachineModel> model;
       try {
         if (model_source) model = model_source();
       } catch (const std::exception& e) {
         std::fprintf(stderr, "canopy: adaptive placement runs without a machine model: %s\n", e.what());
       }
+      stats_lock.lock();
+      hidden_regions += regions - regions_before;
+      leaf_stats = leaves_before;
+      recent = recent_before;
+      stats_lock.unlock();
+      totals->host_to_device.store(moved_before[0]);
+      totals->device_to_host.store(moved_before[1]);
+      totals->device_to_device.store(moved_before[2]);
+      totals->avoided.store(moved_before[3]);
       std::map<std::string, std::string> drivers;
       for (const auto& [id, device] : devices) drivers[id] = device->info().fingerprint;
       adaptive.set_model(std::move(model), fingerprint_of(inventory, Hierarchy(), drivers));
@@ -261,6 +281,7 @@ struct Engine::State {
 
   mutable std::mutex stats_mutex;
   std::int64_t regions = 0;
+  std::int64_t hidden_regions = 0;  ///< the machine model's calibration launched them
   std::unordered_map<std::string, LeafStats> leaf_stats;
   std::deque<std::shared_ptr<RegionStats>> recent;
 
@@ -949,7 +970,7 @@ Stats Engine::stats() const {
   Stats stats;
   std::shared_lock tree_lock(state_->tree_mutex);
   std::lock_guard lock(state_->stats_mutex);
-  stats.regions = state_->regions;
+  stats.regions = state_->regions - state_->hidden_regions;
   for (auto& [name, leaf] : state_->leaf_stats) stats.leaves.push_back(leaf);
   for (auto& [name, worker] : state_->workers)
     if (!state_->leaf_stats.count(name)) stats.leaves.push_back(LeafStats{name, 0, 0, 0.0});

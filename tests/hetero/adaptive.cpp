@@ -138,6 +138,10 @@ TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known s
     constexpr int kLaunches = 12;
     const std::vector<double> cpu_share = run_adaptive(rt, kLaunches);
     CHECK(rt.stats().to_text().find("(share ") != std::string::npos);
+    // The machine model was calibrated at the first launch (a fresh cache
+    // directory); its regions are the runtime's and stay out of the statistics.
+    CHECK(rt.stats().regions == kLaunches);
+    for (const RegionStats& region : rt.stats().recent) CHECK(region.kernel == "adaptive_accumulate");
     const std::vector<AdaptiveSplit> splits = rt.engine().adaptive().splits();
     REQUIRE(splits.size() == 1);
     CHECK(splits[0].leaves == std::vector<std::string>{"cpu0", "opencl0"});
