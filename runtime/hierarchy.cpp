@@ -339,10 +339,15 @@ std::string traits_json(const LocationTraits& t) {
 }  // namespace
 
 std::string Hierarchy::to_text() const {
+  // Two spaces per level up to kDeepest levels; deeper lines say their depth
+  // instead, so that a very deep tree prints in linear, not quadratic, size
+  // (a chain of 100,000 locations would otherwise take 10 GB of spaces).
+  constexpr int kDeepest = 32;
   std::string text;
   walk(root_, [&](const Location& location, int depth) {
-    text += fmt::format("{:{}}{} [{}]{}\n", "", 2 * depth, location.name(), name_of(location.kind()),
-                        traits_text(location.traits()));
+    const std::string deep = depth > kDeepest ? fmt::format("(depth {}) ", depth) : "";
+    text += fmt::format("{:{}}{}{} [{}]{}\n", "", 2 * std::min(depth, kDeepest), deep, location.name(),
+                        name_of(location.kind()), traits_text(location.traits()));
   });
   return text;
 }
