@@ -91,7 +91,8 @@ struct HostArray {
   template <class T>
   std::vector<battery::host_t<T>> values() const {
     std::vector<battery::host_t<T>> out(bytes.size() / sizeof(battery::host_t<T>));
-    std::memcpy(out.data(), bytes.data(), out.size() * sizeof(battery::host_t<T>));
+    // An empty vector's data() may be null, which memcpy must not be given.
+    if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(battery::host_t<T>));
     return out;
   }
 };

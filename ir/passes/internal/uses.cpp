@@ -1,5 +1,8 @@
 #include "uses.hpp"
 
+#include <utility>
+#include <vector>
+
 #include "../../visitor.hpp"
 
 namespace canopy::ir::passes_internal {
@@ -93,49 +96,70 @@ ExprReads reads_of(const Expr& expr) {
   return std::move(collector.reads);
 }
 
-const ExprReads& ReadsCache::reads(const Expr& expr) {
-  auto it = memo_.find(expr.get());
-  if (it != memo_.end()) return it->second.second;
-  ExprReads r;
+namespace {
+
+// The operands of `expr` whose reads are its own.
+std::vector<const Expr*> operands_of(const Expr& expr) {
   switch (expr->kind) {
-    case ExprKind::Var:
-      if (tracked_.count(expr->as<VarRef>().name)) r.locals.insert(expr->as<VarRef>().name);
-      break;
-    case ExprKind::Load:
-      r.arrays.insert(expr->as<Load>().param);
-      for (const auto& i : expr->as<Load>().indices) merge_child(r, i);
-      break;
-    case ExprKind::Unary: merge_child(r, expr->as<Unary>().operand); break;
-    case ExprKind::Binary: {
-      const auto& b = expr->as<Binary>();
-      if (is_int(b.type) && (b.op == BinaryOp::Div || b.op == BinaryOp::Rem)) r.integer_division = true;
-      merge_child(r, b.lhs);
-      merge_child(r, b.rhs);
-      break;
+    case ExprKind::Load: {
+      std::vector<const Expr*> operands;
+      for (const auto& i : expr->as<Load>().indices) operands.push_back(&i);
+      return operands;
     }
-    case ExprKind::Compare:
-      merge_child(r, expr->as<Compare>().lhs);
-      merge_child(r, expr->as<Compare>().rhs);
-      break;
-    case ExprKind::Cast: merge_child(r, expr->as<Cast>().operand); break;
-    case ExprKind::Call:
-      for (const auto& a : expr->as<Call>().args) merge_child(r, a);
-      break;
-    case ExprKind::Select:
-      merge_child(r, expr->as<Select>().cond);
-      merge_child(r, expr->as<Select>().if_true);
-      merge_child(r, expr->as<Select>().if_false);
-      break;
-    default: break;  // literals, indices, parameters and extents read nothing that changes
+    case ExprKind::Unary: return {&expr->as<Unary>().operand};
+    case ExprKind::Binary: return {&expr->as<Binary>().lhs, &expr->as<Binary>().rhs};
+    case ExprKind::Compare: return {&expr->as<Compare>().lhs, &expr->as<Compare>().rhs};
+    case ExprKind::Cast: return {&expr->as<Cast>().operand};
+    case ExprKind::Call: {
+      std::vector<const Expr*> operands;
+      for (const auto& a : expr->as<Call>().args) operands.push_back(&a);
+      return operands;
+    }
+    case ExprKind::Select: return {&expr->as<Select>().cond, &expr->as<Select>().if_true, &expr->as<Select>().if_false};
+    default: return {};  // literals, indices, parameters and extents read nothing that changes
   }
-  return memo_.emplace(expr.get(), std::make_pair(expr, std::move(r))).first->second.second;
 }
 
-void ReadsCache::merge_child(ExprReads& into, const Expr& child) {
-  const auto& c = reads(child);
-  into.locals.insert(c.locals.begin(), c.locals.end());
-  into.arrays.insert(c.arrays.begin(), c.arrays.end());
-  into.integer_division = into.integer_division || c.integer_division;
+}  // namespace
+
+const ExprReads& ReadsCache::reads(const Expr& expr) {
+  if (auto it = memo_.find(expr.get()); it != memo_.end()) return it->second.second;
+  // Operands before the expression that uses them, with a stack of our own:
+  // a traced chain thousands of operations deep would overflow the thread's
+  // stack if this recursed (it did under AddressSanitizer's larger frames).
+  std::vector<std::pair<const Expr*, bool>> pending{{&expr, false}};
+  while (!pending.empty()) {
+    const auto [node, operands_done] = pending.back();
+    if (memo_.count(node->get())) {
+      pending.pop_back();
+      continue;
+    }
+    const std::vector<const Expr*> operands = operands_of(*node);
+    if (!operands_done) {
+      pending.back().second = true;
+      for (const Expr* operand : operands)
+        if (!memo_.count(operand->get())) pending.emplace_back(operand, false);
+      continue;
+    }
+    pending.pop_back();
+    ExprReads r;
+    if ((*node)->kind == ExprKind::Var && tracked_.count((*node)->as<VarRef>().name))
+      r.locals.insert((*node)->as<VarRef>().name);
+    if ((*node)->kind == ExprKind::Load) r.arrays.insert((*node)->as<Load>().param);
+    if ((*node)->kind == ExprKind::Binary) {
+      const auto& b = (*node)->as<Binary>();
+      if (is_int(b.type) && (b.op == BinaryOp::Div || b.op == BinaryOp::Rem)) r.integer_division = true;
+    }
+    for (const Expr* operand : operands) merge_child(r, memo_.at(operand->get()).second);
+    memo_.emplace(node->get(), std::make_pair(*node, std::move(r)));
+  }
+  return memo_.at(expr.get()).second;
+}
+
+void ReadsCache::merge_child(ExprReads& into, const ExprReads& child) {
+  into.locals.insert(child.locals.begin(), child.locals.end());
+  into.arrays.insert(child.arrays.begin(), child.arrays.end());
+  into.integer_division = into.integer_division || child.integer_division;
 }
 
 StmtWrites writes_of(const Stmt& stmt) {

@@ -33,7 +33,8 @@ class ReadsCache {
   const ExprReads& reads(const Expr& expr);
 
  private:
-  void merge_child(ExprReads& into, const Expr& child);
+  /// Adds the reads of an operand to those of the expression that uses it.
+  static void merge_child(ExprReads& into, const ExprReads& child);
   std::set<std::string> tracked_;
   std::unordered_map<const ExprNode*, std::pair<Expr, ExprReads>> memo_;
 };
