@@ -199,11 +199,12 @@ TEST_CASE("hetero: adaptive with measured times keeps every row once while the s
   const std::vector<AdaptiveSplit> splits = rt.engine().adaptive().splits();
   REQUIRE(splits.size() == 1);
   CHECK(splits[0].launches == 10);
-  // Timings on a shared machine are noisy: only a generous bound. The
-  // split never gives a leaf everything, and the last launch's times were
-  // measured (the imbalance is a number).
-  CHECK(cpu_share.back() > 0.01);
-  CHECK(cpu_share.back() < 0.99);
+  // Timings on a shared machine (or under TSan, which slows one leaf far
+  // more than the other) are noisy: only what the damped rule guarantees.
+  // The split never gives a leaf everything, and the last launch's times
+  // were measured (the imbalance is a number).
+  CHECK(cpu_share.back() > 0.0);
+  CHECK(cpu_share.back() < 1.0);
   CHECK(std::isfinite(splits[0].last_imbalance));
   MESSAGE("measured: cpu0's share launch by launch: " << shares_text(cpu_share) << "; changes " << splits[0].changes
                                                       << ", last imbalance " << splits[0].last_imbalance);
