@@ -193,23 +193,29 @@ class Aligner {
 
  private:
   static std::int64_t checked_dim(std::int64_t dim, std::int64_t block) {
-    if (dim < 1 || block < 2 || block % 2 != 0 || dim % block != 0)
+    if (dim < 1 || block < 1 || dim % block != 0)
       throw canopy::Error("nw: the sequence length " + std::to_string(dim) +
                           " is not a positive multiple of the block " + std::to_string(block) +
-                          " (an even number of rows); use a length that is a multiple of 16");
+                          "; use a length that is a multiple of 16");
     return dim;
   }
 
   // One point fills block (bi, d - bi), bi = index(0) while the anti-diagonals
   // grow and bi = blocks-1-index(0) once they shrink. The row above the block
   // and the column left of it come from the previous anti-diagonal (or the
-  // penalties). Along a row the left value and the upper-left value are
-  // carried in locals, so a cell costs one load of the row above (none in
-  // the lower row of a pair), one of the reference and one store. Each cell
-  // depends on the one to its left through a subtract and a max; walking two
-  // rows at once gives the core two such chains to overlap (LLVM keeps the
-  // max in general registers, a compare and a conditional move, so one chain
-  // alone leaves it waiting).
+  // penalties).
+  //
+  // A row is filled in three passes, so that only a running maximum is left
+  // in the chain from one cell to the next. With t(j) = max(upper-left +
+  // reference, up - penalty), which needs only the row above, the recurrence
+  // best(j) = max(t(j), best(j-1) - penalty) becomes, for
+  // m(j) = best(j) + (j+1) * penalty, the prefix maximum
+  // m(j) = max(t(j) + (j+1) * penalty, m(j-1)), m(-1) = the cell left of the
+  // row. Pass 1 writes t(j) + (j+1) * penalty over the row (independent
+  // cells: vectorised), pass 2 takes the running maximum in place (a load, a
+  // max and a store per cell), pass 3 subtracts (j+1) * penalty again
+  // (vectorised). All in 32-bit integers, so the scores are exactly
+  // Rodinia's.
   static BlockKernel block_kernel(const char* name, std::int64_t block, std::int64_t blocks, bool growing) {
     using namespace canopy;
     return BlockKernel(name,
@@ -219,45 +225,23 @@ class Aligner {
                          Idx block_row = growing ? b : (blocks - 1) - b;
                          Idx first_row = block_row * block + 1;
                          Idx first_col = (diagonal - block_row) * block + 1;
-                         // Two rows at a time, the lower one a column behind: its cell
-                         // (row+1, col-1) needs (row, col-1), computed one step before,
-                         // so the two rows' chains of maxima are independent and run
-                         // side by side.
-                         For(0, block, 2, [&](Idx i) {
+                         For(0, block, [&](Idx i) {
                            Idx row = first_row + i;
-                           Var<std::int32_t> left = score(row, first_col - 1);
-                           Var<std::int32_t> upper_left = score(row - 1, first_col - 1);
-                           Var<std::int32_t> lower_left = score(row + 1, first_col - 1);
-                           Var<std::int32_t> lower_upper_left = left;
-                           // The upper row's cell in this column, from the last step.
-                           Var<std::int32_t> above_lower = 0;
-                           auto upper_cell = [&](Idx col) {
-                             // Locals, not Values: a Value is an expression that each
-                             // use evaluates again (`up` would be loaded again after
-                             // the store, which may alias it).
-                             Var<std::int32_t> up = score(row - 1, col);
-                             Var<std::int32_t> best =
-                                 max(max(upper_left + reference(row, col), up - penalty), left - penalty);
-                             score(row, col) = best;
-                             left = best;
-                             upper_left = up;
-                           };
-                           auto lower_cell = [&](Idx col) {
-                             Var<std::int32_t> up = above_lower;
-                             Var<std::int32_t> best = max(max(lower_upper_left + reference(row + 1, col), up - penalty),
-                                                          lower_left - penalty);
-                             score(row + 1, col) = best;
-                             lower_left = best;
-                             lower_upper_left = up;
-                           };
-                           upper_cell(first_col);
-                           above_lower = left;
-                           For(1, block, [&](Idx j) {
-                             upper_cell(first_col + j);
-                             lower_cell(first_col + j - 1);
-                             above_lower = left;
+                           For(0, block, [&](Idx j) {
+                             Idx col = first_col + j;
+                             score(row, col) = max(score(row - 1, col - 1) + reference(row, col),
+                                                   score(row - 1, col) - penalty) +
+                                               cast<std::int32_t>(j + 1) * penalty;
                            });
-                           lower_cell(first_col + block - 1);
+                           Var<std::int32_t> running = score(row, first_col - 1);
+                           For(0, block, [&](Idx j) {
+                             running = max(running, score(row, first_col + j));
+                             score(row, first_col + j) = running;
+                           });
+                           For(0, block, [&](Idx j) {
+                             Idx col = first_col + j;
+                             score(row, col) = score(row, col) - cast<std::int32_t>(j + 1) * penalty;
+                           });
                          });
                        },
                        {"score", "reference", "diagonal", "penalty"});
