@@ -140,7 +140,7 @@ OpenCLTraits read_traits(const Api& cl, cl_platform_id platform, cl_device_id de
   const int compute_units = static_cast<int>(device_value<cl_uint>(cl, device, CL_DEVICE_MAX_COMPUTE_UNITS, 1));
   // CPU devices run a work-group's items in a loop on one core: large groups
   // cost nothing and mean fewer of them to schedule. GPUs want a few warps.
-  traits.work_group_size = static_cast<int>(std::min<std::size_t>(most, traits.is_cpu ? 1024 : 256));
+  traits.work_group_size = static_cast<int>(std::min<std::size_t>(most, traits.is_cpu ? 4096 : 256));
   // Reductions: on CPUs, 8 groups of 64 items per core measured best on
   // PoCL (each item streams through one contiguous chunk).
   traits.reduction_work_group_size = static_cast<int>(std::min<std::size_t>(most, traits.is_cpu ? 64 : 256));

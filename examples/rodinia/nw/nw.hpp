@@ -229,9 +229,9 @@ class Aligner {
                            Idx row = first_row + i;
                            For(0, block, [&](Idx j) {
                              Idx col = first_col + j;
-                             score(row, col) = max(score(row - 1, col - 1) + reference(row, col),
-                                                   score(row - 1, col) - penalty) +
-                                               cast<std::int32_t>(j + 1) * penalty;
+                             score(row, col) =
+                                 max(score(row - 1, col - 1) + reference(row, col), score(row - 1, col) - penalty) +
+                                 cast<std::int32_t>(j + 1) * penalty;
                            });
                            Var<std::int32_t> running = score(row, first_col - 1);
                            For(0, block, [&](Idx j) {
