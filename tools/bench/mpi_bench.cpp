@@ -6,11 +6,14 @@
 // total times (the rebalanced one should be faster).
 //
 // Run outside MPI, it starts itself under mpirun:
-//   mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
+//   mpirun --allow-run-as-root --oversubscribe --mca btl self,vader --mca mpi_yield_when_idle 1
 //     -np 1 -x CANOPY_DEVICES=cpu -x CANOPY_CPU_LEAVES=core -x CANOPY_BENCH_MPI_AT=cpu0 canopy-bench mpi ...
-//     : -np 1 -x CANOPY_DEVICES=opencl canopy-bench mpi ...
+//     : -np 1 -x CANOPY_DEVICES=opencl -x POCL_MAX_PTHREAD_COUNT=1 canopy-bench mpi ...
 // so the CPU rank runs its regions on one core (cpu0) and the OpenCL rank on
-// the OpenCL device (on a machine without a GPU, PoCL on the same cores).
+// the OpenCL device. On a machine without a GPU that device is PoCL on the
+// same cores: one PoCL thread (unless POCL_MAX_PTHREAD_COUNT is set) leaves
+// each rank a core of its own, as a GPU would, and a rank waiting in MPI
+// yields its core rather than spinning on it.
 // Under mpirun already (2 ranks), it runs as it is launched.
 #include <unistd.h>
 
@@ -50,7 +53,10 @@ int launch_under_mpirun(int argc, char** argv) {
                                    "self,vader",
                                    "--mca",
                                    "btl_vader_single_copy_mechanism",
-                                   "none"};
+                                   "none",
+                                   "--mca",
+                                   "mpi_yield_when_idle",
+                                   "1"};
   auto rank = [&](std::vector<std::string> environment) {
     command.insert(command.end(), {"-np", "1"});
     for (auto& variable : environment) command.insert(command.end(), {"-x", variable});
@@ -59,7 +65,9 @@ int launch_under_mpirun(int argc, char** argv) {
   };
   rank({"CANOPY_DEVICES=cpu", "CANOPY_CPU_LEAVES=core", "CANOPY_BENCH_MPI_AT=cpu0"});
   command.push_back(":");
-  rank({"CANOPY_DEVICES=opencl"});
+  const char* pocl_threads = std::getenv("POCL_MAX_PTHREAD_COUNT");
+  rank({"CANOPY_DEVICES=opencl",
+        std::string("POCL_MAX_PTHREAD_COUNT=") + (pocl_threads && *pocl_threads ? pocl_threads : "1")});
   std::string shown;
   for (const auto& word : command) shown += (shown.empty() ? "" : " ") + word;
   std::printf("canopy-bench mpi: starting %s\n", shown.c_str());
@@ -81,7 +89,7 @@ int mpi_command(int argc, char** argv) {
   heat::Options options;
   options.rows = args.count("--rows", 2048);
   options.cols = args.count("--cols", 1024);
-  options.iterations = static_cast<int>(args.count("--iterations", 60));
+  options.iterations = static_cast<int>(args.count("--iterations", 400));
   const int rebalance_after = static_cast<int>(args.count("--rebalance-after", 8));
   options.rebalances = static_cast<int>(args.count("--rebalances", 3));
   const int repeat = static_cast<int>(args.count("--repeat", 3));

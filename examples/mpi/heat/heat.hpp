@@ -39,6 +39,11 @@ struct Options {
   /// and again after as many more, `rebalances` times in all.
   int rebalance_after = 6;
   int rebalances = 1;
+  /// A rebalancing moves rows only when some rank's block would change by
+  /// more than this fraction of the grid's rows: moving rows costs new
+  /// arrays and a copy of the block, which a change of a few rows does not
+  /// pay back.
+  double min_change = 0.02;
   /// Rank 0 also runs the whole grid alone and compares the results.
   bool check = false;
   /// How each rank splits its block over its own leaves.
@@ -276,8 +281,12 @@ inline Result run(canopy::mpi::Job& job, const Options& options) {
       if (rebalanced == 0) first_phase = typical;
       const auto speeds = job.allgather(static_cast<double>(block.rows) / typical);
       const auto next_bounds = split_rows(options.rows, speeds);
-      block = redistribute(job, rt, block, bounds, next_bounds, options.cols);
-      bounds = next_bounds;
+      std::int64_t largest_move = 0;
+      for (int r = 0; r <= size; ++r) largest_move = std::max(largest_move, std::abs(next_bounds[r] - bounds[r]));
+      if (static_cast<double>(largest_move) > options.min_change * static_cast<double>(options.rows)) {
+        block = redistribute(job, rt, block, bounds, next_bounds, options.cols);
+        bounds = next_bounds;
+      }
       ++rebalanced;
       phase.clear();
       phase_start = it + 1;
