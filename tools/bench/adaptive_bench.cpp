@@ -14,18 +14,26 @@
 // (median of the last five launches), their ratio (the issue asks for at most
 // 1.10; judged against the best split's median over the same last five
 // rounds, since the machine's other work changes during a run, and printed
-// against the whole run's too) and the first launch whose split the sweep
-// puts within 10% of the best (at most 5).
+// against the whole run's too) and the first launch from which the adaptive
+// launches take at most 10% longer than the fastest split of their own round
+// (the median of that launch's ratio and the next two's; the issue asks for
+// launch 5 at the latest). Each round's own best is the yardstick because the
+// machine's speed moves between rounds (other virtual machines' memory
+// traffic halved the triad's speed for several rounds at a time here), and
+// the sweep's median interpolated at the adaptive split, printed beside it,
+// overstates the time near the best split, where the curve has a kink.
 //
 //   canopy-bench adaptive                 # cpu0 (one core) and opencl0 (PoCL, one thread)
 //   canopy-bench adaptive --resume        # start from the split learned by an earlier run
 //
 // Without CANOPY_DEVICES, CANOPY_CPU_LEAVES and POCL_MAX_PTHREAD_COUNT it sets
 // CANOPY_DEVICES=cpu,opencl, CANOPY_CPU_LEAVES=core and POCL_MAX_PTHREAD_COUNT=1
-// (cpu0 is one core, opencl0 PoCL on one thread of its own). The tree is cut down to the two leaves, below
+// (cpu0 is one core, opencl0 PoCL on one thread of its own, kept off cpu0's
+// core). The tree is cut down to the two leaves, below
 // their common parent. Unless --resume is given, learned splits go to a fresh
 // temporary cache directory (the machine model is copied there from the
 // usual one when it has it), so that every run starts from the model.
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -112,7 +120,10 @@ struct Outcome {
   double best_sweep_tail = 0;  ///< the best split's median over the last five rounds
   int best_percent_tail = 0;
   double steady = 0;
-  int within_launch = -1;  ///< 1-based; -1: never
+  /// The first launch (1-based; -1: never) from which the adaptive launch's
+  /// time is within 10% of its round's best split: the median ratio over it
+  /// and the next two launches, so that one lucky launch does not count.
+  int within_launch = -1;
 };
 
 /// "percentage:[p,100-p]" for the first leaf's percentage p.
@@ -143,14 +154,18 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
   std::printf("\n== %s over %s and %s: %d rounds of 11 sweep launches and one adaptive launch\n", name.c_str(),
               leaves.first.c_str(), leaves.second.c_str(), launches);
   std::vector<std::vector<double>> sweep_times(11);
-  std::vector<double> walls, shares, fixed_times;
+  std::vector<double> walls, shares, fixed_times, round_best;
   std::vector<std::array<double, 6>> pieces;  // predicted, ran and finished, per leaf
   for (int k = 1; k <= launches; ++k) {
+    double best_of_round = INFINITY;
     for (int p = 0; p <= 100; p += 10) {
       const std::string policy = percentage_policy(p);
       seconds_of(rt, [&] { launch(policy); });
-      sweep_times[static_cast<std::size_t>(p / 10)].push_back(seconds_of(rt, [&] { launch(policy); }));
+      const double seconds = seconds_of(rt, [&] { launch(policy); });
+      sweep_times[static_cast<std::size_t>(p / 10)].push_back(seconds);
+      best_of_round = std::min(best_of_round, seconds);
     }
+    round_best.push_back(best_of_round);
     double same_split = NAN;  // the split the adaptive launch is about to take, as a fixed percentage
     for (const AdaptiveSplit& split : rt.engine().adaptive().splits())
       if (split.kernel == name) {
@@ -187,14 +202,14 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
       outcome.best_percent = p;
     }
   }
-  std::printf("%-6s %8s %12s %7s %7s %12s %7s %7s %8s %12s %13s\n", "launch", ("% " + leaves.first).c_str(),
+  std::printf("%-6s %8s %12s %7s %7s %12s %7s %7s %8s %12s %13s %13s\n", "launch", ("% " + leaves.first).c_str(),
               (leaves.first + " pred ms").c_str(), "ran", "done", (leaves.second + " pred ms").c_str(), "ran", "done",
-              "wall ms", "sweep there", "same fixed ms");
+              "wall ms", "sweep there", "same fixed ms", "round best ms");
   for (std::size_t k = 0; k < walls.size(); ++k) {
     const double there = sweep_time_at(sweep, shares[k]);
-    std::printf("%-6zu %8.1f %12.3f %7.3f %7.3f %12.3f %7.3f %7.3f %8.3f %12.3f %13.3f\n", k + 1, shares[k],
+    std::printf("%-6zu %8.1f %12.3f %7.3f %7.3f %12.3f %7.3f %7.3f %8.3f %12.3f %13.3f %13.3f\n", k + 1, shares[k],
                 pieces[k][0] * 1e3, pieces[k][1] * 1e3, pieces[k][2] * 1e3, pieces[k][3] * 1e3, pieces[k][4] * 1e3,
-                pieces[k][5] * 1e3, walls[k] * 1e3, there * 1e3, fixed_times[k] * 1e3);
+                pieces[k][5] * 1e3, walls[k] * 1e3, there * 1e3, fixed_times[k] * 1e3, round_best[k] * 1e3);
     rows.push_back(Row()
                        .set("kernel", name)
                        .set("phase", "adaptive")
@@ -207,8 +222,13 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
                        .set("ran_second", pieces[k][4])
                        .set("finished_second", pieces[k][5])
                        .set("seconds", walls[k])
-                       .set("sweep_seconds_there", there));
-    if (outcome.within_launch < 0 && there <= 1.10 * outcome.best_sweep) outcome.within_launch = int(k + 1);
+                       .set("sweep_seconds_there", there)
+                       .set("round_best_seconds", round_best[k]));
+  }
+  for (std::size_t k = 0; k < walls.size() && outcome.within_launch < 0; ++k) {
+    std::vector<double> ratios;
+    for (std::size_t j = k; j < std::min(k + 3, walls.size()); ++j) ratios.push_back(walls[j] / round_best[j]);
+    if (median(ratios) <= 1.10) outcome.within_launch = int(k + 1);
   }
   const std::size_t tail = std::min<std::size_t>(5, walls.size());
   auto last = [&](const std::vector<double>& times) {
@@ -241,7 +261,7 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
   const double ratio = outcome.steady / outcome.best_sweep;
   std::printf(
       "%s: best sweep %.3f ms (%d%% on %s); adaptive steady state %.3f ms (median of the last %zu); "
-      "ratio %.3f (%s); its split within 10%% of the best (by the sweep) from launch %d (%s)\n",
+      "ratio %.3f (%s); within 10%% of its round's best split from launch %d (%s)\n",
       name.c_str(), outcome.best_sweep * 1e3, outcome.best_percent, leaves.first.c_str(), outcome.steady * 1e3, tail,
       ratio, ratio <= 1.10 ? "within 10%" : "NOT within 10%", outcome.within_launch,
       outcome.within_launch >= 1 && outcome.within_launch <= 5 ? "<= 5" : "NOT <= 5");
@@ -269,7 +289,25 @@ int adaptive_command(int argc, char** argv) {
     setenv("CANOPY_CACHE_DIR", fresh.c_str(), 1);
   }
 
+  // PoCL starts its thread when the runtime discovers the device, and the
+  // thread inherits the starting thread's cores: starting the runtime on all
+  // but the first core keeps it off cpu0's core. Left free, the scheduler
+  // sometimes woke it on cpu0's core, behind cpu0's pinned worker, and the
+  // device's piece started only when cpu0's had finished (a split ran as
+  // slowly as both pieces in turn).
+  cpu_set_t allowed, others;
+  const bool confine = sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 1;
+  if (confine) {
+    others = allowed;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &others)) {
+        CPU_CLR(cpu, &others);
+        break;
+      }
+    sched_setaffinity(0, sizeof others, &others);
+  }
   Runtime rt;
+  if (confine) sched_setaffinity(0, sizeof allowed, &allowed);
   const auto leaves = pick_pair(rt.hierarchy(), args.get("--leaves", ""));
   keep_only(rt, leaves);
   const std::string at = common_parent(rt.hierarchy(), leaves);
