@@ -30,7 +30,7 @@ namespace canopy {
 
 namespace {
 
-constexpr std::string_view kMagic = "canopy-machine-model 1";
+constexpr std::string_view kMagic = "canopy-machine-model 2";
 
 /// `text` on one line without tabs, for the fingerprint and the file's fields.
 std::string one_line(std::string_view text) {
@@ -160,11 +160,18 @@ double work_seconds(double launch, double latency) { return std::max(launch - la
 /// Columns of the access-rate stencil's grid, and its most rows.
 constexpr std::int64_t kGridCols = 512;
 constexpr std::int64_t kGridRows = 4096;
+// The stencil bandwidth's grid has rows as wide as an application's (three
+// of them no longer fit in a core's first-level cache, so the reuse between
+// rows comes from the second level, which halved the rate of narrow rows).
+constexpr std::int64_t kBigCols = 4096;
 
 struct Arrays {
   Array<double> a, b, c, one;
   Array<float> fa, fb;
   Array<double, 2> grid_in, grid_out;  ///< (kGridRows + 2) x (kGridCols + 2)
+  /// (big_rows + 2) x (kBigCols + 2): several times the caches.
+  Array<double, 2> big_in, big_out;
+  std::int64_t big_rows = 0;
   std::int64_t points = 0;
   std::int64_t float_points = 0;
 };
@@ -232,6 +239,19 @@ double measure_access_rate(Runtime& rt, const MachineModel& model, const LeafMod
   });
 }
 
+/// The bytes per second (as cost_of counts them) of the grid stencil over
+/// the big grid, which the caches cannot hold: the best of `repeats`
+/// launches after a warm-up.
+double measure_stencil_bandwidth(Runtime& rt, const MachineModel& model, const LeafModel& leaf, const Kernels& k,
+                                 const Arrays& arrays, int repeats) {
+  const std::int64_t rows = arrays.big_rows;
+  const double bytes = model.cost_of(k.stencil.ir(), leaf.leaf, {rows, kBigCols, 0}).bytes();
+  const double seconds = best_seconds(rt, repeats, [&] {
+    rt.region(k.stencil).over(rows, kBigCols).at(leaf.leaf).launch(arrays.big_out, arrays.big_in);
+  });
+  return bytes * static_cast<double>(rows * kBigCols) / work_seconds(seconds, leaf.launch_seconds) / 1e9;
+}
+
 /// Wall time of one launch + pause.
 template <class Launch>
 double seconds_of(Runtime& rt, Launch&& launch) {
@@ -289,11 +309,14 @@ void measure_leaves(Runtime& rt, MachineModel& model, const Kernels& k, const Ar
     leaf.gflops_f32 = measure_gflops<float>(rt, model, leaf, k.flops32, arrays.fa, arrays.fb, arrays.float_points,
                                             options.repeats + 2);
     leaf.access_gps = measure_access_rate(rt, model, leaf, k, arrays, options.repeats + 2);
+    leaf.stencil_bandwidth_gbs =
+        measure_stencil_bandwidth(rt, model, leaf, k, arrays, std::max(1, options.repeats - 2));
     leaf.calibrated = true;
   });
   for (auto& leaf : model.leaves)
     if (!leaf.calibrated) {
-      leaf.launch_seconds = leaf.bandwidth_gbs = leaf.gflops_f64 = leaf.gflops_f32 = leaf.access_gps = 0;
+      leaf.launch_seconds = leaf.bandwidth_gbs = leaf.gflops_f64 = leaf.gflops_f32 = leaf.access_gps =
+          leaf.stencil_bandwidth_gbs = 0;
     }
 }
 
@@ -357,6 +380,7 @@ std::string leaf_line(const LeafModel& m) {
   field("gflops_f32", number(m.gflops_f32));
   field("bandwidth_gbs", number(m.bandwidth_gbs));
   field("access_gps", number(m.access_gps));
+  field("stencil_bandwidth_gbs", number(m.stencil_bandwidth_gbs));
   field("launch_seconds", number(m.launch_seconds));
   field("calibrated", m.calibrated ? "1" : "0");
   field("note", m.note);
@@ -376,7 +400,7 @@ std::optional<LeafModel> parse_leaf(const std::string& line) {
   }
   for (const char* key : {"name", "kind", "device", "model", "cores", "vector_bytes", "line_bytes", "caches",
                           "cache_bytes", "clock_ghz", "peak_gflops", "gflops_f64", "gflops_f32", "bandwidth_gbs",
-                          "access_gps", "launch_seconds", "calibrated", "note"})
+                          "access_gps", "stencil_bandwidth_gbs", "launch_seconds", "calibrated", "note"})
     if (!fields.count(key)) return std::nullopt;
   LeafModel m;
   auto integer = [&](const char* key, auto& out) {
@@ -402,12 +426,13 @@ std::optional<LeafModel> parse_leaf(const std::string& line) {
   m.caches = std::move(*caches);
   m.note = fields["note"];
   int calibrated = 0;
-  const bool ok =
-      integer("cores", m.cores) && integer("vector_bytes", m.vector_bytes) && integer("line_bytes", m.line_bytes) &&
-      integer("cache_bytes", m.cache_bytes) && real("clock_ghz", m.clock_ghz) && real("peak_gflops", m.peak_gflops) &&
-      real("gflops_f64", m.gflops_f64) && real("gflops_f32", m.gflops_f32) && real("bandwidth_gbs", m.bandwidth_gbs) &&
-      real("access_gps", m.access_gps) && real("launch_seconds", m.launch_seconds) &&
-      integer("calibrated", calibrated) && (calibrated == 0 || calibrated == 1);
+  const bool ok = integer("cores", m.cores) && integer("vector_bytes", m.vector_bytes) &&
+                  integer("line_bytes", m.line_bytes) && integer("cache_bytes", m.cache_bytes) &&
+                  real("clock_ghz", m.clock_ghz) && real("peak_gflops", m.peak_gflops) &&
+                  real("gflops_f64", m.gflops_f64) && real("gflops_f32", m.gflops_f32) &&
+                  real("bandwidth_gbs", m.bandwidth_gbs) && real("access_gps", m.access_gps) &&
+                  real("stencil_bandwidth_gbs", m.stencil_bandwidth_gbs) && real("launch_seconds", m.launch_seconds) &&
+                  integer("calibrated", calibrated) && (calibrated == 0 || calibrated == 1);
   if (!ok || m.leaf.empty() || m.line_bytes <= 0) return std::nullopt;
   m.calibrated = calibrated == 1;
   return m;
@@ -522,6 +547,16 @@ MachineModel MachineModel::calibrate(Runtime& rt, const CalibrationOptions& opti
   arrays.grid_in = rt.array<double, 2>(Shape(kGridRows + 2, kGridCols + 2), named("model_grid_in"));
   arrays.grid_out = rt.array<double, 2>(Shape(kGridRows + 2, kGridCols + 2), named("model_grid_out"));
   {
+    // Each array of the big grid 4x the largest leaf's cache share (at least 32 MiB, at most 256 MiB).
+    std::int64_t largest = 0;
+    for (const auto& leaf : model.leaves) largest = std::max(largest, leaf.cache_bytes);
+    const std::int64_t row_bytes = (kBigCols + 2) * std::int64_t{sizeof(double)};
+    arrays.big_rows = std::clamp<std::int64_t>(4 * largest / row_bytes, (std::int64_t{32} << 20) / row_bytes,
+                                               (std::int64_t{256} << 20) / row_bytes);
+  }
+  arrays.big_in = rt.array<double, 2>(Shape(arrays.big_rows + 2, kBigCols + 2), named("model_big_in"));
+  arrays.big_out = rt.array<double, 2>(Shape(arrays.big_rows + 2, kBigCols + 2), named("model_big_out"));
+  {
     // Written once so that the reads below come from memory: untouched
     // zero-filled pages would all map the one zero page, which stays in cache.
     auto a = arrays.a.host(), b = arrays.b.host(), c = arrays.c.host();
@@ -531,6 +566,9 @@ MachineModel MachineModel::calibrate(Runtime& rt, const CalibrationOptions& opti
     auto in = arrays.grid_in.host(), out = arrays.grid_out.host();
     for (std::int64_t i = 0; i < kGridRows + 2; ++i)
       for (std::int64_t j = 0; j < kGridCols + 2; ++j) in(i, j) = out(i, j) = 1.0;
+    auto big_in = arrays.big_in.host(), big_out = arrays.big_out.host();
+    for (std::int64_t i = 0; i < arrays.big_rows + 2; ++i)
+      for (std::int64_t j = 0; j < kBigCols + 2; ++j) big_in(i, j) = big_out(i, j) = 1.0;
   }
   const Kernels kernels;
   measure_leaves(rt, model, kernels, arrays, options);
@@ -677,7 +715,11 @@ double MachineModel::throughput(const ir::KernelCost& cost, std::string_view lea
                 (m.note.empty() ? std::string() : " (" + m.note + ")") + "; calibrate again or leave it out");
   const double f32_rate = m.gflops_f32 > 0 ? m.gflops_f32 : m.gflops_f64;
   const double compute = cost.flops_f64 / (m.gflops_f64 * 1e9) + cost.flops_f32 / (f32_rate * 1e9);
-  const double memory = cost.bytes() / (m.bandwidth_gbs * 1e9);
+  const bool stencil_reads = std::any_of(cost.arrays.begin(), cost.arrays.end(), [](const ir::ArrayCost& a) {
+    return a.read_pattern == ir::AccessPattern::Stencil;
+  });
+  const double bandwidth = stencil_reads && m.stencil_bandwidth_gbs > 0 ? m.stencil_bandwidth_gbs : m.bandwidth_gbs;
+  const double memory = cost.bytes() / (bandwidth * 1e9);
   const double issue = m.access_gps > 0 ? cost.accesses() / (m.access_gps * 1e9) : 0.0;
   const double per_point = std::max({compute, memory, issue});
   return per_point > 0 ? 1.0 / per_point : std::numeric_limits<double>::infinity();
@@ -752,9 +794,9 @@ std::string MachineModel::describe() const {
   std::string text = fmt::format("machine model: {} leaves ({}", leaves.size(), source.empty() ? "?" : source);
   if (calibration_seconds > 0) text += fmt::format(", calibration took {:.3f} s", calibration_seconds);
   text += ")\n";
-  text += fmt::format("{:<12} {:<7} {:>5} {:>6} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "leaf",
-                      "kind", "cores", "vector", "line", "clock", "peak f64", "f64", "f32", "bandwidth", "accesses",
-                      "latency", "caches");
+  text += fmt::format("{:<12} {:<7} {:>5} {:>6} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n",
+                      "leaf", "kind", "cores", "vector", "line", "clock", "peak f64", "f64", "f32", "bandwidth",
+                      "stencil bw", "accesses", "latency", "caches");
   for (const auto& m : leaves) {
     std::string caches;
     for (const auto& c : m.caches)
@@ -762,17 +804,19 @@ std::string MachineModel::describe() const {
                             c.cores_sharing > 1 ? fmt::format(" (shared by {})", c.cores_sharing) : "");
     if (caches.empty()) caches = "?";
     text += fmt::format(
-        "{:<12} {:<7} {:>5} {:>6} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", m.leaf, name_of(m.kind),
-        m.cores, m.vector_bytes > 0 ? fmt::format("{} B", m.vector_bytes) : "?", fmt::format("{} B", m.line_bytes),
-        rate_text(m.clock_ghz, "GHz"), rate_text(m.peak_gflops, "GF/s"), rate_text(m.gflops_f64, "GF/s"),
-        rate_text(m.gflops_f32, "GF/s"), rate_text(m.bandwidth_gbs, "GB/s"), rate_text(m.access_gps, "G/s"),
+        "{:<12} {:<7} {:>5} {:>6} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", m.leaf,
+        name_of(m.kind), m.cores, m.vector_bytes > 0 ? fmt::format("{} B", m.vector_bytes) : "?",
+        fmt::format("{} B", m.line_bytes), rate_text(m.clock_ghz, "GHz"), rate_text(m.peak_gflops, "GF/s"),
+        rate_text(m.gflops_f64, "GF/s"), rate_text(m.gflops_f32, "GF/s"), rate_text(m.bandwidth_gbs, "GB/s"),
+        rate_text(m.stencil_bandwidth_gbs, "GB/s"), rate_text(m.access_gps, "G/s"),
         m.launch_seconds > 0 ? fmt::format("{:.3g} us", m.launch_seconds * 1e6) : "?", caches);
     if (!m.model.empty() || !m.note.empty())
       text += fmt::format("{:<12} {}{}{}\n", "", m.model, !m.model.empty() && !m.note.empty() ? "; " : "", m.note);
   }
   text +=
-      "bandwidth: STREAM triad in the cost model's bytes; f64/f32: multiply-add chains; accesses: "
-      "loads and stores issued by a 2-D 5-point stencil; latency: launch + pause of one point\n";
+      "bandwidth: STREAM triad in the cost model's bytes; stencil bw: the same for a 2-D 5-point stencil over a "
+      "grid larger than the caches (used for kernels that read stencil windows); f64/f32: multiply-add chains; "
+      "accesses: loads and stores issued by the stencil in cache; latency: launch + pause of one point\n";
   text += "fingerprint: " + fingerprint + "\n";
   return text;
 }

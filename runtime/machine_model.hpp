@@ -92,12 +92,19 @@ struct LeafModel {
   /// Bytes of cache the leaf's cores hold together at the last level (each
   /// last-level cache counted once); what cost_options() shares among its points.
   std::int64_t cache_bytes = 0;
-  double clock_ghz = 0;       ///< the OS's maximum (or current) clock of its first core
-  double peak_gflops = 0;     ///< f64: cores x (vector_bytes / 8) x 2 x clock
-  double gflops_f64 = 0;      ///< measured
-  double gflops_f32 = 0;      ///< measured
-  double bandwidth_gbs = 0;   ///< measured, 1e9 bytes (as ir::cost_of counts them) per second
-  double access_gps = 0;      ///< measured, 1e9 loads and stores issued per second (ir::KernelCost::accesses)
+  double clock_ghz = 0;      ///< the OS's maximum (or current) clock of its first core
+  double peak_gflops = 0;    ///< f64: cores x (vector_bytes / 8) x 2 x clock
+  double gflops_f64 = 0;     ///< measured
+  double gflops_f32 = 0;     ///< measured
+  double bandwidth_gbs = 0;  ///< measured, 1e9 bytes (as ir::cost_of counts them) per second
+  double access_gps = 0;     ///< measured, 1e9 loads and stores issued per second (ir::KernelCost::accesses)
+  /// Measured like bandwidth_gbs but by a 2-D 5-point stencil over a grid
+  /// several times the caches: what a leaf sustains when it streams stencil
+  /// windows from memory (three rows read at once and a row written), which
+  /// on the CPUs and PoCL measured here is a third to a half of the triad's
+  /// rate. throughput() uses it for kernels that read an array in the
+  /// stencil pattern; 0: not measured (the triad's is used).
+  double stencil_bandwidth_gbs = 0;
   double launch_seconds = 0;  ///< measured: launch + pause of a one-point region
   /// True when the measured numbers are there; false when the leaf could not
   /// run the calibration kernels (`note` says why) or was not measured.

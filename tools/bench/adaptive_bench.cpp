@@ -33,7 +33,6 @@
 // their common parent. Unless --resume is given, learned splits go to a fresh
 // temporary cache directory (the machine model is copied there from the
 // usual one when it has it), so that every run starts from the model.
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -289,25 +288,8 @@ int adaptive_command(int argc, char** argv) {
     setenv("CANOPY_CACHE_DIR", fresh.c_str(), 1);
   }
 
-  // PoCL starts its thread when the runtime discovers the device, and the
-  // thread inherits the starting thread's cores: starting the runtime on all
-  // but the first core keeps it off cpu0's core. Left free, the scheduler
-  // sometimes woke it on cpu0's core, behind cpu0's pinned worker, and the
-  // device's piece started only when cpu0's had finished (a split ran as
-  // slowly as both pieces in turn).
-  cpu_set_t allowed, others;
-  const bool confine = sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 1;
-  if (confine) {
-    others = allowed;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &others)) {
-        CPU_CLR(cpu, &others);
-        break;
-      }
-    sched_setaffinity(0, sizeof others, &others);
-  }
-  Runtime rt;
-  if (confine) sched_setaffinity(0, sizeof allowed, &allowed);
+  // PoCL's thread kept off cpu0's core (report.hpp).
+  Runtime rt = with_first_core_left_free([] { return Runtime(); });
   const auto leaves = pick_pair(rt.hierarchy(), args.get("--leaves", ""));
   keep_only(rt, leaves);
   const std::string at = common_parent(rt.hierarchy(), leaves);

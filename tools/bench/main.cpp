@@ -45,7 +45,7 @@ void usage(std::FILE* out) {
                "  model    predicted and measured times of triad and a 2-D stencil on two leaves, and the\n"
                "           predicted against the measured ratio of their times\n"
                "           --leaves A,B (a CPU and an OpenCL leaf)  --size N (2^23)  --rows N (2048)\n"
-               "           --cols N (4096)  --repeat K (5)  --cached (model from the cache dir)  --json FILE\n"
+               "           --cols N (4098)  --repeat K (5)  --cached (model from the cache dir)  --json FILE\n"
                "  adaptive the adaptive policy's split of a triad and a 2-D stencil over two leaves, launch by\n"
                "           launch, beside percentage:[p,100-p] for p = 0..100 step 10\n"
                "           --leaves A,B (a CPU and a device leaf)  --size N (2^24)  --rows N (2048)\n"

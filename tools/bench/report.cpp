@@ -1,9 +1,12 @@
 #include "report.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 namespace canopy::bench {
@@ -41,6 +44,31 @@ std::int64_t Args::count(const std::string& flag, std::int64_t fallback) const {
   if (it->second.empty() || *end || value < 1) fail(flag + " takes a positive whole number, got '" + it->second + "'");
   return value;
 }
+
+namespace detail {
+
+bool leave_first_core(std::vector<unsigned char>& saved) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return false;
+  saved.assign(reinterpret_cast<const unsigned char*>(&allowed),
+               reinterpret_cast<const unsigned char*>(&allowed) + sizeof allowed);
+  cpu_set_t others = allowed;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &others)) {
+      CPU_CLR(cpu, &others);
+      break;
+    }
+  return sched_setaffinity(0, sizeof others, &others) == 0;
+}
+
+void restore_cores(const std::vector<unsigned char>& saved) {
+  cpu_set_t allowed;
+  if (saved.size() != sizeof allowed) return;
+  std::memcpy(&allowed, saved.data(), sizeof allowed);
+  sched_setaffinity(0, sizeof allowed, &allowed);
+}
+
+}  // namespace detail
 
 void fail(const std::string& message) {
   std::fprintf(stderr, "canopy-bench: %s\n", message.c_str());
