@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include <canopy/ir/error.hpp>
 
 namespace canopy::backends {
 
@@ -39,6 +45,14 @@ ReductionValue combine(ir::ReduceOp op, const ReductionValue& a, const Reduction
     r.int_value = z;
   }
   return r;
+}
+
+std::size_t streaming_threshold_from_environment(std::size_t automatic) {
+  const char* value = std::getenv("CANOPY_STREAMING_STORES");
+  if (!value || !*value || std::strcmp(value, "auto") == 0) return automatic;
+  if (std::strcmp(value, "on") == 0) return 0;
+  if (std::strcmp(value, "off") == 0) return std::numeric_limits<std::size_t>::max();
+  throw Error(std::string("CANOPY_STREAMING_STORES is '") + value + "'; use on, off or auto");
 }
 
 }  // namespace canopy::backends

@@ -71,4 +71,10 @@ T value_of(const ReductionValue& v) {
     return static_cast<T>(v.int_value);
 }
 
+/// Bytes a launch must write into arrays it only writes before a backend
+/// stores them with streaming (non-temporal) stores: `automatic` (twice the
+/// device's last-level cache), or as CANOPY_STREAMING_STORES says (on: 0,
+/// off: never, auto: `automatic`). Throws canopy::Error for another value.
+std::size_t streaming_threshold_from_environment(std::size_t automatic);
+
 }  // namespace canopy::backends

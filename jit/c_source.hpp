@@ -88,6 +88,11 @@ enum class ReductionWalk : std::uint8_t {
 /// Choices about the generated code beyond the kernel itself.
 struct CSourceOptions {
   ReductionWalk reduction_walk = ReductionWalk::Strided;
+  /// Also print a streaming entry (CSource::stream_entry) when the kernel
+  /// suits one and the dialect has vector loads and stores (OpenCL): for
+  /// CPU devices, whose compilers do not turn a work-item's scalar stores
+  /// into streaming stores.
+  bool streaming_entry = false;
 };
 
 /// What a kernel needs from a device, found by walking it.
@@ -111,6 +116,20 @@ struct CSource {
   /// work-item against the piece's ends, for the partial work-groups at the
   /// ends. Empty for reduction kernels.
   std::string edge_entry;
+  /// With CSourceOptions::streaming_entry, for a kernel that suits it: an
+  /// entry with the same arguments whose work-item w runs the stream_width
+  /// points stream_width*w .. stream_width*w + stream_width - 1 as one
+  /// 64-byte vector, storing the arrays the kernel only writes with
+  /// streaming (non-temporal) stores where the compiler has them. The host
+  /// passes the first vector in the global work offset and launches whole
+  /// work-groups of vectors; every array must start on a 64-byte boundary.
+  /// A kernel suits it when it is one-dimensional, without reductions,
+  /// atomics, branches or loops, every array is one-dimensional and
+  /// accessed only at the point's own index, and every value is of one
+  /// float type (the arrays', scalars' and literals'), computed with + - *
+  /// / min max neg abs and sqrt. Empty otherwise.
+  std::string stream_entry;
+  int stream_width = 0;  ///< points per work-item of stream_entry
 };
 
 class CSourcePrinter : protected ir::Visitor {
@@ -190,6 +209,17 @@ class CSourcePrinter : protected ir::Visitor {
   /// True for words a name in the source may not be: keywords, types,
   /// built-in functions and macros of the dialect. The base knows C's.
   virtual bool is_reserved(std::string_view word) const;
+  /// Vectors of `width` elements of `type`, for the streaming entry: the
+  /// vector type ("double8"); "" when the dialect has none (no streaming entry).
+  virtual std::string vector_type(ir::ScalarType type, int width) const { return ""; }
+  /// The vector at vector index `index` of `pointer` (an expression).
+  virtual std::string vector_load(const std::string& pointer, const std::string& index, int width) const { return ""; }
+  /// The statement storing `value` at vector index `index` of `pointer`,
+  /// with a streaming store when `streaming`.
+  virtual std::string vector_store(const std::string& pointer, const std::string& index, const std::string& value,
+                                   ir::ScalarType type, int width, bool streaming) const {
+    return "";
+  }
 
   // ---- helpers for the hooks ----------------------------------------------
 
@@ -244,6 +274,11 @@ class CSourcePrinter : protected ir::Visitor {
   /// What `print` writes with line(), returned instead of added to the body.
   std::string printed(const std::function<void()>& print);
   void print_coordinates(bool guarded);
+  /// The float type of every value when the kernel suits a streaming entry.
+  std::optional<ir::ScalarType> streaming_type() const;
+  /// The streaming entry's statements (after its vector index is declared).
+  std::string streaming_statements(ir::ScalarType type, int width, const std::string& vector);
+  std::string vector_expression(const ir::Expr& expr, int width, const std::string& vector);
   void print_reduction_kernel();
   void print_walk();
   void print_work_group_combine();

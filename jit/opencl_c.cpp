@@ -146,6 +146,25 @@ std::string OpenCLCPrinter::dialect_helper(const std::string& name) const {
          "    expected = seen;\n  }\n}\n";
 }
 
+std::string OpenCLCPrinter::vector_type(ScalarType type, int width) const {
+  if (type != ScalarType::F32 && type != ScalarType::F64) return "";
+  return ocl_type(type) + std::to_string(width);
+}
+
+std::string OpenCLCPrinter::vector_load(const std::string& pointer, const std::string& index, int width) const {
+  return "vload" + std::to_string(width) + "(" + index + ", " + pointer + ")";
+}
+
+std::string OpenCLCPrinter::vector_store(const std::string& pointer, const std::string& index, const std::string& value,
+                                         ScalarType type, int width, bool streaming) const {
+  const std::string plain = "vstore" + std::to_string(width) + "(" + value + ", " + index + ", " + pointer + ");";
+  if (!streaming) return plain;
+  return "#if defined(__clang__) && defined(__has_builtin) && __has_builtin(__builtin_nontemporal_store)\n"
+         "__builtin_nontemporal_store(" +
+         value + ", (__global " + vector_type(type, width) + "*)" + pointer + " + " + index + ");\n#else\n" + plain +
+         "\n#endif";
+}
+
 CSource opencl_c_source(const ir::Kernel& kernel, const CSourceOptions& options) {
   return OpenCLCPrinter(kernel, options).print();
 }

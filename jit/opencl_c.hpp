@@ -49,6 +49,12 @@ class OpenCLCPrinter final : public CSourcePrinter {
   std::string atomic_add(const std::string& address, const std::string& value, ir::ScalarType type) override;
   std::string dialect_helper(const std::string& name) const override;
   bool is_reserved(std::string_view word) const override;
+  std::string vector_type(ir::ScalarType type, int width) const override;
+  std::string vector_load(const std::string& pointer, const std::string& index, int width) const override;
+  /// A streaming store is clang's __builtin_nontemporal_store (PoCL and
+  /// other clang-based compilers), a vstore elsewhere.
+  std::string vector_store(const std::string& pointer, const std::string& index, const std::string& value,
+                           ir::ScalarType type, int width, bool streaming) const override;
 };
 
 /// OpenCL C 1.2 source for `kernel`, which should already be optimized (the

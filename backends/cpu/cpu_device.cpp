@@ -56,15 +56,6 @@ ReductionValue partial_of(const jit::ArgSlot& slot, ir::ScalarType type) {
   return v;
 }
 
-// The streaming threshold CANOPY_STREAMING_STORES asks for, given the default.
-std::size_t streaming_threshold_from_environment(std::size_t automatic) {
-  const char* value = std::getenv("CANOPY_STREAMING_STORES");
-  if (!value || !*value || std::strcmp(value, "auto") == 0) return automatic;
-  if (std::strcmp(value, "on") == 0) return 0;
-  if (std::strcmp(value, "off") == 0) return std::numeric_limits<std::size_t>::max();
-  throw Error(std::string("CANOPY_STREAMING_STORES is '") + value + "'; use on, off or auto");
-}
-
 // True when every streaming array of `program` starts on a 64-byte boundary.
 bool streaming_arrays_aligned(const CpuProgram& program, const std::vector<KernelArg>& args) {
   for (int p : program.streaming->params)

@@ -128,6 +128,9 @@ OpenCLTraits read_traits(const Api& cl, cl_platform_id platform, cl_device_id de
   traits.opencl_c_version = device_string(cl, device, CL_DEVICE_OPENCL_C_VERSION);
   traits.extensions = device_string(cl, device, CL_DEVICE_EXTENSIONS);
   traits.is_cpu = (device_value<cl_device_type>(cl, device, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) != 0;
+  traits.streaming_entry = traits.is_cpu && device_value<cl_uint>(cl, device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) >= 512;
+  const auto cache = static_cast<std::size_t>(device_value<cl_ulong>(cl, device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE));
+  traits.streaming_threshold = streaming_threshold_from_environment(cache ? 2 * cache : std::size_t{64} << 20);
   traits.int64_atomics = has_word(traits.extensions, "cl_khr_int64_base_atomics");
   traits.correctly_rounded_divide_sqrt = (device_value<cl_device_fp_config>(cl, device, CL_DEVICE_SINGLE_FP_CONFIG) &
                                           CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
@@ -233,6 +236,7 @@ OpenCLProgram::~OpenCLProgram() {
     if (partials) api_->clReleaseMemObject(partials);
   if (entry_) api_->clReleaseKernel(entry_);
   if (edges_) api_->clReleaseKernel(edges_);
+  if (stream_) api_->clReleaseKernel(stream_);
   if (program_) api_->clReleaseProgram(program_);
 }
 
@@ -276,6 +280,7 @@ std::string OpenCLDevice::label() const { return "OpenCL device '" + info_.name 
 jit::CSourceOptions OpenCLDevice::code_options() const {
   jit::CSourceOptions options;
   options.reduction_walk = traits_.reduction_walk;
+  options.streaming_entry = traits_.streaming_entry;
   return options;
 }
 
@@ -427,6 +432,10 @@ std::shared_ptr<OpenCLProgram> OpenCLDevice::build(std::shared_ptr<const ir::Ker
   if (!program->source_.edge_entry.empty()) {
     program->edges_ = api_->clCreateKernel(program->program_, program->source_.edge_entry.c_str(), &status);
     check(status, "clCreateKernel for the edges of kernel '" + program->kernel_->name + "'", label());
+  }
+  if (!program->source_.stream_entry.empty()) {
+    program->stream_ = api_->clCreateKernel(program->program_, program->source_.stream_entry.c_str(), &status);
+    check(status, "clCreateKernel for the streaming entry of kernel '" + program->kernel_->name + "'", label());
   }
   program->max_work_group_ =
       std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(std::max(1, info_.max_work_group)), [&] {
@@ -627,34 +636,42 @@ std::array<std::size_t, 3> OpenCLDevice::point_work_group(const OpenCLProgram& p
 // The whole work-groups inside the piece run the kernel's unchecked entry;
 // the rest runs the checked one in at most one launch per dimension: the
 // tail of dimension e, with every point before it in lower dimensions and
-// only whole groups in higher ones, so that the launches are disjoint.
+// only whole groups in higher ones, so that the launches are disjoint. A
+// one-dimensional piece that writes more than the streaming threshold runs
+// its whole groups of aligned vectors through the streaming entry instead,
+// and the points before and after them as above.
 void OpenCLDevice::launch_points(const OpenCLProgram& program, const std::vector<KernelArg>& args, const Range& range) {
-  const int dims = range.dims;
-  const auto local = point_work_group(program, range);
-  std::array<std::size_t, 3> begin{}, extent{}, whole{};
-  for (int e = 0; e < dims; ++e) {
-    const auto d = static_cast<std::size_t>(dims - 1 - e);
-    begin[e] = static_cast<std::size_t>(range.begin[d]);
-    extent[e] = static_cast<std::size_t>(range.end[d] - range.begin[d]);
-    whole[e] = extent[e] / local[e] * local[e];
-  }
   cl_event last = nullptr;
-  bool arguments_set[2] = {false, false};
-  auto launch = [&](cl_kernel entry, std::array<std::size_t, 3> offset, std::array<std::size_t, 3> global) {
-    for (int e = 0; e < dims; ++e)
-      if (global[e] == 0) return;
-    if (bool& set = arguments_set[entry == program.edges_ ? 1 : 0]; !set) {
-      set_arguments(program, entry, args, range);
-      set = true;
-    }
+  auto enqueue = [&](cl_kernel entry, int dims, const std::size_t* offset, const std::size_t* global,
+                     const std::size_t* local) {
     cl_event event = nullptr;
-    check(api_->clEnqueueNDRangeKernel(queue_, entry, static_cast<cl_uint>(dims), offset.data(), global.data(),
-                                       local.data(), 0, nullptr, &event),
+    check(api_->clEnqueueNDRangeKernel(queue_, entry, static_cast<cl_uint>(dims), offset, global, local, 0, nullptr,
+                                       &event),
           "clEnqueueNDRangeKernel for kernel '" + program.kernel().name + "'", label());
     if (last) api_->clReleaseEvent(last);
     last = event;
   };
-  try {
+  // Points of `piece` through the entry and the edges (arguments set once per entry).
+  auto run_points = [&](const Range& piece) {
+    const int dims = piece.dims;
+    const auto local = point_work_group(program, piece);
+    std::array<std::size_t, 3> begin{}, extent{}, whole{};
+    for (int e = 0; e < dims; ++e) {
+      const auto d = static_cast<std::size_t>(dims - 1 - e);
+      begin[e] = static_cast<std::size_t>(piece.begin[d]);
+      extent[e] = static_cast<std::size_t>(piece.end[d] - piece.begin[d]);
+      whole[e] = extent[e] / local[e] * local[e];
+    }
+    bool arguments_set[2] = {false, false};
+    auto launch = [&](cl_kernel entry, std::array<std::size_t, 3> offset, std::array<std::size_t, 3> global) {
+      for (int e = 0; e < dims; ++e)
+        if (global[e] == 0) return;
+      if (bool& set = arguments_set[entry == program.edges_ ? 1 : 0]; !set) {
+        set_arguments(program, entry, args, piece);
+        set = true;
+      }
+      enqueue(entry, dims, offset.data(), global.data(), local.data());
+    };
     launch(program.entry_, begin, whole);
     for (int e = 0; e < dims; ++e) {
       if (whole[e] == extent[e]) continue;
@@ -664,6 +681,34 @@ void OpenCLDevice::launch_points(const OpenCLProgram& program, const std::vector
       global[e] = local[e];
       launch(program.edges_, offset, global);
     }
+  };
+  try {
+    std::vector<Range> rest{range};
+    if (program.stream_ && range.dims == 1) {
+      const ir::Kernel& kernel = program.kernel();
+      std::size_t written = 0;
+      for (const auto& param : kernel.params)
+        if (param.writes()) written += ir::size_of(param.type);
+      const std::int64_t width = program.source_.stream_width, b = range.begin[0], e = range.end[0];
+      const std::size_t group = floor_pow2(std::max<std::size_t>(
+          1, std::min(static_cast<std::size_t>(traits_.work_group_size) / static_cast<std::size_t>(width),
+                      program.max_work_group_)));
+      const std::int64_t first = (b + width - 1) / width, vectors = e / width - first;
+      const std::int64_t whole =
+          vectors > 0 ? vectors / static_cast<std::int64_t>(group) * static_cast<std::int64_t>(group) : 0;
+      if (whole > 0 && written * static_cast<std::size_t>(e - b) >= traits_.streaming_threshold) {
+        set_arguments(program, program.stream_, args, range);
+        const auto offset = static_cast<std::size_t>(first), global = static_cast<std::size_t>(whole);
+        enqueue(program.stream_, 1, &offset, &global, &group);
+        Range head = range, tail = range;
+        head.end[0] = first * width;
+        tail.begin[0] = (first + whole) * width;
+        rest.clear();
+        for (const Range& part : {head, tail})
+          if (part.end[0] > part.begin[0]) rest.push_back(part);
+      }
+    }
+    for (const Range& piece : rest) run_points(piece);
   } catch (...) {
     if (last) wait(last, "a kernel");
     throw;

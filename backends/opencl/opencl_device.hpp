@@ -56,7 +56,14 @@ struct OpenCLTraits {
   std::string opencl_c_version;  ///< "OpenCL C 1.2 ..."
   std::string extensions;        ///< the device's extension list, space separated
   bool is_cpu = false;           ///< CL_DEVICE_TYPE_CPU
-  bool int64_atomics = false;    ///< cl_khr_int64_base_atomics
+  /// CPU devices whose buffers start on 64-byte boundaries: kernels that
+  /// suit it get a streaming entry (jit::CSource::stream_entry), used for
+  /// launches that write more than streaming_threshold bytes.
+  bool streaming_entry = false;
+  /// Twice the device's global memory cache (64 MiB when it says none), or as
+  /// CANOPY_STREAMING_STORES asks (on: 0, off: never).
+  std::size_t streaming_threshold = 0;
+  bool int64_atomics = false;  ///< cl_khr_int64_base_atomics
   /// -cl-fp32-correctly-rounded-divide-sqrt is accepted: f32 / and sqrt
   /// round correctly (as on the CPU) instead of within OpenCL's 2.5 and 3 ulp.
   bool correctly_rounded_divide_sqrt = false;
@@ -107,8 +114,9 @@ class OpenCLProgram final : public Program {
   std::string cache_key_;
   ProgramOrigin origin_ = ProgramOrigin::Built;
   cl_program program_ = nullptr;
-  cl_kernel entry_ = nullptr;  ///< the kernel (whole work-groups only, when edges_ is set)
-  cl_kernel edges_ = nullptr;  ///< kernels without reductions: the entry that checks the piece's ends
+  cl_kernel entry_ = nullptr;   ///< the kernel (whole work-groups only, when edges_ is set)
+  cl_kernel edges_ = nullptr;   ///< kernels without reductions: the entry that checks the piece's ends
+  cl_kernel stream_ = nullptr;  ///< the streaming entry, when the source has one
   std::size_t max_work_group_ = 1;
   /// Per reduction parameter (in order), a buffer for one partial per work-group; guarded by the device's launch mutex.
   std::vector<cl_mem> partials_;
