@@ -40,6 +40,10 @@ struct DeviceInfo {
   /// It computes on the host's own cores (an OpenCL CPU device such as PoCL):
   /// it competes with the CPU leaves, so it is used only when asked for.
   bool on_host_cores = false;
+  /// A launch of a kernel that suits the device's streaming code (OpenCL:
+  /// jit::streaming_entry_type) writing at least this many bytes into arrays
+  /// it only writes stores them with streaming stores; -1: never.
+  std::int64_t streaming_threshold = -1;
 };
 
 /// Memory on a device: an opaque handle its backend understands (a cl_mem,

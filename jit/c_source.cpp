@@ -211,7 +211,7 @@ CSource CSourcePrinter::print() {
                 printed([&] { print_coordinates(false); }) + statements + "}\n\n" +
                 "// The work-groups at the ends of the piece: work-items past an end do nothing.\n" +
                 signature(source.edge_entry) + " {\n" + printed([&] { print_coordinates(true); }) + statements + "}\n";
-    const std::optional<ScalarType> type = options_.streaming_entry ? streaming_type() : std::nullopt;
+    const std::optional<ScalarType> type = options_.streaming_entry ? streaming_entry_type(kernel_) : std::nullopt;
     if (type && !vector_type(*type, 64 / static_cast<int>(ir::size_of(*type))).empty()) {
       const int width = 64 / static_cast<int>(ir::size_of(*type));
       source.stream_entry = claim(kernel_.name + "_stream");
@@ -239,15 +239,15 @@ CSource CSourcePrinter::print() {
 
 // ---- the streaming entry ----------------------------------------------------
 
-std::optional<ScalarType> CSourcePrinter::streaming_type() const {
-  if (kernel_.dims != 1) return std::nullopt;
+std::optional<ScalarType> streaming_entry_type(const ir::Kernel& kernel) {
+  if (kernel.dims != 1) return std::nullopt;
   std::optional<ScalarType> type;
   auto agree = [&](ScalarType t) {
     if (!ir::is_float(t) || (type && *type != t)) return false;
     type = t;
     return true;
   };
-  for (const auto& param : kernel_.params)
+  for (const auto& param : kernel.params)
     if (param.is_reduction() || (param.is_array() && param.rank != 1) || !agree(param.type)) return std::nullopt;
   // Locals that hold the point's index (i = index(0)) may index arrays.
   std::set<std::string> index_names;
@@ -279,7 +279,7 @@ std::optional<ScalarType> CSourcePrinter::streaming_type() const {
       default: return false;
     }
   };
-  for (const auto& stmt : kernel_.body->as<ir::Block>().stmts) {
+  for (const auto& stmt : kernel.body->as<ir::Block>().stmts) {
     switch (stmt->kind) {
       case ir::StmtKind::Decl: {
         const auto& d = stmt->as<ir::Decl>();

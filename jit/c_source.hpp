@@ -106,6 +106,10 @@ struct CSourceFeatures {
 /// The features of `kernel` (which should verify).
 CSourceFeatures features_of(const ir::Kernel& kernel);
 
+/// When `kernel` suits a streaming entry (see CSource::stream_entry), the
+/// float type of all its values; nothing otherwise.
+std::optional<ir::ScalarType> streaming_entry_type(const ir::Kernel& kernel);
+
 /// Generated source and the name of its kernel function.
 struct CSource {
   std::string text;
@@ -274,8 +278,6 @@ class CSourcePrinter : protected ir::Visitor {
   /// What `print` writes with line(), returned instead of added to the body.
   std::string printed(const std::function<void()>& print);
   void print_coordinates(bool guarded);
-  /// The float type of every value when the kernel suits a streaming entry.
-  std::optional<ir::ScalarType> streaming_type() const;
   /// The streaming entry's statements (after its vector index is declared).
   std::string streaming_statements(ir::ScalarType type, int width, const std::string& vector);
   std::string vector_expression(const ir::Expr& expr, int width, const std::string& vector);

@@ -17,6 +17,7 @@
 
 #include <canopy/dsl/dsl.hpp>
 #include <canopy/ir/error.hpp>
+#include <canopy/jit/c_source.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 #include <canopy/jit/hash.hpp>
 
@@ -30,7 +31,7 @@ namespace canopy {
 
 namespace {
 
-constexpr std::string_view kMagic = "canopy-machine-model 2";
+constexpr std::string_view kMagic = "canopy-machine-model 3";
 
 /// `text` on one line without tabs, for the fingerprint and the file's fields.
 std::string one_line(std::string_view text) {
@@ -382,6 +383,7 @@ std::string leaf_line(const LeafModel& m) {
   field("access_gps", number(m.access_gps));
   field("stencil_bandwidth_gbs", number(m.stencil_bandwidth_gbs));
   field("launch_seconds", number(m.launch_seconds));
+  field("streaming_threshold", std::to_string(m.streaming_threshold));
   field("calibrated", m.calibrated ? "1" : "0");
   field("note", m.note);
   return line + '\n';
@@ -398,9 +400,16 @@ std::optional<LeafModel> parse_leaf(const std::string& line) {
     if (eq == std::string::npos) return std::nullopt;
     fields[item.substr(0, eq)] = item.substr(eq + 1);
   }
-  for (const char* key : {"name", "kind", "device", "model", "cores", "vector_bytes", "line_bytes", "caches",
-                          "cache_bytes", "clock_ghz", "peak_gflops", "gflops_f64", "gflops_f32", "bandwidth_gbs",
-                          "access_gps", "stencil_bandwidth_gbs", "launch_seconds", "calibrated", "note"})
+  for (const char* key : {"name",           "kind",
+                          "device",         "model",
+                          "cores",          "vector_bytes",
+                          "line_bytes",     "caches",
+                          "cache_bytes",    "clock_ghz",
+                          "peak_gflops",    "gflops_f64",
+                          "gflops_f32",     "bandwidth_gbs",
+                          "access_gps",     "stencil_bandwidth_gbs",
+                          "launch_seconds", "streaming_threshold",
+                          "calibrated",     "note"})
     if (!fields.count(key)) return std::nullopt;
   LeafModel m;
   auto integer = [&](const char* key, auto& out) {
@@ -426,13 +435,13 @@ std::optional<LeafModel> parse_leaf(const std::string& line) {
   m.caches = std::move(*caches);
   m.note = fields["note"];
   int calibrated = 0;
-  const bool ok = integer("cores", m.cores) && integer("vector_bytes", m.vector_bytes) &&
-                  integer("line_bytes", m.line_bytes) && integer("cache_bytes", m.cache_bytes) &&
-                  real("clock_ghz", m.clock_ghz) && real("peak_gflops", m.peak_gflops) &&
-                  real("gflops_f64", m.gflops_f64) && real("gflops_f32", m.gflops_f32) &&
-                  real("bandwidth_gbs", m.bandwidth_gbs) && real("access_gps", m.access_gps) &&
-                  real("stencil_bandwidth_gbs", m.stencil_bandwidth_gbs) && real("launch_seconds", m.launch_seconds) &&
-                  integer("calibrated", calibrated) && (calibrated == 0 || calibrated == 1);
+  const bool ok =
+      integer("cores", m.cores) && integer("vector_bytes", m.vector_bytes) && integer("line_bytes", m.line_bytes) &&
+      integer("cache_bytes", m.cache_bytes) && real("clock_ghz", m.clock_ghz) && real("peak_gflops", m.peak_gflops) &&
+      real("gflops_f64", m.gflops_f64) && real("gflops_f32", m.gflops_f32) && real("bandwidth_gbs", m.bandwidth_gbs) &&
+      real("access_gps", m.access_gps) && real("stencil_bandwidth_gbs", m.stencil_bandwidth_gbs) &&
+      real("launch_seconds", m.launch_seconds) && integer("streaming_threshold", m.streaming_threshold) &&
+      m.streaming_threshold >= -1 && integer("calibrated", calibrated) && (calibrated == 0 || calibrated == 1);
   if (!ok || m.leaf.empty() || m.line_bytes <= 0) return std::nullopt;
   m.calibrated = calibrated == 1;
   return m;
@@ -526,7 +535,12 @@ MachineModel MachineModel::calibrate(Runtime& rt, const CalibrationOptions& opti
   model.source = "calibrated";
   const Hierarchy tree = rt.hierarchy();
   if (!tree.root()) return model;
-  for (const Location* leaf : tree.leaves(*tree.root())) model.leaves.push_back(describe_leaf(rt.node(), *leaf));
+  for (const Location* leaf : tree.leaves(*tree.root())) {
+    LeafModel m = describe_leaf(rt.node(), *leaf);
+    if (!m.device.empty())
+      if (auto device = rt.engine().device(m.device)) m.streaming_threshold = device->info().streaming_threshold;
+    model.leaves.push_back(std::move(m));
+  }
   if (model.leaves.empty()) return model;
 
   std::int64_t points = options.triad_points;
@@ -692,13 +706,17 @@ ir::KernelCost MachineModel::cost_of(const ir::Kernel& kernel, std::string_view 
   options.range = range;
   bool reduces = false;
   for (const auto& p : kernel.params) reduces = reduces || p.is_reduction();
-  if (m.kind == LocationKind::Cpu && !options.streaming_stores && !reduces && range[0] > 0) {
-    // The CPU backend's rule (backends/cpu/cpu_device.cpp).
+  const bool device_streams =
+      m.kind != LocationKind::Cpu && m.streaming_threshold >= 0 && jit::streaming_entry_type(kernel).has_value();
+  if ((m.kind == LocationKind::Cpu || device_streams) && !options.streaming_stores && !reduces && range[0] > 0) {
+    // The backend's rule: the CPU backend's (backends/cpu/cpu_device.cpp),
+    // or the threshold the device gave for kernels that suit its streaming code.
     double threshold = m.cache_bytes > 0 ? 2.0 * static_cast<double>(m.cache_bytes) : double(std::int64_t{64} << 20);
     if (const char* value = std::getenv("CANOPY_STREAMING_STORES"); value && *value) {
       if (std::string_view(value) == "on") threshold = 0;
       if (std::string_view(value) == "off") threshold = std::numeric_limits<double>::infinity();
     }
+    if (device_streams) threshold = static_cast<double>(m.streaming_threshold);
     double written = 0;
     for (int p : jit::streaming_candidates(kernel))
       written += static_cast<double>(range[0]) *

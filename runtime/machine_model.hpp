@@ -106,6 +106,10 @@ struct LeafModel {
   /// stencil pattern; 0: not measured (the triad's is used).
   double stencil_bandwidth_gbs = 0;
   double launch_seconds = 0;  ///< measured: launch + pause of a one-point region
+  /// Device leaves: the device's backends::DeviceInfo::streaming_threshold
+  /// (bytes; -1: it never uses streaming stores). CPU leaves follow the CPU
+  /// backend's rule (twice cache_bytes, or CANOPY_STREAMING_STORES).
+  std::int64_t streaming_threshold = -1;
   /// True when the measured numbers are there; false when the leaf could not
   /// run the calibration kernels (`note` says why) or was not measured.
   bool calibrated = false;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include <canopy/ir/dump.hpp>
@@ -174,6 +175,9 @@ DeviceInfo read_info(const Api& cl, cl_device_id device, int index, const OpenCL
               device_value<cl_device_fp_config>(cl, device, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
   info.host_memory = false;
   info.on_host_cores = traits.is_cpu;
+  if (traits.streaming_entry)
+    info.streaming_threshold = static_cast<std::int64_t>(
+        std::min<std::size_t>(traits.streaming_threshold, std::numeric_limits<std::int64_t>::max()));
   return info;
 }
 

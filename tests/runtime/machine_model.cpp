@@ -179,6 +179,8 @@ TEST_CASE("machine model: the file round-trips every field") {
   model.leaves[1].kind = LocationKind::OpenCL;
   model.leaves[1].device = "opencl:0";
   model.leaves[1].gflops_f64 = 1.0 / 3.0;  // needs all 17 digits
+  model.leaves[1].stencil_bandwidth_gbs = 12.5;
+  model.leaves[1].streaming_threshold = std::int64_t{64} << 20;
   model.leaves.push_back(leaf("c", 0, 0, 0, 0));
   model.leaves.back().calibrated = false;
   model.leaves.back().note = "calibration failed: no\tdevice\nhere";
@@ -195,7 +197,7 @@ TEST_CASE("machine model: the file round-trips every field") {
   CHECK(loaded->leaves[1].gflops_f64 == 1.0 / 3.0);
   CHECK(loaded->leaves[2].note == "calibration failed: no device here");  // one line in the file
   CHECK_FALSE(loaded->leaves[2].calibrated);
-  CHECK(read_file(path).rfind("canopy-machine-model 2\n", 0) == 0);
+  CHECK(read_file(path).rfind("canopy-machine-model 3\n", 0) == 0);
   // No temporary file is left behind.
   int files = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path / "sub")) ++files;
@@ -329,6 +331,35 @@ TEST_CASE("machine model: predictions follow the roofline, scale with points and
   CHECK_THROWS_WITH(partial.predict_seconds(triad, "b", 10), doctest::Contains("'b'"));
   CHECK(partial.find("b") != nullptr);
   CHECK(partial.find("z") == nullptr);
+}
+
+TEST_CASE(
+    "machine model: stencil reads go at the stencil bandwidth, device streaming stores skip the allocating read") {
+  MachineModel model = hand_made();
+  model.leaves[1].kind = LocationKind::OpenCL;
+  model.leaves[1].device = "opencl:0";
+  model.leaves[1].stencil_bandwidth_gbs = 15;
+  const ir::Kernel stencil = ir::parse(
+      "kernel stencil(out f64[2] o, in f64[2] g) dims 2 {\n"
+      "  o[index(0), index(1)] = (g[(index(0) - 1:i64), index(1)] + g[(index(0) + 1:i64), index(1)])\n"
+      "}\n");
+  const ir::KernelCost cost = model.cost_of(stencil, "b", {1000, 1000, 0});
+  // b's stencil bandwidth, half its triad's; a has none measured and keeps its triad's.
+  CHECK(model.throughput(cost, "b") == doctest::Approx(15e9 / cost.bytes()));
+  CHECK(model.throughput(cost, "a") == doctest::Approx(10e9 / cost.bytes()));
+
+  // A device that streams launches writing 1 MB or more: a triad of 1 Mi
+  // points (8 MB written) skips the allocating read of a, one of 1000 points
+  // does not; a device without streaming never skips it.
+  const ir::Kernel triad = ir::parse(
+      "kernel triad(out f64[1] a, in f64[1] b, in f64[1] c, val f64 s) dims 1 {\n"
+      "  a[index(0)] = (b[index(0)] + (s * c[index(0)]))\n"
+      "}\n");
+  model.leaves[1].streaming_threshold = 1 << 20;
+  CHECK(model.cost_of(triad, "b", {1 << 20, 0, 0}).bytes() == 24);
+  CHECK(model.cost_of(triad, "b", {1000, 0, 0}).bytes() == 32);
+  model.leaves[1].streaming_threshold = -1;
+  CHECK(model.cost_of(triad, "b", {1 << 20, 0, 0}).bytes() == 32);
 }
 
 TEST_CASE("machine model: balanced shares give the leaves equal predicted times") {
