@@ -96,9 +96,10 @@ TEST_CASE("cuda golden: the golden sources compile with NVRTC, unfused, and asse
     const char* file;
     jit::CSource source;
   };
-  const Golden goldens[] = {{"triad.cu", {read_file(golden_path("triad.cu")), "triad", "triad_edges"}},
-                            {"jacobi_2d.cu", {read_file(golden_path("jacobi_2d.cu")), "jacobi_2d", "jacobi_2d_edges"}},
-                            {"sum.cu", {read_file(golden_path("sum.cu")), "sum", ""}}};
+  const Golden goldens[] = {
+      {"triad.cu", {read_file(golden_path("triad.cu")), "triad", "triad_edges", "", 0}},
+      {"jacobi_2d.cu", {read_file(golden_path("jacobi_2d.cu")), "jacobi_2d", "jacobi_2d_edges", "", 0}},
+      {"sum.cu", {read_file(golden_path("sum.cu")), "sum", "", "", 0}}};
   for (const auto& golden : goldens) {
     INFO(golden.file);
     const auto ptx =

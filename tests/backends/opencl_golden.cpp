@@ -97,7 +97,8 @@ TEST_CASE("opencl golden: the golden sources build and compute on the device") {
   battery::Random random(4141);
   // The triad and the stencil, through the golden files' own text.
   const auto triad = std::make_shared<const ir::Kernel>(ir::parse(kTriad));
-  const auto program = device->compile_source(triad, {read_file(golden_path("triad.cl")), "triad", "triad_edges"});
+  const auto program =
+      device->compile_source(triad, {read_file(golden_path("triad.cl")), "triad", "triad_edges", "", 0});
   const i64 n = 5000;
   const auto b = random.values<double>(n, -1, 1), c = random.values<double>(n, -1, 1);
   auto buffers = std::array{device->allocate(n * 8), device->allocate(n * 8), device->allocate(n * 8)};
