@@ -33,7 +33,7 @@ class Hotspot final : public Workload {
   void prepare(Size size) override {
     switch (size) {
       case Size::Small: rows_ = cols_ = 64, steps_ = 20; break;
-      case Size::Medium: rows_ = cols_ = 1024, steps_ = 1000; break;
+      case Size::Medium: rows_ = cols_ = 1024, steps_ = 3000; break;
       case Size::Large: rows_ = cols_ = 2048, steps_ = 1000; break;
     }
     chip_ = ::rodinia::hotspot::generate(rows_, cols_);

@@ -34,7 +34,7 @@ class SradV2 final : public Workload {
   void prepare(Size size) override {
     switch (size) {
       case Size::Small: rows_ = cols_ = 64, parameters_.iterations = 4; break;
-      case Size::Medium: rows_ = cols_ = 2048, parameters_.iterations = 20; break;
+      case Size::Medium: rows_ = cols_ = 2048, parameters_.iterations = 100; break;
       case Size::Large: rows_ = cols_ = 4096, parameters_.iterations = 20; break;
     }
     // Rodinia's usual run: the region of interest is the top-left corner.
