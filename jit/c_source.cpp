@@ -8,6 +8,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/verifier.hpp>
 
@@ -337,52 +338,31 @@ std::string CSourcePrinter::vector_expression(const ir::Expr& expr, int width, c
 std::string CSourcePrinter::streaming_statements(ScalarType type, int width, const std::string& vector) {
   // Arrays the kernel reads are stored with plain vector stores (a later
   // load in the kernel must see them); the others with streaming stores.
-  std::set<int> loaded;
-  std::function<void(const ir::Expr&)> collect = [&](const ir::Expr& e) {
-    if (e->kind == ir::ExprKind::Load) loaded.insert(e->as<ir::Load>().param);
-    if (e->kind == ir::ExprKind::Unary) collect(e->as<ir::Unary>().operand);
-    if (e->kind == ir::ExprKind::Binary) {
-      collect(e->as<ir::Binary>().lhs);
-      collect(e->as<ir::Binary>().rhs);
-    }
-    if (e->kind == ir::ExprKind::Call)
-      for (const auto& a : e->as<ir::Call>().args) collect(a);
-  };
+  std::set<int> read;
+  for (const auto& array : ir::footprint_of(kernel_).arrays)
+    if (array.reads.present) read.insert(array.param);
   const auto& stmts = kernel_.body->as<ir::Block>().stmts;
-  for (const auto& stmt : stmts) {
-    if (stmt->kind == ir::StmtKind::Decl) collect(stmt->as<ir::Decl>().init);
-    if (stmt->kind == ir::StmtKind::Assign) collect(stmt->as<ir::Assign>().value);
-    if (stmt->kind == ir::StmtKind::Store) collect(stmt->as<ir::Store>().value);
-  }
   const Names& n = *names_;
   const std::string vector_of = vector_type(type, width);
   std::string text;
   for (const auto& stmt : stmts) {
-    if (stmt->kind != ir::StmtKind::Store) text += "  ";
     if (stmt->kind == ir::StmtKind::Decl) {
       const auto& d = stmt->as<ir::Decl>();
       if (d.init->kind == ir::ExprKind::Index) {
-        text += "// " + n.locals.at(d.name) + ": the point's index, " + std::to_string(width) + " * " + vector +
+        text += "  // " + n.locals.at(d.name) + ": the point's index, " + std::to_string(width) + " * " + vector +
                 " + lane\n";
         continue;
       }
-      text += vector_of + " " + n.locals.at(d.name) + " = " + vector_expression(d.init, width, vector) + ";\n";
+      text += "  " + vector_of + " " + n.locals.at(d.name) + " = " + vector_expression(d.init, width, vector) + ";\n";
     } else if (stmt->kind == ir::StmtKind::Assign) {
       const auto& a = stmt->as<ir::Assign>();
-      text += n.locals.at(a.name) + " = " + vector_expression(a.value, width, vector) + ";\n";
+      text += "  " + n.locals.at(a.name) + " = " + vector_expression(a.value, width, vector) + ";\n";
     } else {
       const auto& st = stmt->as<ir::Store>();
-      // The dialect's lines, indented unless they are preprocessor lines.
-      const std::string store =
-          vector_store(n.params[static_cast<std::size_t>(st.param)], vector, vector_expression(st.value, width, vector),
-                       type, width, !loaded.count(st.param));
-      std::size_t start = 0;
-      while (start < store.size()) {
-        const std::size_t end = std::min(store.find('\n', start), store.size());
-        const std::string piece = store.substr(start, end - start);
-        text += (piece.starts_with("#") ? "" : "  ") + piece + "\n";
-        start = end + 1;
-      }
+      text += "  " +
+              vector_store(n.params[static_cast<std::size_t>(st.param)], vector,
+                           vector_expression(st.value, width, vector), type, width, !read.count(st.param)) +
+              "\n";
     }
   }
   return text;

@@ -219,9 +219,9 @@ class CSourcePrinter : protected ir::Visitor {
   /// The vector at vector index `index` of `pointer` (an expression).
   virtual std::string vector_load(const std::string& pointer, const std::string& index, int width) const { return ""; }
   /// The statement storing `value` at vector index `index` of `pointer`,
-  /// with a streaming store when `streaming`.
+  /// with a streaming store when `streaming`; may call need_helper().
   virtual std::string vector_store(const std::string& pointer, const std::string& index, const std::string& value,
-                                   ir::ScalarType type, int width, bool streaming) const {
+                                   ir::ScalarType type, int width, bool streaming) {
     return "";
   }
 

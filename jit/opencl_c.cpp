@@ -58,10 +58,10 @@ constexpr std::string_view kOpenCLWords[] = {
 // Families of OpenCL names: built-ins by prefix, and the predefined macros
 // (which would replace a variable of that name).
 constexpr std::string_view kOpenCLPrefixes[] = {
-    "native_",     "half_",     "vload",    "vstore",   "atomic_", "atom_",   "convert_", "as_",    "read_image",
-    "write_image", "get_image", "image1d",  "image2d",  "image3d", "CL_",     "CLK_",     "FLT_",   "DBL_",
-    "HALF_",       "M_",        "MAXFLOAT", "HUGE_VAL", "FP_",     "CHAR_",   "SCHAR_",   "UCHAR_", "SHRT_",
-    "USHRT_",      "INT_",      "UINT_",    "LONG_",    "ULONG_",  "ATOMIC_", "__OPENCL", "cl_"};
+    "stream_store_", "native_",     "half_",     "vload",    "vstore",   "atomic_", "atom_",   "convert_", "as_",
+    "read_image",    "write_image", "get_image", "image1d",  "image2d",  "image3d", "CL_",     "CLK_",     "FLT_",
+    "DBL_",          "HALF_",       "M_",        "MAXFLOAT", "HUGE_VAL", "FP_",     "CHAR_",   "SCHAR_",   "UCHAR_",
+    "SHRT_",         "USHRT_",      "INT_",      "UINT_",    "LONG_",    "ULONG_",  "ATOMIC_", "__OPENCL", "cl_"};
 
 // True for vector types: a scalar type name followed by 2, 3, 4, 8 or 16.
 bool is_vector_type(std::string_view word) {
@@ -134,6 +134,15 @@ std::string OpenCLCPrinter::atomic_add(const std::string& address, const std::st
 }
 
 std::string OpenCLCPrinter::dialect_helper(const std::string& name) const {
+  constexpr std::string_view kStreamStore = "stream_store_";
+  if (name.starts_with(kStreamStore)) {
+    const std::string vector = name.substr(kStreamStore.size());
+    return "// A streaming (non-temporal) store where the compiler has one, else a plain store.\nvoid " + name + "(" +
+           vector + " value, __global " + vector +
+           "* target) {\n#if defined(__clang__) && defined(__has_builtin) && "
+           "__has_builtin(__builtin_nontemporal_store)\n  __builtin_nontemporal_store(value, target);\n#else\n  "
+           "*target = value;\n#endif\n}\n";
+  }
   const bool is_f32 = name == "atomic_add_f32";
   if (!is_f32 && name != "atomic_add_f64") return "";
   const std::string f = is_f32 ? "float" : "double", bits = is_f32 ? "int" : "long";
@@ -156,13 +165,11 @@ std::string OpenCLCPrinter::vector_load(const std::string& pointer, const std::s
 }
 
 std::string OpenCLCPrinter::vector_store(const std::string& pointer, const std::string& index, const std::string& value,
-                                         ScalarType type, int width, bool streaming) const {
-  const std::string plain = "vstore" + std::to_string(width) + "(" + value + ", " + index + ", " + pointer + ");";
-  if (!streaming) return plain;
-  return "#if defined(__clang__) && defined(__has_builtin) && __has_builtin(__builtin_nontemporal_store)\n"
-         "__builtin_nontemporal_store(" +
-         value + ", (__global " + vector_type(type, width) + "*)" + pointer + " + " + index + ");\n#else\n" + plain +
-         "\n#endif";
+                                         ScalarType type, int width, bool streaming) {
+  if (!streaming) return "vstore" + std::to_string(width) + "(" + value + ", " + index + ", " + pointer + ");";
+  const std::string vector = vector_type(type, width);
+  need_helper("stream_store_" + vector);
+  return "stream_store_" + vector + "(" + value + ", (__global " + vector + "*)" + pointer + " + " + index + ");";
 }
 
 CSource opencl_c_source(const ir::Kernel& kernel, const CSourceOptions& options) {

@@ -51,10 +51,11 @@ class OpenCLCPrinter final : public CSourcePrinter {
   bool is_reserved(std::string_view word) const override;
   std::string vector_type(ir::ScalarType type, int width) const override;
   std::string vector_load(const std::string& pointer, const std::string& index, int width) const override;
-  /// A streaming store is clang's __builtin_nontemporal_store (PoCL and
-  /// other clang-based compilers), a vstore elsewhere.
+  /// A streaming store calls the helper stream_store_<vector type>: clang's
+  /// __builtin_nontemporal_store (PoCL and other clang-based compilers), a
+  /// plain store elsewhere.
   std::string vector_store(const std::string& pointer, const std::string& index, const std::string& value,
-                           ir::ScalarType type, int width, bool streaming) const override;
+                           ir::ScalarType type, int width, bool streaming) override;
 };
 
 /// OpenCL C 1.2 source for `kernel`, which should already be optimized (the

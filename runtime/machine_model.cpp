@@ -15,6 +15,7 @@
 #include <limits>
 #include <sstream>
 
+#include <canopy/backends/launch.hpp>
 #include <canopy/dsl/dsl.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/jit/c_source.hpp>
@@ -706,22 +707,21 @@ ir::KernelCost MachineModel::cost_of(const ir::Kernel& kernel, std::string_view 
   options.range = range;
   bool reduces = false;
   for (const auto& p : kernel.params) reduces = reduces || p.is_reduction();
-  const bool device_streams =
-      m.kind != LocationKind::Cpu && m.streaming_threshold >= 0 && jit::streaming_entry_type(kernel).has_value();
-  if ((m.kind == LocationKind::Cpu || device_streams) && !options.streaming_stores && !reduces && range[0] > 0) {
-    // The backend's rule: the CPU backend's (backends/cpu/cpu_device.cpp),
-    // or the threshold the device gave for kernels that suit its streaming code.
-    double threshold = m.cache_bytes > 0 ? 2.0 * static_cast<double>(m.cache_bytes) : double(std::int64_t{64} << 20);
-    if (const char* value = std::getenv("CANOPY_STREAMING_STORES"); value && *value) {
-      if (std::string_view(value) == "on") threshold = 0;
-      if (std::string_view(value) == "off") threshold = std::numeric_limits<double>::infinity();
-    }
-    if (device_streams) threshold = static_cast<double>(m.streaming_threshold);
+  // The backend's rule for streaming stores: the CPU backend's
+  // (backends/cpu/cpu_device.cpp), or the threshold a device gave for the
+  // kernels that suit its streaming code.
+  std::optional<double> threshold;
+  if (m.kind == LocationKind::Cpu)
+    threshold = static_cast<double>(backends::streaming_threshold_from_environment(
+        m.cache_bytes > 0 ? 2 * static_cast<std::size_t>(m.cache_bytes) : std::size_t{64} << 20));
+  else if (m.streaming_threshold >= 0 && jit::streaming_entry_type(kernel))
+    threshold = static_cast<double>(m.streaming_threshold);
+  if (threshold && !options.streaming_stores && !reduces && range[0] > 0) {
     double written = 0;
     for (int p : jit::streaming_candidates(kernel))
       written += static_cast<double>(range[0]) *
                  static_cast<double>(ir::size_of(kernel.params[static_cast<std::size_t>(p)].type));
-    options.streaming_stores = written > 0 && written >= threshold;
+    options.streaming_stores = written > 0 && written >= *threshold;
   }
   return ir::cost_of(kernel, options);
 }

@@ -101,7 +101,7 @@ struct LeafModel {
   /// Measured like bandwidth_gbs but by a 2-D 5-point stencil over a grid
   /// several times the caches: what a leaf sustains when it streams stencil
   /// windows from memory (three rows read at once and a row written), which
-  /// on the CPUs and PoCL measured here is a third to a half of the triad's
+  /// on the CPU and PoCL measured here is about four fifths of the triad's
   /// rate. throughput() uses it for kernels that read an array in the
   /// stencil pattern; 0: not measured (the triad's is used).
   double stencil_bandwidth_gbs = 0;

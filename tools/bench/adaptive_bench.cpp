@@ -289,7 +289,7 @@ int adaptive_command(int argc, char** argv) {
   }
 
   // PoCL's thread kept off cpu0's core (report.hpp).
-  Runtime rt = with_first_core_left_free([] { return Runtime(); });
+  Runtime rt = runtime_off_first_core();
   const auto leaves = pick_pair(rt.hierarchy(), args.get("--leaves", ""));
   keep_only(rt, leaves);
   const std::string at = common_parent(rt.hierarchy(), leaves);

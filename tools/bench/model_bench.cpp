@@ -98,7 +98,7 @@ int model_command(int argc, char** argv) {
   setenv("CANOPY_CPU_LEAVES", "core", 0);
   // As canopy-bench adaptive: PoCL on one thread, kept off cpu0's core.
   setenv("POCL_MAX_PTHREAD_COUNT", "1", 0);
-  Runtime rt = with_first_core_left_free([] { return Runtime(); });
+  Runtime rt = runtime_off_first_core();
   const Hierarchy tree = rt.hierarchy();
   const std::vector<std::string> leaves = pick_leaves(tree, args.get("--leaves", ""));
   std::printf("%s", tree.to_text().c_str());

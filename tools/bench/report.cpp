@@ -6,8 +6,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
+
+#include <canopy/canopy.hpp>
 
 namespace canopy::bench {
 
@@ -45,30 +46,38 @@ std::int64_t Args::count(const std::string& flag, std::int64_t fallback) const {
   return value;
 }
 
-namespace detail {
+namespace {
 
-bool leave_first_core(std::vector<unsigned char>& saved) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return false;
-  saved.assign(reinterpret_cast<const unsigned char*>(&allowed),
-               reinterpret_cast<const unsigned char*>(&allowed) + sizeof allowed);
-  cpu_set_t others = allowed;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &others)) {
-      CPU_CLR(cpu, &others);
-      break;
-    }
-  return sched_setaffinity(0, sizeof others, &others) == 0;
+// Keeps the calling thread off the first core it may use while it lives.
+class FirstCoreLeftFree {
+ public:
+  FirstCoreLeftFree() {
+    if (sched_getaffinity(0, sizeof allowed_, &allowed_) != 0 || CPU_COUNT(&allowed_) < 2) return;
+    cpu_set_t others = allowed_;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &others)) {
+        CPU_CLR(cpu, &others);
+        break;
+      }
+    narrowed_ = sched_setaffinity(0, sizeof others, &others) == 0;
+  }
+  ~FirstCoreLeftFree() {
+    if (narrowed_) sched_setaffinity(0, sizeof allowed_, &allowed_);
+  }
+  FirstCoreLeftFree(const FirstCoreLeftFree&) = delete;
+  FirstCoreLeftFree& operator=(const FirstCoreLeftFree&) = delete;
+
+ private:
+  cpu_set_t allowed_{};
+  bool narrowed_ = false;
+};
+
+}  // namespace
+
+Runtime runtime_off_first_core() {
+  const FirstCoreLeftFree narrowed;  // its cores come back after the Runtime is made
+  return Runtime();
 }
-
-void restore_cores(const std::vector<unsigned char>& saved) {
-  cpu_set_t allowed;
-  if (saved.size() != sizeof allowed) return;
-  std::memcpy(&allowed, saved.data(), sizeof allowed);
-  sched_setaffinity(0, sizeof allowed, &allowed);
-}
-
-}  // namespace detail
 
 void fail(const std::string& message) {
   std::fprintf(stderr, "canopy-bench: %s\n", message.c_str());

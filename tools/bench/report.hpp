@@ -1,5 +1,6 @@
 // What every canopy-bench command shares: its command line, the rows of
-// results it prints as a table and writes as JSON.
+// results it prints as a table and writes as JSON, and a Runtime started off
+// the first core (for the benches that pair a CPU leaf with PoCL).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,10 @@
 #include <string>
 #include <variant>
 #include <vector>
+
+namespace canopy {
+class Runtime;
+}  // namespace canopy
 
 namespace canopy::bench {
 
@@ -30,16 +35,15 @@ class Args {
 /// Prints "canopy-bench: MESSAGE" and exits with status 2.
 [[noreturn]] void fail(const std::string& message);
 
-/// Runs `start` (which creates a Runtime) with the calling thread kept off
-/// the first core it may use, then gives the thread its cores back. Threads
-/// started meanwhile keep the narrower set: an OpenCL device that computes
-/// on the host's cores (PoCL) starts its threads when the runtime discovers
-/// it, so they stay off the core of the first one-core CPU leaf. Left free,
-/// the scheduler sometimes woke PoCL's thread on that core, behind the leaf's
+/// A Runtime started with the calling thread kept off the first core it may
+/// use (its cores are given back before this returns). Threads started
+/// meanwhile keep the narrower set: an OpenCL device that computes on the
+/// host's cores (PoCL) starts its threads when the runtime discovers it, so
+/// they stay off the core of the first one-core CPU leaf. Left free, the
+/// scheduler sometimes woke PoCL's thread on that core, behind the leaf's
 /// pinned worker, and the device's piece of a split waited for the CPU's.
-/// With one usable core it just runs `start`.
-template <class Start>
-auto with_first_core_left_free(Start&& start);
+/// With one usable core it is a plain Runtime.
+Runtime runtime_off_first_core();
 
 /// One result: ordered fields, each a string or a number.
 struct Row {
@@ -52,27 +56,5 @@ struct Row {
 /// Writes {"results":[rows...]} (plus extra top-level numbers) to `path`; exits on failure.
 void write_json(const std::string& path, const std::vector<Row>& rows,
                 const std::vector<std::pair<std::string, double>>& extra = {});
-
-namespace detail {
-/// Narrows the calling thread's cores to all but the first; false (nothing
-/// changed) when it may use only one. `saved` receives the previous set.
-bool leave_first_core(std::vector<unsigned char>& saved);
-/// Restores what leave_first_core() saved.
-void restore_cores(const std::vector<unsigned char>& saved);
-}  // namespace detail
-
-template <class Start>
-auto with_first_core_left_free(Start&& start) {
-  std::vector<unsigned char> saved;
-  const bool narrowed = detail::leave_first_core(saved);
-  struct Restore {
-    bool active;
-    const std::vector<unsigned char>& saved;
-    ~Restore() {
-      if (active) detail::restore_cores(saved);
-    }
-  } restore{narrowed, saved};
-  return start();
-}
 
 }  // namespace canopy::bench
