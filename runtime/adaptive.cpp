@@ -128,6 +128,12 @@ FeedbackOptions FeedbackOptions::from_environment() {
   FeedbackOptions options;
   options.dead_band = fraction_from_environment("CANOPY_ADAPTIVE_DEAD_BAND", options.dead_band, 0, 1, false);
   options.damping = fraction_from_environment("CANOPY_ADAPTIVE_DAMPING", options.damping, 0, 1, true);
+  if (const char* probe = std::getenv("CANOPY_ADAPTIVE_PROBE"); probe && *probe) {
+    if (std::string_view(probe) == "0" || std::string_view(probe) == "1")
+      options.probe = *probe == '1';
+    else
+      std::fprintf(stderr, "canopy: CANOPY_ADAPTIVE_PROBE=%s is neither 0 nor 1; using %d\n", probe, options.probe);
+  }
   return options;
 }
 
@@ -361,27 +367,58 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
   auto found = entries_.find(plan.key);
   if (found == entries_.end()) return;
   Entry& entry = found->second;
-  std::vector<double> ran(plan.leaves.size()), seconds = m.seconds;
-  entry.recent_rates.resize(plan.leaves.size());
-  for (std::size_t i = 0; i < ran.size(); ++i) {
+  const std::size_t n = plan.leaves.size();
+  // A probe's launch of the even split says nothing of the rates at the split being balanced.
+  const bool trial = entry.phase == Entry::Phase::Probing && plan.shares != entry.candidates.front();
+  std::vector<double> ran(n), seconds = m.seconds, rates(n, 0.0);
+  double launch_seconds = 0;  // when the last leaf finished
+  entry.recent_rates.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
     ran[i] = static_cast<double>(m.rows[i]) / static_cast<double>(m.total_rows);
     if (m.rows[i] <= 0 || !(m.seconds[i] > 0) || !std::isfinite(m.seconds[i])) continue;
-    auto& rates = entry.recent_rates[i];
-    rates.push_back(static_cast<double>(m.rows[i]) / m.seconds[i]);
-    if (rates.size() > kRecentLaunches) rates.erase(rates.begin());
-    seconds[i] = static_cast<double>(m.rows[i]) / median_of(rates);
+    launch_seconds = std::max(launch_seconds, m.seconds[i]);
+    auto& recent = entry.recent_rates[i];
+    if (!trial) recent.push_back(static_cast<double>(m.rows[i]) / m.seconds[i]);
+    if (recent.size() > kRecentLaunches) recent.erase(recent.begin());
+    if (recent.empty()) continue;
+    rates[i] = median_of(recent);
+    seconds[i] = static_cast<double>(m.rows[i]) / rates[i];
   }
+  if (!trial && launch_seconds > 0) {
+    entry.recent_seconds.push_back(launch_seconds);
+    if (entry.recent_seconds.size() > kRecentLaunches) entry.recent_seconds.erase(entry.recent_seconds.begin());
+  }
+  const std::vector<double> kept = entry.keeps();
   const Feedback feedback = rebalance(ran, seconds, options_);
   entry.split.launches += 1;
   entry.split.last_imbalance = feedback.imbalance;
-  if (feedback.changed) {
-    entry.split.shares = feedback.shares;
-    entry.split.changes += 1;
+  switch (entry.phase) {
+    case Entry::Phase::Balancing:
+      if (feedback.changed) {
+        entry.split.shares = feedback.shares;
+        entry.split.changes += 1;
+        entry.probe_due = true;
+        entry.recent_seconds.clear();
+        break;
+      }
+      entry.probe_due = entry.probe_due || drifted(entry);
+      if (entry.probe_due && options_.probe && entry.split.launches >= 2 && std::isfinite(feedback.imbalance))
+        start_probe(entry, rates);
+      break;
+    case Entry::Phase::Probing: probe_step(entry, plan.shares, launch_seconds); break;
+    case Entry::Phase::Holding:
+      if (drifted(entry)) {
+        // The machine is not what it was when the even split won: balance, and probe again.
+        entry.phase = Entry::Phase::Balancing;
+        entry.split.held = false;
+        entry.probe_due = true;
+      }
+      break;
   }
   // Written after the first launch, then at most once a second while it
   // moves (a file write would otherwise delay every launch that changes the
   // split), and by the destructor.
-  entry.dirty = entry.dirty || feedback.changed || !entry.saved;
+  entry.dirty = entry.dirty || entry.keeps() != kept || !entry.saved;
   const auto now = std::chrono::steady_clock::now();
   if (entry.dirty && (!entry.saved || now - entry.saved_at >= kSaveInterval)) {
     entry.saved = true;
@@ -389,6 +426,61 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
     entry.saved_at = now;
     save(entry);
   }
+}
+
+void AdaptivePlacement::start_probe(Entry& entry, const std::vector<double>& rates) const {
+  entry.probe_due = false;
+  // Whether or not it probes, this split's launch time is what later ones are compared with.
+  entry.reference_seconds = entry.recent_seconds.empty() ? 0.0 : median_of(entry.recent_seconds);
+  const std::vector<double>& settled = entry.split.shares;
+  const std::vector<double> even(settled.size(), 1.0 / static_cast<double>(settled.size()));
+  if (even == settled || rates.size() != settled.size()) return;
+  // Predicted times (in units of the whole range) of both splits at the rates measured.
+  double now = 0, then = 0;
+  for (std::size_t i = 0; i < settled.size(); ++i) {
+    if (!(rates[i] > 0)) return;  // a leaf without a piece: no rate to predict from
+    now = std::max(now, settled[i] / rates[i]);
+    then = std::max(then, even[i] / rates[i]);
+  }
+  if (!(then <= (1 + options_.probe_margin) * now)) return;
+  entry.candidates = {settled, even};
+  entry.candidate_seconds.assign(entry.candidates.size(), {});
+  entry.schedule = {1, 0, 1, 0};  // alternating, so that a change of the machine's speed hits both
+  entry.phase = Entry::Phase::Probing;
+  entry.split.shares = entry.candidates[entry.schedule.front()];
+}
+
+void AdaptivePlacement::probe_step(Entry& entry, const std::vector<double>& ran_shares, double seconds) const {
+  if (entry.schedule.empty()) return;
+  const std::size_t expected = entry.schedule.front();
+  // A launch planned before the probe (regions can be queued ahead), or one without a time, is no sample.
+  if (ran_shares != entry.candidates[expected] || !(seconds > 0) || !std::isfinite(seconds)) return;
+  entry.candidate_seconds[expected].push_back(seconds);
+  entry.schedule.erase(entry.schedule.begin());
+  if (!entry.schedule.empty()) {
+    entry.split.shares = entry.candidates[entry.schedule.front()];
+    return;
+  }
+  const double settled = median_of(entry.candidate_seconds[0]), even = median_of(entry.candidate_seconds[1]);
+  entry.split.probes += 1;
+  const bool even_wins = even < settled * (1 - options_.probe_gain);
+  entry.split.shares = entry.candidates[even_wins ? 1 : 0];
+  entry.phase = even_wins ? Entry::Phase::Holding : Entry::Phase::Balancing;
+  entry.split.held = even_wins;
+  entry.reference_seconds = even_wins ? even : settled;
+  entry.recent_seconds = entry.candidate_seconds[even_wins ? 1 : 0];
+  if (even_wins) {
+    entry.split.changes += 1;
+    entry.recent_rates.assign(entry.recent_rates.size(), {});  // the rates at the settled split no longer apply
+  }
+  entry.candidates.clear();
+  entry.candidate_seconds.clear();
+}
+
+bool AdaptivePlacement::drifted(const Entry& entry) const {
+  if (entry.recent_seconds.size() < kRecentLaunches || !(entry.reference_seconds > 0)) return false;
+  const double recent = median_of(entry.recent_seconds), band = 1 + options_.dead_band;
+  return recent > entry.reference_seconds * band || recent * band < entry.reference_seconds;
 }
 
 std::vector<AdaptiveSplit> AdaptivePlacement::splits() const {
@@ -410,7 +502,7 @@ std::string AdaptivePlacement::path_of(const std::string& key) const {
 void AdaptivePlacement::save(const Entry& entry) const {
   if (directory_ == "off") return;
   try {
-    write_adaptive_file(path_of(entry.split.key), entry.split.key, entry.split.leaves, entry.split.shares);
+    write_adaptive_file(path_of(entry.split.key), entry.split.key, entry.split.leaves, entry.keeps());
   } catch (const Error& e) {
     std::fprintf(stderr, "canopy: the adaptive split is not kept between runs: %s\n", e.what());
   }

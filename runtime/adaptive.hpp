@@ -29,7 +29,26 @@
 //     way there. It stays as it is while the slowest leaf took at most
 //     `dead_band` longer than the fastest (noise of a few percent never moves
 //     it), and when no share would move by `min_change` or more.
-//  4. The split is kept per key: the node's fingerprint, the location the
+//  4. Balanced finishing times are the fastest split only while each leaf's
+//     speed does not depend on the split. Leaves that share the memory bus
+//     break that: when the bus is saturated, the leaf with the smaller piece
+//     can get the smaller part of the bandwidth, the rates measured at one
+//     split mispredict every other, and the balanced split can be 10-20%
+//     slower than the even one (measured on a two-core VM whose memory
+//     bandwidth halved while other guests ran). So once the split has
+//     settled (a launch that does not move it), the policy probes: it
+//     launches the even split and the settled one alternately, two times
+//     each, and compares their launch times (the last leaf's finishing
+//     time). The even split is tried only where the rates measured predict
+//     it at most `probe_margin` slower, so that leaves of very different
+//     speed never pay for it. If it is faster by more than `probe_gain`, the
+//     policy holds it and stops rebalancing; otherwise it returns to the
+//     settled split. Either way it probes again when the split moves, or
+//     when the median of the last three launch times leaves the dead band
+//     around what the probe measured (the machine changed: other work came
+//     or went). Hence `adaptive` is not slower than the even (static) split
+//     by more than the noise, whatever the leaves share.
+//  5. The split is kept per key: the node's fingerprint, the location the
 //     region runs at, its executing leaves (name, kind, cores, device), the
 //     kernel's hash and the extents class (the bit width of each extent, so
 //     2^20 and 2^20 + 1000 points share what they learn). It is saved after its first launch,
@@ -48,6 +67,7 @@
 // ## Settings (environment)
 //   CANOPY_ADAPTIVE_DEAD_BAND  fraction, default 0.08 (8%)
 //   CANOPY_ADAPTIVE_DAMPING    fraction of the way to balance per launch, default 0.7
+//   CANOPY_ADAPTIVE_PROBE      0: never probe the even split (step 4), default 1
 #pragma once
 
 #include <chrono>
@@ -80,9 +100,18 @@ struct FeedbackOptions {
   /// A new split whose shares all differ from the old by less than this
   /// (a fraction of the range) is not taken.
   double min_change = 0.005;
+  /// Whether a settled split is compared with the even one (see the top of this file).
+  bool probe = true;
+  /// The even split is probed only where the rates measured at the settled
+  /// split predict it at most this fraction slower (0.25: 25%).
+  double probe_margin = 0.25;
+  /// The even split replaces the settled one only when its median launch
+  /// time is lower by more than this fraction (0.04: 4%).
+  double probe_gain = 0.04;
 
   /// The defaults, with CANOPY_ADAPTIVE_DEAD_BAND and CANOPY_ADAPTIVE_DAMPING
-  /// where they are set to a number in [0, 1] (dead band) or (0, 1] (damping).
+  /// where they are set to a number in [0, 1] (dead band) or (0, 1] (damping),
+  /// and CANOPY_ADAPTIVE_PROBE where it is 0 or 1.
   static FeedbackOptions from_environment();
 };
 
@@ -117,9 +146,13 @@ struct AdaptiveSplit {
   std::vector<double> shares;        ///< the split the next launch takes
   std::vector<double> model_shares;  ///< what the model predicted (empty without a model)
   int launches = 0;                  ///< launches measured
-  int changes = 0;                   ///< launches after which the split moved
+  int changes = 0;                   ///< launches after which the split moved (probe launches aside)
   double last_imbalance = 0;         ///< Feedback::imbalance of the last measured launch
-  bool from_file = false;            ///< the first split was read from the cache directory
+  int probes = 0;                    ///< probes finished (see the top of this file)
+  /// The split is the even one, held because a probe found it faster than
+  /// the balanced one; rebalancing is off while it holds.
+  bool held = false;
+  bool from_file = false;  ///< the first split was read from the cache directory
 };
 
 class AdaptivePlacement;
@@ -198,12 +231,36 @@ class AdaptivePlacement {
     /// feedback takes their median, so one launch slowed by something else
     /// on the machine does not move the split.
     std::vector<std::vector<double>> recent_rates;
+    enum class Phase { Balancing, Probing, Holding };
+    Phase phase = Phase::Balancing;
+    bool probe_due = true;  ///< the split moved (or was read) since the last probe
+    /// Probing: [0] the settled split, [1] the even one; the launch times
+    /// measured with each; the candidates still to launch, in order.
+    std::vector<std::vector<double>> candidates;
+    std::vector<std::vector<double>> candidate_seconds;
+    std::vector<std::size_t> schedule;
+    /// The launch time at the current split when it was last probed (0: not
+    /// yet), and the last three launch times at the current split (probe
+    /// launches of the even split aside).
+    double reference_seconds = 0;
+    std::vector<double> recent_seconds;
+
+    /// The split worth keeping between runs: the settled one while probing.
+    const std::vector<double>& keeps() const { return phase == Phase::Probing ? candidates.front() : split.shares; }
   };
   struct LeafRate {
     double rate = 0;     ///< points per second, 0: unknown
     double latency = 0;  ///< seconds
   };
 
+  /// Starts a probe of `entry`'s settled split when the rows per second of
+  /// each leaf (`rates`, 0: unknown) predict the even split worth trying.
+  void start_probe(Entry& entry, const std::vector<double>& rates) const;
+  /// Takes one probe launch's time; decides when the last is in.
+  void probe_step(Entry& entry, const std::vector<double>& ran_shares, double seconds) const;
+  /// Whether the median of the last three launch times at the current split
+  /// left the dead band around the one the last probe (or declined probe) saw.
+  bool drifted(const Entry& entry) const;
   LeafRate model_rate(const AdaptiveKernel& kernel, const Location& leaf, const Shape& range,
                       const std::string& extents_class);
   std::string path_of(const std::string& key) const;

@@ -147,6 +147,7 @@ TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known s
     CHECK(splits[0].leaves == std::vector<std::string>{"cpu0", "opencl0"});
     CHECK(splits[0].launches == kLaunches);
     CHECK_FALSE(splits[0].from_file);
+    CHECK(splits[0].probes == 0);  // the even split would take twice as long: never probed
     REQUIRE(splits[0].model_shares.size() == 2);
     CHECK(cpu_share[0] == doctest::Approx(splits[0].model_shares[0]).epsilon(1e-5));  // the model's split first
     MESSAGE("cpu0's share launch by launch: " << shares_text(cpu_share) << "; changes " << splits[0].changes);

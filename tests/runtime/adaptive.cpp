@@ -211,6 +211,12 @@ TEST_CASE("FeedbackOptions::from_environment reads the dead band and damping, ig
   CHECK(options.damping == FeedbackOptions{}.damping);
   unsetenv("CANOPY_ADAPTIVE_DEAD_BAND");
   unsetenv("CANOPY_ADAPTIVE_DAMPING");
+  CHECK(FeedbackOptions::from_environment().probe);
+  setenv("CANOPY_ADAPTIVE_PROBE", "0", 1);
+  CHECK_FALSE(FeedbackOptions::from_environment().probe);
+  setenv("CANOPY_ADAPTIVE_PROBE", "no", 1);  // neither 0 nor 1: the default
+  CHECK(FeedbackOptions::from_environment().probe);
+  unsetenv("CANOPY_ADAPTIVE_PROBE");
 }
 
 TEST_CASE("split: adaptive cuts the range by the context's shares over every leaf, never dropping a row") {
@@ -341,6 +347,7 @@ TEST_CASE("AdaptivePlacement: even without a model, learns from synthetic times 
     REQUIRE(splits.size() == 1);
     CHECK(splits[0].launches == 8);
     CHECK(splits[0].changes >= 2);
+    CHECK(splits[0].probes == 0);  // the even split, predicted twice as slow, is never probed
     CHECK_FALSE(splits[0].from_file);
     learned = splits[0].shares;
     CHECK(learned[0] == doctest::Approx(0.25).epsilon(0.05));
@@ -367,6 +374,100 @@ TEST_CASE("AdaptivePlacement: even without a model, learns from synthetic times 
   AdaptivePlacement off(FeedbackOptions{}, "off");
   off.set_model(std::nullopt, "node fingerprint");
   CHECK(off.plan(key, *tree.root(), leaves, Shape(rows))->shares == std::vector<double>{0.5, 0.5});
+}
+
+TEST_CASE("AdaptivePlacement: on a saturated bus a probe finds the even split faster and holds it, while it lasts") {
+  // Leaves that run 0.45 and 0.55 of the range per second: balancing
+  // settles near 0.45 : 0.55 in about 1 s, where the even split takes 1.11 s.
+  // Then the bus saturates: every split takes 1.5 times as long, except the
+  // even one, whose leaves run in step and finish together in 1.3 s. Then
+  // the bus is free again.
+  const Hierarchy tree = two_leaves();
+  const auto leaves = tree.leaves(*tree.root());
+  const ir::Kernel kernel;
+  const AdaptiveKernel key{&kernel, 7};
+  const std::int64_t rows = 100000;
+  const std::vector<double> rate = {0.45, 0.55}, even = {0.5, 0.5};
+  AdaptivePlacement placement(FeedbackOptions{}, "off");
+  placement.set_model(std::nullopt, "node fingerprint");
+  bool saturated = false;
+  std::vector<std::shared_ptr<const AdaptivePlan>> queued;  // planned, not yet run
+  auto plan = [&] { queued.push_back(placement.plan(key, *tree.root(), leaves, Shape(rows))); };
+  auto run = [&] {
+    const auto next = queued.front();
+    queued.erase(queued.begin());
+    const auto split_rows = rows_of(tree, next->shares, rows);
+    std::vector<double> seconds(2);
+    for (std::size_t i = 0; i < 2; ++i)
+      seconds[i] = saturated && split_rows[0] == split_rows[1]
+                       ? 1.3
+                       : double(split_rows[i]) / rows / rate[i] * (saturated ? 1.5 : 1.0);
+    RegionStats record = synthetic_record(next->leaves, split_rows, seconds);
+    next->annotate(record);
+    next->finished(record);
+    return next->shares;
+  };
+  auto launch = [&] {
+    plan();
+    return run();
+  };
+  auto learned = [&] { return placement.splits().at(0); };
+
+  // A free bus: the probe finds the even split slower and goes back.
+  for (int i = 0; i < 12; ++i) launch();
+  CHECK(learned().probes == 1);
+  CHECK_FALSE(learned().held);
+  const std::vector<double> settled = learned().shares;
+  CHECK(settled[0] == doctest::Approx(0.45).epsilon(0.05));
+  // It stays there, without probing again, while the times stay.
+  for (int i = 0; i < 20; ++i) CHECK(launch() == settled);
+  CHECK(learned().probes == 1);
+
+  // Saturated: the times drift up, a probe runs, the even split wins and holds.
+  saturated = true;
+  for (int i = 0; i < 10; ++i) launch();
+  CHECK(learned().probes == 2);
+  CHECK(learned().held);
+  CHECK(learned().shares == even);
+  for (int i = 0; i < 20; ++i) CHECK(launch() == even);
+  CHECK(learned().probes == 2);
+
+  // Free again: the held split's times drift down; balancing resumes and the
+  // next probe keeps the balanced split.
+  saturated = false;
+  for (int i = 0; i < 20; ++i) launch();
+  CHECK_FALSE(learned().held);
+  CHECK(learned().probes == 3);
+  CHECK(learned().shares[0] == doctest::Approx(0.45).epsilon(0.05));
+
+  // A launch planned before a probe began is not taken for one of its launches.
+  saturated = true;
+  launch();
+  plan();
+  plan();
+  run();  // the second slow launch: the probe begins, the next launch is to take the even split...
+  CHECK(learned().shares == even);
+  CHECK(run() == settled);          // ...but this one was planned before and took the settled split
+  CHECK(learned().shares == even);  // the probe still waits for its first even launch
+  for (int i = 0; i < 10; ++i) launch();
+  CHECK(learned().probes == 4);
+  CHECK(learned().held);
+
+  // With probing off, the balanced split stays whatever the bus does.
+  FeedbackOptions off;
+  off.probe = false;
+  AdaptivePlacement balancing_only(off, "off");
+  balancing_only.set_model(std::nullopt, "node fingerprint");
+  for (int i = 0; i < 30; ++i) {
+    auto next = balancing_only.plan(key, *tree.root(), leaves, Shape(rows));
+    const auto split_rows = rows_of(tree, next->shares, rows);
+    std::vector<double> seconds(2);
+    for (std::size_t i = 0; i < 2; ++i) seconds[i] = double(split_rows[i]) / rows / rate[i] * 1.5;
+    RegionStats record = synthetic_record(next->leaves, split_rows, seconds);
+    next->finished(record);
+  }
+  CHECK(balancing_only.splits().at(0).probes == 0);
+  CHECK(balancing_only.splits().at(0).shares[0] == doctest::Approx(0.45).epsilon(0.05));
 }
 
 TEST_CASE("extents_class_of: the bit width of each extent") {

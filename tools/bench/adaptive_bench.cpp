@@ -6,7 +6,9 @@
 //  - the split the next adaptive launch will take, as a fixed percentage (a
 //    control: the same split without the policy), and
 //  - the next adaptive launch (from the model's split, then learning),
-// interleaved so that other work on the machine disturbs both alike. It
+// interleaved so that other work on the machine disturbs both alike (the
+// adaptive launch and its control take a different place among the sweep's
+// launches each round). It
 // prints each split's median time, each adaptive launch's split, each leaf's
 // predicted time, kernel time (ran) and finishing time from the launch
 // (done, what the policy balances), the launch's wall time and the sweep's
@@ -157,35 +159,47 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
   std::vector<std::array<double, 6>> pieces;  // predicted, ran and finished, per leaf
   for (int k = 1; k <= launches; ++k) {
     double best_of_round = INFINITY;
-    for (int p = 0; p <= 100; p += 10) {
+    auto sweep_launch = [&](int p) {
       const std::string policy = percentage_policy(p);
       seconds_of(rt, [&] { launch(policy); });
       const double seconds = seconds_of(rt, [&] { launch(policy); });
       sweep_times[static_cast<std::size_t>(p / 10)].push_back(seconds);
       best_of_round = std::min(best_of_round, seconds);
+    };
+    auto adaptive_launch = [&] {
+      double same_split = NAN;  // the split the adaptive launch is about to take, as a fixed percentage
+      for (const AdaptiveSplit& split : rt.engine().adaptive().splits())
+        if (split.kernel == name) {
+          const std::string fixed = percentage_policy(split.shares[0] * 100);
+          seconds_of(rt, [&] { launch(fixed); });
+          same_split = seconds_of(rt, [&] { launch(fixed); });
+        }
+      fixed_times.push_back(same_split);
+      walls.push_back(seconds_of(rt, [&] { launch("adaptive"); }));
+      const RegionStats region = rt.stats().recent.back();
+      double share = 0;
+      std::array<double, 6> piece{};
+      for (const PieceStats& stats : region.pieces) {
+        const std::size_t which = stats.leaf == leaves.first ? 0 : 3;
+        if (which == 0) share += stats.share;
+        piece[which] += stats.predicted_seconds;
+        piece[which + 1] += stats.run_seconds;
+        piece[which + 2] = std::max(piece[which + 2], stats.finished_seconds);
+      }
+      shares.push_back(share * 100);
+      pieces.push_back(piece);
+    };
+    // The adaptive launch takes a different place among the sweep's each
+    // round (7 and 12 are coprime), so that a slow stretch of the machine
+    // within a round does not always fall on it, or never.
+    const int adaptive_slot = (k * 7) % 12;
+    for (int slot = 0; slot < 12; ++slot) {
+      if (slot == adaptive_slot)
+        adaptive_launch();
+      else
+        sweep_launch(10 * (slot < adaptive_slot ? slot : slot - 1));
     }
     round_best.push_back(best_of_round);
-    double same_split = NAN;  // the split the adaptive launch is about to take, as a fixed percentage
-    for (const AdaptiveSplit& split : rt.engine().adaptive().splits())
-      if (split.kernel == name) {
-        const std::string fixed = percentage_policy(split.shares[0] * 100);
-        seconds_of(rt, [&] { launch(fixed); });
-        same_split = seconds_of(rt, [&] { launch(fixed); });
-      }
-    fixed_times.push_back(same_split);
-    walls.push_back(seconds_of(rt, [&] { launch("adaptive"); }));
-    const RegionStats region = rt.stats().recent.back();
-    double share = 0;
-    std::array<double, 6> piece{};
-    for (const PieceStats& stats : region.pieces) {
-      const std::size_t which = stats.leaf == leaves.first ? 0 : 3;
-      if (which == 0) share += stats.share;
-      piece[which] += stats.predicted_seconds;
-      piece[which + 1] += stats.run_seconds;
-      piece[which + 2] = std::max(piece[which + 2], stats.finished_seconds);
-    }
-    shares.push_back(share * 100);
-    pieces.push_back(piece);
   }
   std::vector<double> sweep;
   std::printf("%-10s %12s\n", ("% " + leaves.first).c_str(), "median ms");
@@ -254,9 +268,10 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
       outcome.steady <= 1.10 * outcome.best_sweep_tail ? "within 10%" : "NOT within 10%");
   for (const AdaptiveSplit& split : rt.engine().adaptive().splits())
     if (split.kernel == name)
-      std::printf("learned split: %s %.1f%%, %s %.1f%% (model: %.1f%%, %d changes in %d launches)\n",
+      std::printf("learned split: %s %.1f%%, %s %.1f%% (model: %.1f%%, %d changes in %d launches, %d probes%s)\n",
                   split.leaves[0].c_str(), split.shares[0] * 100, split.leaves[1].c_str(), split.shares[1] * 100,
-                  split.model_shares.empty() ? NAN : split.model_shares[0] * 100, split.changes, split.launches);
+                  split.model_shares.empty() ? NAN : split.model_shares[0] * 100, split.changes, split.launches,
+                  split.probes, split.held ? ", holding the even split" : "");
   const double ratio = outcome.steady / outcome.best_sweep;
   std::printf(
       "%s: best sweep %.3f ms (%d%% on %s); adaptive steady state %.3f ms (median of the last %zu); "
