@@ -457,13 +457,22 @@ void AdaptivePlacement::probe_step(Entry& entry, const std::vector<double>& ran_
   if (ran_shares != entry.candidates[expected] || !(seconds > 0) || !std::isfinite(seconds)) return;
   entry.candidate_seconds[expected].push_back(seconds);
   entry.schedule.erase(entry.schedule.begin());
-  if (!entry.schedule.empty()) {
+  const auto& settled_seconds = entry.candidate_seconds[0];
+  const auto& even_seconds = entry.candidate_seconds[1];
+  if (!entry.schedule.empty() && settled_seconds.size() != even_seconds.size()) {
     entry.split.shares = entry.candidates[entry.schedule.front()];
     return;
   }
-  const double settled = median_of(entry.candidate_seconds[0]), even = median_of(entry.candidate_seconds[1]);
+  // After each pair: a gap of twice the gain decides at once, else the last pair does.
+  const double settled = median_of(settled_seconds), even = median_of(even_seconds);
+  const double gain = entry.schedule.empty() ? options_.probe_gain : 2 * options_.probe_gain;
+  const bool even_wins = even < settled * (1 - gain);
+  if (!entry.schedule.empty() && !even_wins && !(settled < even * (1 - gain))) {
+    entry.split.shares = entry.candidates[entry.schedule.front()];
+    return;
+  }
+  entry.schedule.clear();
   entry.split.probes += 1;
-  const bool even_wins = even < settled * (1 - options_.probe_gain);
   entry.split.shares = entry.candidates[even_wins ? 1 : 0];
   entry.phase = even_wins ? Entry::Phase::Holding : Entry::Phase::Balancing;
   entry.split.held = even_wins;
@@ -479,7 +488,10 @@ void AdaptivePlacement::probe_step(Entry& entry, const std::vector<double>& ran_
 
 bool AdaptivePlacement::drifted(const Entry& entry) const {
   if (entry.recent_seconds.size() < kRecentLaunches || !(entry.reference_seconds > 0)) return false;
-  const double recent = median_of(entry.recent_seconds), band = 1 + options_.dead_band;
+  // Twice the dead band: one launch in a few can take 15% longer than the
+  // others at the same split (seen at the even split on a busy memory bus),
+  // while other work coming or going moved the times by 1.5-2x.
+  const double recent = median_of(entry.recent_seconds), band = 1 + 2 * options_.dead_band;
   return recent > entry.reference_seconds * band || recent * band < entry.reference_seconds;
 }
 

@@ -37,16 +37,17 @@
 //     slower than the even one (measured on a two-core VM whose memory
 //     bandwidth halved while other guests ran). So once the split has
 //     settled (a launch that does not move it), the policy probes: it
-//     launches the even split and the settled one alternately, two times
-//     each, and compares their launch times (the last leaf's finishing
-//     time). The even split is tried only where the rates measured predict
+//     launches the even split and the settled one alternately and compares
+//     their launch times (the last leaf's finishing time): after one of
+//     each when they differ by more than twice `probe_gain`, else after two
+//     of each, by their medians. The even split is tried only where the rates measured predict
 //     it at most `probe_margin` slower, so that leaves of very different
 //     speed never pay for it. If it is faster by more than `probe_gain`, the
 //     policy holds it and stops rebalancing; otherwise it returns to the
 //     settled split. Either way it probes again when the split moves, or
-//     when the median of the last three launch times leaves the dead band
-//     around what the probe measured (the machine changed: other work came
-//     or went). Hence `adaptive` is not slower than the even (static) split
+//     when the median of the last three launch times leaves a band of twice
+//     the dead band around what the probe measured (the machine changed:
+//     other work came or went). Hence `adaptive` is not slower than the even (static) split
 //     by more than the noise, whatever the leaves share.
 //  5. The split is kept per key: the node's fingerprint, the location the
 //     region runs at, its executing leaves (name, kind, cores, device), the
@@ -259,7 +260,8 @@ class AdaptivePlacement {
   /// Takes one probe launch's time; decides when the last is in.
   void probe_step(Entry& entry, const std::vector<double>& ran_shares, double seconds) const;
   /// Whether the median of the last three launch times at the current split
-  /// left the dead band around the one the last probe (or declined probe) saw.
+  /// left the band of twice the dead band around the one the last probe (or
+  /// declined probe) saw.
   bool drifted(const Entry& entry) const;
   LeafRate model_rate(const AdaptiveKernel& kernel, const Location& leaf, const Shape& range,
                       const std::string& extents_class);

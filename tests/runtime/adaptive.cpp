@@ -380,7 +380,7 @@ TEST_CASE("AdaptivePlacement: on a saturated bus a probe finds the even split fa
   // Leaves that run 0.45 and 0.55 of the range per second: balancing
   // settles near 0.45 : 0.55 in about 1 s, where the even split takes 1.11 s.
   // Then the bus saturates: every split takes 1.5 times as long, except the
-  // even one, whose leaves run in step and finish together in 1.3 s. Then
+  // even one, whose leaves run in step and finish together in 1.4 s. Then
   // the bus is free again.
   const Hierarchy tree = two_leaves();
   const auto leaves = tree.leaves(*tree.root());
@@ -400,7 +400,7 @@ TEST_CASE("AdaptivePlacement: on a saturated bus a probe finds the even split fa
     std::vector<double> seconds(2);
     for (std::size_t i = 0; i < 2; ++i)
       seconds[i] = saturated && split_rows[0] == split_rows[1]
-                       ? 1.3
+                       ? 1.4
                        : double(split_rows[i]) / rows / rate[i] * (saturated ? 1.5 : 1.0);
     RegionStats record = synthetic_record(next->leaves, split_rows, seconds);
     next->annotate(record);

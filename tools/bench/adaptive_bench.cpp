@@ -1,6 +1,6 @@
 // canopy-bench adaptive: how the adaptive policy's split converges on two
 // leaves of different speed, beside the best fixed split. For a STREAM triad
-// and a 2-D 5-point stencil, in one run, --launches rounds of
+// and a 2-D 5-point stencil, in one run, --launches rounds (20) of
 //  - one launch of each split percentage:[p, 100-p], p = 0, 10, ..., 100 (p is
 //    the first leaf's share), and
 //  - the split the next adaptive launch will take, as a fixed percentage (a
@@ -13,10 +13,16 @@
 // predicted time, kernel time (ran) and finishing time from the launch
 // (done, what the policy balances), the launch's wall time and the sweep's
 // time at its split; then the best sweep time, the adaptive steady state
-// (median of the last five launches), their ratio (the issue asks for at most
-// 1.10; judged against the best split's median over the same last five
-// rounds, since the machine's other work changes during a run, and printed
-// against the whole run's too) and the first launch from which the adaptive
+// (the median of the launches after the fifth: the issue allows five to get
+// there), their ratio (the issue asks for at most 1.10), judged round by
+// round: the median over those rounds of the adaptive launch's time over the
+// time of the split that is best over them, in the same round. The VM's
+// memory bandwidth doubles or halves within seconds as other guests come and
+// go, so a median over rounds mixes fast and slow ones in proportions that
+// differ between the two sides; within a round (about 25 launches, a fraction
+// of a second) both see the same machine. The unpaired ratios (steady state
+// over the best split's median over the same rounds, and over the whole
+// run's) are printed too. Then the first launch from which the adaptive
 // launches take at most 10% longer than the fastest split of their own round
 // (the median of that launch's ratio and the next two's; the issue asks for
 // launch 5 at the latest). Each round's own best is the yardstick because the
@@ -118,9 +124,12 @@ struct Outcome {
   std::string kernel;
   double best_sweep = 0;  ///< the best split's median over all rounds
   int best_percent = 0;
-  double best_sweep_tail = 0;  ///< the best split's median over the last five rounds
+  double best_sweep_tail = 0;  ///< the best split's median over the steady rounds
   int best_percent_tail = 0;
-  double steady = 0;
+  double steady = 0;  ///< the adaptive launches' median over the steady rounds
+  /// The median over the steady rounds of the adaptive launch's time over the
+  /// best split's (best_percent_tail) in the same round: what is judged.
+  double paired = 0;
   /// The first launch (1-based; -1: never) from which the adaptive launch's
   /// time is within 10% of its round's best split: the median ratio over it
   /// and the next two launches, so that one lucky launch does not count.
@@ -243,7 +252,8 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
     for (std::size_t j = k; j < std::min(k + 3, walls.size()); ++j) ratios.push_back(walls[j] / round_best[j]);
     if (median(ratios) <= 1.10) outcome.within_launch = int(k + 1);
   }
-  const std::size_t tail = std::min<std::size_t>(5, walls.size());
+  // The steady rounds: those after the five the issue allows to get there.
+  const std::size_t tail = walls.size() > 5 ? walls.size() - 5 : walls.size();
   auto last = [&](const std::vector<double>& times) {
     return median(std::vector<double>(times.end() - static_cast<std::ptrdiff_t>(tail), times.end()));
   };
@@ -258,26 +268,39 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
       outcome.best_percent_tail = p;
     }
   }
+  std::vector<double> paired;
+  const auto& best_times = sweep_times[static_cast<std::size_t>(outcome.best_percent_tail / 10)];
+  for (std::size_t k = walls.size() - tail; k < walls.size(); ++k) paired.push_back(walls[k] / best_times[k]);
+  outcome.paired = median(paired);
   std::vector<double> fixed_tail(fixed_times.end() - static_cast<std::ptrdiff_t>(tail), fixed_times.end());
   std::erase_if(fixed_tail, [](double t) { return std::isnan(t); });
   std::printf(
       "last %zu rounds: best sweep %.3f ms (%d%% on %s), adaptive %.3f ms, the same split fixed %.3f ms: "
-      "ratio %.3f (%s)\n",
+      "ratio %.3f; round by round %.3f (%s)\n",
       tail, outcome.best_sweep_tail * 1e3, outcome.best_percent_tail, leaves.first.c_str(), outcome.steady * 1e3,
-      median(fixed_tail) * 1e3, outcome.steady / outcome.best_sweep_tail,
-      outcome.steady <= 1.10 * outcome.best_sweep_tail ? "within 10%" : "NOT within 10%");
+      median(fixed_tail) * 1e3, outcome.steady / outcome.best_sweep_tail, outcome.paired,
+      outcome.paired <= 1.10 ? "within 10%" : "NOT within 10%");
   for (const AdaptiveSplit& split : rt.engine().adaptive().splits())
     if (split.kernel == name)
       std::printf("learned split: %s %.1f%%, %s %.1f%% (model: %.1f%%, %d changes in %d launches, %d probes%s)\n",
                   split.leaves[0].c_str(), split.shares[0] * 100, split.leaves[1].c_str(), split.shares[1] * 100,
                   split.model_shares.empty() ? NAN : split.model_shares[0] * 100, split.changes, split.launches,
                   split.probes, split.held ? ", holding the even split" : "");
+  rows.push_back(Row()
+                     .set("kernel", name)
+                     .set("phase", "summary")
+                     .set("steady_rounds", double(tail))
+                     .set("steady_seconds", outcome.steady)
+                     .set("best_first_percent", double(outcome.best_percent_tail))
+                     .set("best_seconds", outcome.best_sweep_tail)
+                     .set("round_by_round_ratio", outcome.paired)
+                     .set("within_launch", double(outcome.within_launch)));
   const double ratio = outcome.steady / outcome.best_sweep;
   std::printf(
       "%s: best sweep %.3f ms (%d%% on %s); adaptive steady state %.3f ms (median of the last %zu); "
-      "ratio %.3f (%s); within 10%% of its round's best split from launch %d (%s)\n",
+      "ratio %.3f; round by round %.3f (%s); within 10%% of its round's best split from launch %d (%s)\n",
       name.c_str(), outcome.best_sweep * 1e3, outcome.best_percent, leaves.first.c_str(), outcome.steady * 1e3, tail,
-      ratio, ratio <= 1.10 ? "within 10%" : "NOT within 10%", outcome.within_launch,
+      ratio, outcome.paired, outcome.paired <= 1.10 ? "within 10%" : "NOT within 10%", outcome.within_launch,
       outcome.within_launch >= 1 && outcome.within_launch <= 5 ? "<= 5" : "NOT <= 5");
   return outcome;
 }
@@ -288,7 +311,7 @@ int adaptive_command(int argc, char** argv) {
   Args args(argc, argv, {"--resume"});
   const std::int64_t n = args.count("--size", std::int64_t{1} << 24);
   const std::int64_t rows = args.count("--rows", 2048), cols = args.count("--cols", 4096);
-  const int launches = static_cast<int>(args.count("--launches", 15));
+  const int launches = static_cast<int>(args.count("--launches", 20));
   setenv("CANOPY_DEVICES", "cpu,opencl", 0);
   setenv("CANOPY_CPU_LEAVES", "core", 0);
   // PoCL on one thread, so that the two leaves run on different cores: with
@@ -356,13 +379,14 @@ int adaptive_command(int argc, char** argv) {
       },
       results));
 
-  std::printf("\n%-8s %14s %14s %8s %16s %8s %14s\n", "kernel", "best sweep ms", "adaptive ms", "ratio",
-              "best last 5 ms", "ratio", "within 10% at");
+  std::printf("\n%-8s %14s %14s %8s %16s %8s %14s %14s\n", "kernel", "best sweep ms", "adaptive ms", "ratio",
+              "best steady ms", "ratio", "round by round", "within 10% at");
   bool met = true;
   for (const Outcome& o : outcomes) {
-    std::printf("%-8s %14.3f %14.3f %8.3f %16.3f %8.3f %14d\n", o.kernel.c_str(), o.best_sweep * 1e3, o.steady * 1e3,
-                o.steady / o.best_sweep, o.best_sweep_tail * 1e3, o.steady / o.best_sweep_tail, o.within_launch);
-    met = met && o.steady <= 1.10 * o.best_sweep_tail && o.within_launch >= 1 && o.within_launch <= 5;
+    std::printf("%-8s %14.3f %14.3f %8.3f %16.3f %8.3f %14.3f %14d\n", o.kernel.c_str(), o.best_sweep * 1e3,
+                o.steady * 1e3, o.steady / o.best_sweep, o.best_sweep_tail * 1e3, o.steady / o.best_sweep_tail,
+                o.paired, o.within_launch);
+    met = met && o.paired <= 1.10 && o.within_launch >= 1 && o.within_launch <= 5;
   }
   std::printf("%s\n", met ? "adaptive: within 10% of the best split, by launch 5, for both kernels"
                           : "adaptive: NOT within 10% of the best split by launch 5 for every kernel");

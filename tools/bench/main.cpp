@@ -49,7 +49,7 @@ void usage(std::FILE* out) {
                "  adaptive the adaptive policy's split of a triad and a 2-D stencil over two leaves, launch by\n"
                "           launch, beside percentage:[p,100-p] for p = 0..100 step 10\n"
                "           --leaves A,B (a CPU and a device leaf)  --size N (2^24)  --rows N (2048)\n"
-               "           --cols N (4096)  --launches L (15)  --resume  --json FILE\n"
+               "           --cols N (4096)  --launches L (20)  --resume  --json FILE\n"
                "  mpi      2-D heat over 2 MPI ranks, one CPU-only (one core) and one OpenCL-only: per-rank compute\n"
                "           time per iteration after rebalancing, and the run beside the same run with an even split\n"
                "           (starts mpirun itself unless run under it)  --rows N (2048)  --cols N (1024)\n"
