@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs the build tree into a temporary prefix, builds a program outside
-# the tree against it with find_package(Canopy), and runs that program.
+# Installs the build tree into a temporary prefix, builds programs outside
+# the tree against it with find_package(Canopy), and runs them: the MPI one
+# under mpirun on two ranks when an mpirun is given (second argument) and
+# Canopy was built with MPI.
 set -euo pipefail
 build_dir=$1
+mpirun=${2:-}
 source_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -15,3 +18,11 @@ cmake --build "$work/consumer" >/dev/null
 output=$("$work/consumer/consumer")
 echo "$output"
 [[ $output == "sum 249750.0" ]]
+if [[ -n $mpirun ]]; then
+  test -x "$work/consumer/consumer_mpi" || { echo "Canopy::canopy_mpi was not installed"; exit 1; }
+  output=$("$mpirun" --allow-run-as-root --oversubscribe --mca btl self,vader \
+    --mca btl_vader_single_copy_mechanism none -x CANOPY_CACHE_DIR -x CANOPY_DEVICES=cpu \
+    -np 2 "$work/consumer/consumer_mpi")
+  echo "$output"
+  [[ $output == "ranks 2 sum 499500.0" ]]
+fi
