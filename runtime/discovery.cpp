@@ -3,6 +3,7 @@
 #include "discovery.hpp"
 
 #include <hwloc.h>
+#include <sched.h>
 
 #include <fmt/format.h>
 
@@ -167,6 +168,21 @@ NodeInventory discover_node() {
   node.source = "hwloc";
   if (node.numa_nodes.empty()) node.numa_nodes.push_back({0, 0});
   return node;
+}
+
+std::vector<unsigned> thread_affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return {};
+  std::vector<unsigned> pus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) pus.push_back(static_cast<unsigned>(cpu));
+  return pus;
+}
+
+std::size_t keep_cores(NodeInventory& node, const std::vector<unsigned>& pus) {
+  return std::erase_if(node.cores,
+                       [&](const CoreInfo& core) { return std::find(pus.begin(), pus.end(), core.pu) == pus.end(); });
 }
 
 namespace {

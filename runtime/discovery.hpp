@@ -90,6 +90,15 @@ struct NodeInventory {
 /// This machine, from hwloc. Throws canopy::Error when hwloc cannot load the topology.
 NodeInventory discover_node();
 
+/// The processing units (OS indexes) the calling thread may run on: its
+/// affinity mask, as taskset, numactl --physcpubind, mpirun's or a batch
+/// system's binding left it. Empty when it cannot be read.
+std::vector<unsigned> thread_affinity();
+
+/// Keeps the cores of `node` whose processing unit is one of `pus`; returns
+/// how many it removed.
+std::size_t keep_cores(NodeInventory& node, const std::vector<unsigned>& pus);
+
 /// Adds what one backend found to `node`: each device as a DiscoveredDevice
 /// (placed at the NUMA node nearest its PCI bus id, by hwloc; the first NUMA
 /// node when it reports none), or the reason it has none, replacing that

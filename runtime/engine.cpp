@@ -642,11 +642,20 @@ struct Engine::State {
 Engine::Engine(const RuntimeOptions& options) : state_(std::make_unique<State>()) {
   state_->inventory = discover_node();
   if (!options.pus.empty()) {
-    std::erase_if(state_->inventory.cores, [&](const CoreInfo& core) {
-      return std::find(options.pus.begin(), options.pus.end(), core.pu) == options.pus.end();
-    });
+    keep_cores(state_->inventory, options.pus);
     if (state_->inventory.cores.empty())
       throw Error("the runtime was given processing units none of which is a core of this node");
+  } else if (const std::vector<unsigned> allowed = thread_affinity(); !allowed.empty()) {
+    // Only the cores this thread may run on (taskset, numactl, a batch
+    // system's binding): leaf threads bound elsewhere would break the limit.
+    NodeInventory within = state_->inventory;
+    keep_cores(within, allowed);
+    if (!within.cores.empty())
+      state_->inventory = std::move(within);
+    else if (!state_->inventory.cores.empty())
+      std::fprintf(stderr,
+                   "canopy: the thread's affinity mask holds none of the cores' first processing units; "
+                   "CPU leaves use every core (pass RuntimeOptions::pus to choose)\n");
   }
   // The preferred API first: a GPU that CUDA or Level Zero drives is not used
   // again through OpenCL.

@@ -39,7 +39,10 @@ struct RegionRequest {
 /// What part of the node a runtime may use: all of it by default. Several
 /// processes on one node (the ranks of an MPI job) each take a disjoint part.
 struct RuntimeOptions {
-  /// Only these processing units (hwloc OS indexes) make CPU leaves; empty: all.
+  /// Only these processing units (hwloc OS indexes) make CPU leaves; empty:
+  /// those the constructing thread may run on (its affinity mask, as
+  /// taskset, numactl or a batch system's binding left it), all of them
+  /// when it holds none of the cores.
   std::vector<unsigned> pus;
   /// Only these devices ("opencl:1", "cuda:0") may be used; empty: all.
   /// CANOPY_DEVICES still applies on top.

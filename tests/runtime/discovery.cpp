@@ -1,16 +1,22 @@
 // Discovery: inventories from hwloc's synthetic and XML topologies and from
 // this machine, the default hierarchy at each CPU grain, device placement
-// below the nearest NUMA node, and CANOPY_DEVICES / CANOPY_CPU_LEAVES.
+// below the nearest NUMA node, CANOPY_DEVICES / CANOPY_CPU_LEAVES, and the
+// runtime keeping to its thread's affinity mask.
 #include <doctest/doctest.h>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <canopy/canopy.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/runtime/discovery.hpp>
 
@@ -388,4 +394,58 @@ TEST_CASE("discovery: this machine, whatever it is") {
     CHECK(placed == std::multiset<unsigned>(core_pus.begin(), core_pus.end()));  // each core in exactly one leaf
     for (const Location* numa : tree.root()->children()) CHECK(numa->traits().capacity > 0);
   }
+}
+
+TEST_CASE("discovery: a runtime keeps to the cores its thread may run on (taskset), unless given processing units") {
+  const NodeInventory node = discover_node();
+  if (node.cores.size() < 2) {
+    MESSAGE("one core here: no affinity mask leaves some cores out");
+    return;
+  }
+  ScopedEnv devices("CANOPY_DEVICES", "cpu");
+  ScopedEnv grain("CANOPY_CPU_LEAVES", "core");
+  ScopedEnv config("CANOPY_CONFIG", nullptr);
+  const unsigned last = node.cores.back().pu;
+  std::vector<unsigned> all;
+  for (const CoreInfo& core : node.cores) all.push_back(core.pu);
+  std::vector<unsigned> mask, narrowed_pus, given_pus;
+  std::vector<double> values;
+  bool narrowed = false;
+  // A thread of its own, narrowed to the last core as `taskset -c` would.
+  std::thread([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    narrowed = sched_setaffinity(0, sizeof one, &one) == 0;
+    if (!narrowed) return;
+    mask = thread_affinity();
+    Runtime rt;
+    const Hierarchy tree = rt.hierarchy();
+    for (const Location* leaf : tree.leaves(*tree.root()))
+      narrowed_pus.insert(narrowed_pus.end(), leaf->traits().pus.begin(), leaf->traits().pus.end());
+    // Regions run there as anywhere.
+    const Kernel triple("triple", [](Out<double> x) { x[index(0)] = 3.0 * cast<double>(index(0)); });
+    auto x = rt.array<double>(100);
+    rt.region(triple).over(100).launch(x);
+    auto host = x.host();
+    values.assign(host.data(), host.data() + 100);
+    // Processing units given explicitly are taken as they are.
+    runtime::RuntimeOptions options;
+    options.pus = all;
+    Runtime wide(options);
+    const Hierarchy wide_tree = wide.hierarchy();
+    for (const Location* leaf : wide_tree.leaves(*wide_tree.root()))
+      given_pus.insert(given_pus.end(), leaf->traits().pus.begin(), leaf->traits().pus.end());
+  }).join();
+  REQUIRE(narrowed);
+  CHECK(mask == std::vector<unsigned>{last});
+  CHECK(narrowed_pus == std::vector<unsigned>{last});
+  REQUIRE(values.size() == 100);
+  for (int i = 0; i < 100; ++i) CHECK(values[static_cast<std::size_t>(i)] == 3.0 * i);
+  std::sort(given_pus.begin(), given_pus.end());
+  std::sort(all.begin(), all.end());
+  CHECK(given_pus == all);
+  // This thread's mask is its own: every core.
+  const std::vector<unsigned> here = thread_affinity();
+  for (unsigned pu : all) CHECK(std::find(here.begin(), here.end(), pu) != here.end());
 }

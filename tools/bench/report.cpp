@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include <canopy/canopy.hpp>
+#include <canopy/runtime/discovery.hpp>
 
 namespace canopy::bench {
 
@@ -75,8 +76,12 @@ class FirstCoreLeftFree {
 }  // namespace
 
 Runtime runtime_off_first_core() {
+  // The Runtime keeps to its constructing thread's cores unless told which:
+  // every core the thread may use before it is narrowed.
+  runtime::RuntimeOptions options;
+  options.pus = thread_affinity();
   const FirstCoreLeftFree narrowed;  // its cores come back after the Runtime is made
-  return Runtime();
+  return options.pus.empty() ? Runtime() : Runtime(options);
 }
 
 void fail(const std::string& message) {
