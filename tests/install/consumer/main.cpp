@@ -1,20 +1,13 @@
-// Built against an installed Canopy: runs a kernel and prints its result.
+// Built against an installed Canopy: runs two kernels and prints the result.
 #include <canopy/canopy.hpp>
 
 #include <cstdio>
 
+#include "half_sum.hpp"
+
 int main() {
-  using namespace canopy;
-  Runtime rt;
-  const std::int64_t n = 1000;
-  auto x = rt.array<double>(n);
-  Kernel fill("fill", [](Out<double> x) {
-    Idx i = index(0);
-    x[i] = cast<double>(i) * 0.5;
-  });
-  Kernel total("total", [](In<double> x, Sum<double> s) { s += x[index(0)]; });
-  rt.region(fill).over(n).launch(x);
-  double sum = rt.region(total).over(n).reduce(x);
-  std::printf("sum %.1f\n", sum);  // 0.5 * (0 + 1 + ... + 999) = 249750
+  canopy::Runtime rt;
+  const double sum = half_sum(rt);
+  std::printf("sum %.1f\n", sum);
   return sum == 249750.0 ? 0 : 1;
 }
