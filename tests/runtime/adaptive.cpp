@@ -470,6 +470,43 @@ TEST_CASE("AdaptivePlacement: on a saturated bus a probe finds the even split fa
   CHECK(balancing_only.splits().at(0).shares[0] == doctest::Approx(0.45).epsilon(0.05));
 }
 
+TEST_CASE("AdaptivePlacement: three leaves on a saturated bus: the probe compares thirds with the balanced split") {
+  // Leaves at 0.3, 0.3 and 0.4 of the range per second balance at 0.3 :
+  // 0.3 : 0.4 in 1 s; thirds take 1.11 s, except on a saturated bus, where
+  // the leaves of an even split run in step and finish in 0.9 s.
+  Hierarchy tree = two_leaves();
+  tree.add("third", LocationKind::Cpu, {}, "node");
+  const auto leaves = tree.leaves(*tree.root());
+  const ir::Kernel kernel;
+  const AdaptiveKernel key{&kernel, 9};
+  const std::int64_t rows = 90000;
+  const std::vector<double> rate = {0.3, 0.3, 0.4}, thirds(3, 1.0 / 3);
+  AdaptivePlacement placement(FeedbackOptions{}, "off");
+  placement.set_model(std::nullopt, "node fingerprint");
+  for (const bool saturated : {false, true}) {
+    CAPTURE(saturated);
+    for (int launch = 0; launch < 16; ++launch) {
+      auto plan = placement.plan(key, *tree.root(), leaves, Shape(rows));
+      const auto split_rows = rows_of(tree, plan->shares, rows);
+      const bool even = split_rows[0] == split_rows[1] && split_rows[1] == split_rows[2];
+      std::vector<double> seconds(3);
+      for (std::size_t i = 0; i < 3; ++i)
+        seconds[i] = saturated && even ? 0.9 : double(split_rows[i]) / rows / rate[i] * (saturated ? 1.5 : 1.0);
+      plan->finished(synthetic_record(plan->leaves, split_rows, seconds));
+    }
+    // Free: from thirds (no model) to balanced, one probe finds thirds slower.
+    // Saturated: the times drift, a second probe finds thirds faster.
+    const AdaptiveSplit learned = placement.splits().at(0);
+    CHECK(learned.probes == (saturated ? 2 : 1));
+    CHECK(learned.held == saturated);
+    if (saturated) {
+      CHECK(learned.shares == thirds);
+    } else {
+      for (std::size_t i = 0; i < 3; ++i) CHECK(learned.shares[i] == doctest::Approx(rate[i]).epsilon(0.08));
+    }
+  }
+}
+
 TEST_CASE("extents_class_of: the bit width of each extent") {
   CHECK(extents_class_of(Shape(0)) == "b0");
   CHECK(extents_class_of(Shape(1)) == "b1");
