@@ -28,6 +28,8 @@ constexpr double kHistoryWeight = 0.5;
 constexpr std::chrono::seconds kSaveInterval{1};
 /// Launches whose rates the feedback takes the median of.
 constexpr std::size_t kRecentLaunches = 3;
+/// How often one probe starts again because the machine changed during it.
+constexpr int kProbeRestarts = 2;
 
 double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -430,8 +432,7 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
 
 void AdaptivePlacement::start_probe(Entry& entry, const std::vector<double>& rates) const {
   entry.probe_due = false;
-  // Whether or not it probes, this split's launch time is what later ones are compared with.
-  entry.reference_seconds = entry.recent_seconds.empty() ? 0.0 : median_of(entry.recent_seconds);
+  entry.reference_seconds = 0;  // a declined probe: the next three launches give it
   const std::vector<double>& settled = entry.split.shares;
   const std::vector<double> even(settled.size(), 1.0 / static_cast<double>(settled.size()));
   if (even == settled || rates.size() != settled.size()) return;
@@ -443,8 +444,11 @@ void AdaptivePlacement::start_probe(Entry& entry, const std::vector<double>& rat
     then = std::max(then, even[i] / rates[i]);
   }
   if (!(then <= (1 + options_.probe_margin) * now)) return;
+  // What the settled split took before the probe: its launches in the probe are checked against it.
+  entry.reference_seconds = entry.recent_seconds.empty() ? 0.0 : median_of(entry.recent_seconds);
   entry.candidates = {settled, even};
   entry.candidate_seconds.assign(entry.candidates.size(), {});
+  entry.probe_restarts = 0;
   entry.schedule = {1, 0, 1, 0};  // alternating, so that a change of the machine's speed hits both
   entry.phase = Entry::Phase::Probing;
   entry.split.shares = entry.candidates[entry.schedule.front()];
@@ -455,6 +459,17 @@ void AdaptivePlacement::probe_step(Entry& entry, const std::vector<double>& ran_
   const std::size_t expected = entry.schedule.front();
   // A launch planned before the probe (regions can be queued ahead), or one without a time, is no sample.
   if (ran_shares != entry.candidates[expected] || !(seconds > 0) || !std::isfinite(seconds)) return;
+  if (expected == 0 && outside_band(seconds, entry.reference_seconds) && entry.probe_restarts < kProbeRestarts) {
+    // The settled split no longer takes the time it took before the probe:
+    // the machine changed during it, and the even split's launches so far
+    // saw another machine. Start again from here.
+    entry.probe_restarts += 1;
+    entry.reference_seconds = seconds;
+    entry.candidate_seconds.assign(entry.candidates.size(), {});
+    entry.schedule = {1, 0, 1, 0};
+    entry.split.shares = entry.candidates[entry.schedule.front()];
+    return;
+  }
   entry.candidate_seconds[expected].push_back(seconds);
   entry.schedule.erase(entry.schedule.begin());
   const auto& settled_seconds = entry.candidate_seconds[0];
@@ -476,8 +491,10 @@ void AdaptivePlacement::probe_step(Entry& entry, const std::vector<double>& ran_
   entry.split.shares = entry.candidates[even_wins ? 1 : 0];
   entry.phase = even_wins ? Entry::Phase::Holding : Entry::Phase::Balancing;
   entry.split.held = even_wins;
-  entry.reference_seconds = even_wins ? even : settled;
-  entry.recent_seconds = entry.candidate_seconds[even_wins ? 1 : 0];
+  // The next three launches give the time later ones are compared with: one
+  // pair of probe launches is too few (the even split's times can be bimodal).
+  entry.reference_seconds = 0;
+  entry.recent_seconds.clear();
   if (even_wins) {
     entry.split.changes += 1;
     entry.recent_rates.assign(entry.recent_rates.size(), {});  // the rates at the settled split no longer apply
@@ -486,13 +503,22 @@ void AdaptivePlacement::probe_step(Entry& entry, const std::vector<double>& ran_
   entry.candidate_seconds.clear();
 }
 
-bool AdaptivePlacement::drifted(const Entry& entry) const {
-  if (entry.recent_seconds.size() < kRecentLaunches || !(entry.reference_seconds > 0)) return false;
+bool AdaptivePlacement::outside_band(double seconds, double reference) const {
   // Twice the dead band: one launch in a few can take 15% longer than the
   // others at the same split (seen at the even split on a busy memory bus),
   // while other work coming or going moved the times by 1.5-2x.
-  const double recent = median_of(entry.recent_seconds), band = 1 + 2 * options_.dead_band;
-  return recent > entry.reference_seconds * band || recent * band < entry.reference_seconds;
+  const double band = 1 + 2 * options_.dead_band;
+  return reference > 0 && (seconds > reference * band || seconds * band < reference);
+}
+
+bool AdaptivePlacement::drifted(Entry& entry) const {
+  if (entry.recent_seconds.size() < kRecentLaunches) return false;
+  const double recent = median_of(entry.recent_seconds);
+  if (!(entry.reference_seconds > 0)) {
+    entry.reference_seconds = recent;
+    return false;
+  }
+  return outside_band(recent, entry.reference_seconds);
 }
 
 std::vector<AdaptiveSplit> AdaptivePlacement::splits() const {

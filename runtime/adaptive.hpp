@@ -40,14 +40,16 @@
 //     launches the even split and the settled one alternately and compares
 //     their launch times (the last leaf's finishing time): after one of
 //     each when they differ by more than twice `probe_gain`, else after two
-//     of each, by their medians. The even split is tried only where the rates measured predict
+//     of each, by their medians. A launch of the settled split that takes
+//     a time outside the band below (the machine changed during the probe)
+//     starts the probe again, twice at most. The even split is tried only where the rates measured predict
 //     it at most `probe_margin` slower, so that leaves of very different
 //     speed never pay for it. If it is faster by more than `probe_gain`, the
 //     policy holds it and stops rebalancing; otherwise it returns to the
 //     settled split. Either way it probes again when the split moves, or
 //     when the median of the last three launch times leaves a band of twice
-//     the dead band around what the probe measured (the machine changed:
-//     other work came or went). Hence `adaptive` is not slower than the even (static) split
+//     the dead band around the median of the first three after the probe
+//     (the machine changed: other work came or went). Hence `adaptive` is not slower than the even (static) split
 //     by more than the noise, whatever the leaves share.
 //  5. The split is kept per key: the node's fingerprint, the location the
 //     region runs at, its executing leaves (name, kind, cores, device), the
@@ -240,9 +242,12 @@ class AdaptivePlacement {
     std::vector<std::vector<double>> candidates;
     std::vector<std::vector<double>> candidate_seconds;
     std::vector<std::size_t> schedule;
-    /// The launch time at the current split when it was last probed (0: not
-    /// yet), and the last three launch times at the current split (probe
-    /// launches of the even split aside).
+    int probe_restarts = 0;  ///< times this probe started again (the machine changed during it)
+    /// The launch time later ones are compared with (0: not yet known): while
+    /// probing, the settled split's before the probe; else the median of the
+    /// first three launches after a probe decided (or was declined). And the
+    /// last three launch times at the current split (probe launches of the
+    /// even split aside).
     double reference_seconds = 0;
     std::vector<double> recent_seconds;
 
@@ -259,10 +264,13 @@ class AdaptivePlacement {
   void start_probe(Entry& entry, const std::vector<double>& rates) const;
   /// Takes one probe launch's time; decides when the last is in.
   void probe_step(Entry& entry, const std::vector<double>& ran_shares, double seconds) const;
+  /// Whether `seconds` lies outside the band of twice the dead band around
+  /// `reference` (false when there is no reference, 0).
+  bool outside_band(double seconds, double reference) const;
   /// Whether the median of the last three launch times at the current split
-  /// left the band of twice the dead band around the one the last probe (or
-  /// declined probe) saw.
-  bool drifted(const Entry& entry) const;
+  /// left that band around the reference; the first such median after a
+  /// probe becomes the reference.
+  bool drifted(Entry& entry) const;
   LeafRate model_rate(const AdaptiveKernel& kernel, const Location& leaf, const Shape& range,
                       const std::string& extents_class);
   std::string path_of(const std::string& key) const;

@@ -470,6 +470,38 @@ TEST_CASE("AdaptivePlacement: on a saturated bus a probe finds the even split fa
   CHECK(balancing_only.splits().at(0).shares[0] == doctest::Approx(0.45).epsilon(0.05));
 }
 
+TEST_CASE("AdaptivePlacement: a probe that the machine changes under starts again") {
+  // Leaves at 0.45 and 0.55 of the range per second. For the first three
+  // launches the machine is twice as slow (other work), and the even split
+  // no better than its rates say; from the fourth on it is as fast as the
+  // rates say, except the even split, which takes 0.9 s. The probe begins
+  // at the third launch (the even split, slow machine); its first launch of
+  // the settled split (fast machine) takes half the time it took before the
+  // probe, so the probe starts again, and then finds the even split faster.
+  const Hierarchy tree = two_leaves();
+  const auto leaves = tree.leaves(*tree.root());
+  const ir::Kernel kernel;
+  const AdaptiveKernel key{&kernel, 11};
+  const std::int64_t rows = 100000;
+  const std::vector<double> rate = {0.45, 0.55};
+  AdaptivePlacement placement(FeedbackOptions{}, "off");
+  placement.set_model(std::nullopt, "node fingerprint");
+  for (int launch = 1; launch <= 10; ++launch) {
+    auto plan = placement.plan(key, *tree.root(), leaves, Shape(rows));
+    if (launch == 3) CHECK(plan->shares == std::vector<double>{0.5, 0.5});  // the probe's first launch
+    const auto split_rows = rows_of(tree, plan->shares, rows);
+    const bool slow = launch <= 3, even = split_rows[0] == split_rows[1];
+    std::vector<double> seconds(2);
+    for (std::size_t i = 0; i < 2; ++i)
+      seconds[i] = !slow && even ? 0.9 : double(split_rows[i]) / rows / rate[i] * (slow ? 2.0 : 1.0);
+    plan->finished(synthetic_record(plan->leaves, split_rows, seconds));
+  }
+  const AdaptiveSplit learned = placement.splits().at(0);
+  CHECK(learned.probes == 1);
+  CHECK(learned.held);
+  CHECK(learned.shares == std::vector<double>{0.5, 0.5});
+}
+
 TEST_CASE("AdaptivePlacement: three leaves on a saturated bus: the probe compares thirds with the balanced split") {
   // Leaves at 0.3, 0.3 and 0.4 of the range per second balance at 0.3 :
   // 0.3 : 0.4 in 1 s; thirds take 1.11 s, except on a saturated bus, where
