@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <canopy/canopy.hpp>
@@ -94,6 +96,37 @@ Hierarchy two_leaves() {
   tree.add("fast", LocationKind::Cpu, {}, "node");
   return tree;
 }
+
+/// A placement without a model or a cache directory, learning one kernel's
+/// split over every leaf of `tree` from synthetic times.
+struct SyntheticPlacement {
+  Hierarchy tree;
+  std::vector<const Location*> leaves;
+  ir::Kernel kernel;
+  AdaptiveKernel key;
+  AdaptivePlacement placement;
+
+  SyntheticPlacement(Hierarchy t, std::uint64_t hash, FeedbackOptions options = FeedbackOptions{})
+      : tree(std::move(t)), leaves(tree.leaves(*tree.root())), key{&kernel, hash}, placement(options, "off") {
+    placement.set_model(std::nullopt, "node fingerprint");
+  }
+  SyntheticPlacement(const SyntheticPlacement&) = delete;
+  SyntheticPlacement& operator=(const SyntheticPlacement&) = delete;
+
+  std::shared_ptr<const AdaptivePlan> plan(std::int64_t rows) {
+    return placement.plan(key, *tree.root(), leaves, Shape(rows));
+  }
+  /// Plans a launch of `rows` rows, runs it with the seconds each leaf takes
+  /// from `times(rows per leaf)`, and returns the shares it ran.
+  template <class Times>
+  std::vector<double> launch(std::int64_t rows, Times&& times) {
+    const auto next = plan(rows);
+    const auto split_rows = rows_of(tree, next->shares, rows);
+    next->finished(synthetic_record(next->leaves, split_rows, times(split_rows)));
+    return next->shares;
+  }
+  AdaptiveSplit learned() const { return placement.splits().at(0); }
+};
 
 }  // namespace
 
@@ -382,63 +415,57 @@ TEST_CASE("AdaptivePlacement: on a saturated bus a probe finds the even split fa
   // Then the bus saturates: every split takes 1.5 times as long, except the
   // even one, whose leaves run in step and finish together in 1.4 s. Then
   // the bus is free again.
-  const Hierarchy tree = two_leaves();
-  const auto leaves = tree.leaves(*tree.root());
-  const ir::Kernel kernel;
-  const AdaptiveKernel key{&kernel, 7};
+  SyntheticPlacement s(two_leaves(), 7);
   const std::int64_t rows = 100000;
   const std::vector<double> rate = {0.45, 0.55}, even = {0.5, 0.5};
-  AdaptivePlacement placement(FeedbackOptions{}, "off");
-  placement.set_model(std::nullopt, "node fingerprint");
   bool saturated = false;
-  std::vector<std::shared_ptr<const AdaptivePlan>> queued;  // planned, not yet run
-  auto plan = [&] { queued.push_back(placement.plan(key, *tree.root(), leaves, Shape(rows))); };
-  auto run = [&] {
-    const auto next = queued.front();
-    queued.erase(queued.begin());
-    const auto split_rows = rows_of(tree, next->shares, rows);
+  auto times = [&](const std::vector<std::int64_t>& split_rows) {
     std::vector<double> seconds(2);
     for (std::size_t i = 0; i < 2; ++i)
       seconds[i] = saturated && split_rows[0] == split_rows[1]
                        ? 1.4
                        : double(split_rows[i]) / rows / rate[i] * (saturated ? 1.5 : 1.0);
-    RegionStats record = synthetic_record(next->leaves, split_rows, seconds);
+    return seconds;
+  };
+  std::vector<std::shared_ptr<const AdaptivePlan>> queued;  // planned, not yet run
+  auto plan = [&] { queued.push_back(s.plan(rows)); };
+  auto run = [&] {
+    const auto next = queued.front();
+    queued.erase(queued.begin());
+    const auto split_rows = rows_of(s.tree, next->shares, rows);
+    RegionStats record = synthetic_record(next->leaves, split_rows, times(split_rows));
     next->annotate(record);
     next->finished(record);
     return next->shares;
   };
-  auto launch = [&] {
-    plan();
-    return run();
-  };
-  auto learned = [&] { return placement.splits().at(0); };
+  auto launch = [&] { return s.launch(rows, times); };
 
   // A free bus: the probe finds the even split slower and goes back.
   for (int i = 0; i < 12; ++i) launch();
-  CHECK(learned().probes == 1);
-  CHECK_FALSE(learned().held);
-  const std::vector<double> settled = learned().shares;
+  CHECK(s.learned().probes == 1);
+  CHECK_FALSE(s.learned().held);
+  const std::vector<double> settled = s.learned().shares;
   CHECK(settled[0] == doctest::Approx(0.45).epsilon(0.05));
   // It stays there, without probing again, while the times stay.
   for (int i = 0; i < 20; ++i) CHECK(launch() == settled);
-  CHECK(learned().probes == 1);
+  CHECK(s.learned().probes == 1);
 
   // Saturated: the times drift up, a probe runs, the even split wins and holds.
   saturated = true;
   for (int i = 0; i < 10; ++i) launch();
-  CHECK(learned().probes == 2);
-  CHECK(learned().held);
-  CHECK(learned().shares == even);
+  CHECK(s.learned().probes == 2);
+  CHECK(s.learned().held);
+  CHECK(s.learned().shares == even);
   for (int i = 0; i < 20; ++i) CHECK(launch() == even);
-  CHECK(learned().probes == 2);
+  CHECK(s.learned().probes == 2);
 
   // Free again: the held split's times drift down; balancing resumes and the
   // next probe keeps the balanced split.
   saturated = false;
   for (int i = 0; i < 20; ++i) launch();
-  CHECK_FALSE(learned().held);
-  CHECK(learned().probes == 3);
-  CHECK(learned().shares[0] == doctest::Approx(0.45).epsilon(0.05));
+  CHECK_FALSE(s.learned().held);
+  CHECK(s.learned().probes == 3);
+  CHECK(s.learned().shares[0] == doctest::Approx(0.45).epsilon(0.05));
 
   // A launch planned before a probe began is not taken for one of its launches.
   saturated = true;
@@ -446,28 +473,25 @@ TEST_CASE("AdaptivePlacement: on a saturated bus a probe finds the even split fa
   plan();
   plan();
   run();  // the second slow launch: the probe begins, the next launch is to take the even split...
-  CHECK(learned().shares == even);
-  CHECK(run() == settled);          // ...but this one was planned before and took the settled split
-  CHECK(learned().shares == even);  // the probe still waits for its first even launch
+  CHECK(s.learned().shares == even);
+  CHECK(run() == settled);            // ...but this one was planned before and took the settled split
+  CHECK(s.learned().shares == even);  // the probe still waits for its first even launch
   for (int i = 0; i < 10; ++i) launch();
-  CHECK(learned().probes == 4);
-  CHECK(learned().held);
+  CHECK(s.learned().probes == 4);
+  CHECK(s.learned().held);
 
   // With probing off, the balanced split stays whatever the bus does.
   FeedbackOptions off;
   off.probe = false;
-  AdaptivePlacement balancing_only(off, "off");
-  balancing_only.set_model(std::nullopt, "node fingerprint");
-  for (int i = 0; i < 30; ++i) {
-    auto next = balancing_only.plan(key, *tree.root(), leaves, Shape(rows));
-    const auto split_rows = rows_of(tree, next->shares, rows);
-    std::vector<double> seconds(2);
-    for (std::size_t i = 0; i < 2; ++i) seconds[i] = double(split_rows[i]) / rows / rate[i] * 1.5;
-    RegionStats record = synthetic_record(next->leaves, split_rows, seconds);
-    next->finished(record);
-  }
-  CHECK(balancing_only.splits().at(0).probes == 0);
-  CHECK(balancing_only.splits().at(0).shares[0] == doctest::Approx(0.45).epsilon(0.05));
+  SyntheticPlacement balancing_only(two_leaves(), 7, off);
+  for (int round = 0; round < 30; ++round)
+    balancing_only.launch(rows, [&](const std::vector<std::int64_t>& split_rows) {
+      std::vector<double> seconds(2);
+      for (std::size_t i = 0; i < 2; ++i) seconds[i] = double(split_rows[i]) / rows / rate[i] * 1.5;
+      return seconds;
+    });
+  CHECK(balancing_only.learned().probes == 0);
+  CHECK(balancing_only.learned().shares[0] == doctest::Approx(0.45).epsilon(0.05));
 }
 
 TEST_CASE("AdaptivePlacement: a probe that the machine changes under starts again") {
@@ -478,28 +502,23 @@ TEST_CASE("AdaptivePlacement: a probe that the machine changes under starts agai
   // at the third launch (the even split, slow machine); its first launch of
   // the settled split (fast machine) takes half the time it took before the
   // probe, so the probe starts again, and then finds the even split faster.
-  const Hierarchy tree = two_leaves();
-  const auto leaves = tree.leaves(*tree.root());
-  const ir::Kernel kernel;
-  const AdaptiveKernel key{&kernel, 11};
+  SyntheticPlacement s(two_leaves(), 11);
   const std::int64_t rows = 100000;
   const std::vector<double> rate = {0.45, 0.55};
-  AdaptivePlacement placement(FeedbackOptions{}, "off");
-  placement.set_model(std::nullopt, "node fingerprint");
   for (int launch = 1; launch <= 10; ++launch) {
-    auto plan = placement.plan(key, *tree.root(), leaves, Shape(rows));
-    if (launch == 3) CHECK(plan->shares == std::vector<double>{0.5, 0.5});  // the probe's first launch
-    const auto split_rows = rows_of(tree, plan->shares, rows);
-    const bool slow = launch <= 3, even = split_rows[0] == split_rows[1];
-    std::vector<double> seconds(2);
-    for (std::size_t i = 0; i < 2; ++i)
-      seconds[i] = !slow && even ? 0.9 : double(split_rows[i]) / rows / rate[i] * (slow ? 2.0 : 1.0);
-    plan->finished(synthetic_record(plan->leaves, split_rows, seconds));
+    const bool slow = launch <= 3;
+    const auto shares = s.launch(rows, [&](const std::vector<std::int64_t>& split_rows) {
+      const bool even = split_rows[0] == split_rows[1];
+      std::vector<double> seconds(2);
+      for (std::size_t i = 0; i < 2; ++i)
+        seconds[i] = !slow && even ? 0.9 : double(split_rows[i]) / rows / rate[i] * (slow ? 2.0 : 1.0);
+      return seconds;
+    });
+    if (launch == 3) CHECK(shares == std::vector<double>{0.5, 0.5});  // the probe's first launch
   }
-  const AdaptiveSplit learned = placement.splits().at(0);
-  CHECK(learned.probes == 1);
-  CHECK(learned.held);
-  CHECK(learned.shares == std::vector<double>{0.5, 0.5});
+  CHECK(s.learned().probes == 1);
+  CHECK(s.learned().held);
+  CHECK(s.learned().shares == std::vector<double>{0.5, 0.5});
 }
 
 TEST_CASE("AdaptivePlacement: three leaves on a saturated bus: the probe compares thirds with the balanced split") {
@@ -508,27 +527,22 @@ TEST_CASE("AdaptivePlacement: three leaves on a saturated bus: the probe compare
   // the leaves of an even split run in step and finish in 0.9 s.
   Hierarchy tree = two_leaves();
   tree.add("third", LocationKind::Cpu, {}, "node");
-  const auto leaves = tree.leaves(*tree.root());
-  const ir::Kernel kernel;
-  const AdaptiveKernel key{&kernel, 9};
+  SyntheticPlacement s(std::move(tree), 9);
   const std::int64_t rows = 90000;
   const std::vector<double> rate = {0.3, 0.3, 0.4}, thirds(3, 1.0 / 3);
-  AdaptivePlacement placement(FeedbackOptions{}, "off");
-  placement.set_model(std::nullopt, "node fingerprint");
   for (const bool saturated : {false, true}) {
     CAPTURE(saturated);
-    for (int launch = 0; launch < 16; ++launch) {
-      auto plan = placement.plan(key, *tree.root(), leaves, Shape(rows));
-      const auto split_rows = rows_of(tree, plan->shares, rows);
-      const bool even = split_rows[0] == split_rows[1] && split_rows[1] == split_rows[2];
-      std::vector<double> seconds(3);
-      for (std::size_t i = 0; i < 3; ++i)
-        seconds[i] = saturated && even ? 0.9 : double(split_rows[i]) / rows / rate[i] * (saturated ? 1.5 : 1.0);
-      plan->finished(synthetic_record(plan->leaves, split_rows, seconds));
-    }
+    for (int launch = 0; launch < 16; ++launch)
+      s.launch(rows, [&](const std::vector<std::int64_t>& split_rows) {
+        const bool even = split_rows[0] == split_rows[1] && split_rows[1] == split_rows[2];
+        std::vector<double> seconds(3);
+        for (std::size_t i = 0; i < 3; ++i)
+          seconds[i] = saturated && even ? 0.9 : double(split_rows[i]) / rows / rate[i] * (saturated ? 1.5 : 1.0);
+        return seconds;
+      });
     // Free: from thirds (no model) to balanced, one probe finds thirds slower.
     // Saturated: the times drift, a second probe finds thirds faster.
-    const AdaptiveSplit learned = placement.splits().at(0);
+    const AdaptiveSplit learned = s.learned();
     CHECK(learned.probes == (saturated ? 2 : 1));
     CHECK(learned.held == saturated);
     if (saturated) {
