@@ -562,11 +562,12 @@ MachineModel MachineModel::calibrate(Runtime& rt, const CalibrationOptions& opti
   arrays.grid_in = rt.array<double, 2>(Shape(kGridRows + 2, kGridCols + 2), named("model_grid_in"));
   arrays.grid_out = rt.array<double, 2>(Shape(kGridRows + 2, kGridCols + 2), named("model_grid_out"));
   {
-    // Each array of the big grid 4x the largest leaf's cache share (at least 32 MiB, at most 256 MiB).
+    // Each array of the big grid twice the largest leaf's cache share (at least 32 MiB, at most
+    // 256 MiB): a launch streams four times the cache, so nothing of the last one is left in it.
     std::int64_t largest = 0;
     for (const auto& leaf : model.leaves) largest = std::max(largest, leaf.cache_bytes);
     const std::int64_t row_bytes = (kBigCols + 2) * std::int64_t{sizeof(double)};
-    arrays.big_rows = std::clamp<std::int64_t>(4 * largest / row_bytes, (std::int64_t{32} << 20) / row_bytes,
+    arrays.big_rows = std::clamp<std::int64_t>(2 * largest / row_bytes, (std::int64_t{32} << 20) / row_bytes,
                                                (std::int64_t{256} << 20) / row_bytes);
   }
   arrays.big_in = rt.array<double, 2>(Shape(arrays.big_rows + 2, kBigCols + 2), named("model_big_in"));
