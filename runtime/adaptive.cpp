@@ -30,6 +30,10 @@ constexpr std::chrono::seconds kSaveInterval{1};
 constexpr std::size_t kRecentLaunches = 3;
 /// How often one probe starts again because the machine changed during it.
 constexpr int kProbeRestarts = 2;
+/// How far a share must move from the split last probed for a new probe:
+/// noise moves a settled split by a point or two, which cannot turn the
+/// even split's loss into a win, and each probe runs the loser twice or more.
+constexpr double kProbeMove = 0.05;
 
 double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -399,7 +403,7 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
       if (feedback.changed) {
         entry.split.shares = feedback.shares;
         entry.split.changes += 1;
-        entry.probe_due = true;
+        entry.probe_due = entry.probe_due || moved_from_probed(entry);
         entry.recent_seconds.clear();
         break;
       }
@@ -436,6 +440,7 @@ void AdaptivePlacement::start_probe(Entry& entry, const std::vector<double>& rat
   const std::vector<double>& settled = entry.split.shares;
   const std::vector<double> even(settled.size(), 1.0 / static_cast<double>(settled.size()));
   if (even == settled || rates.size() != settled.size()) return;
+  entry.probed = settled;
   // Predicted times (in units of the whole range) of both splits at the rates measured.
   double now = 0, then = 0;
   for (std::size_t i = 0; i < settled.size(); ++i) {
@@ -464,12 +469,13 @@ void AdaptivePlacement::probe_step(Entry& entry, const std::vector<double>& ran_
     // the machine changed during it, and the even split's launches so far
     // saw another machine. Start again from here.
     entry.probe_restarts += 1;
-    entry.reference_seconds = seconds;
+    entry.reference_seconds = 0;  // the next launch of the settled split gives it: this one may be a one-off
     entry.candidate_seconds.assign(entry.candidates.size(), {});
     entry.schedule = {1, 0, 1, 0};
     entry.split.shares = entry.candidates[entry.schedule.front()];
     return;
   }
+  if (expected == 0 && !(entry.reference_seconds > 0)) entry.reference_seconds = seconds;
   entry.candidate_seconds[expected].push_back(seconds);
   entry.schedule.erase(entry.schedule.begin());
   const auto& settled_seconds = entry.candidate_seconds[0];
@@ -501,6 +507,13 @@ void AdaptivePlacement::probe_step(Entry& entry, const std::vector<double>& ran_
   }
   entry.candidates.clear();
   entry.candidate_seconds.clear();
+}
+
+bool AdaptivePlacement::moved_from_probed(const Entry& entry) {
+  if (entry.probed.size() != entry.split.shares.size()) return true;
+  for (std::size_t i = 0; i < entry.probed.size(); ++i)
+    if (std::abs(entry.split.shares[i] - entry.probed[i]) >= kProbeMove) return true;
+  return false;
 }
 
 bool AdaptivePlacement::outside_band(double seconds, double reference) const {

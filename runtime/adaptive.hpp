@@ -42,12 +42,16 @@
 //     each when they differ by more than twice `probe_gain`, else after two
 //     of each, by their medians. A launch of the settled split that takes
 //     a time outside the band below (the machine changed during the probe)
-//     starts the probe again, twice at most. The even split is tried only where the rates measured predict
-//     it at most `probe_margin` slower, so that leaves of very different
+//     starts the probe again, twice at most; the next launch of the settled
+//     split, not that one (it may be a one-off), is what later ones are
+//     checked against. The even split is tried only where the rates
+//     measured predict it at most `probe_margin` slower, so that leaves of very different
 //     speed never pay for it. If it is faster by more than `probe_gain`, the
 //     policy holds it and stops rebalancing; otherwise it returns to the
-//     settled split. Either way it probes again when the split moves, or
-//     when the median of the last three launch times leaves a band of twice
+//     settled split. Either way it probes again when a share moves by 5
+//     points or more from the split last probed (noise moves a settled
+//     split by a point or two, which cannot turn the even split's loss into
+//     a win), or when the median of the last three launch times leaves a band of twice
 //     the dead band around the median of the first three after the probe
 //     (the machine changed: other work came or went). Hence `adaptive` is not slower than the even (static) split
 //     by more than the noise, whatever the leaves share.
@@ -238,6 +242,9 @@ class AdaptivePlacement {
     enum class Phase { Balancing, Probing, Holding };
     Phase phase = Phase::Balancing;
     bool probe_due = true;  ///< the split moved (or was read) since the last probe
+    /// The settled split the last probe compared with the even one (or
+    /// declined to); empty before the first.
+    std::vector<double> probed;
     /// Probing: [0] the settled split, [1] the even one; the launch times
     /// measured with each; the candidates still to launch, in order.
     std::vector<std::vector<double>> candidates;
@@ -265,6 +272,9 @@ class AdaptivePlacement {
   void start_probe(Entry& entry, const std::vector<double>& rates) const;
   /// Takes one probe launch's time; decides when the last is in.
   void probe_step(Entry& entry, const std::vector<double>& ran_shares, double seconds) const;
+  /// Whether a share of `entry`'s split lies kProbeMove or more from the
+  /// split last probed (true when none was).
+  static bool moved_from_probed(const Entry& entry);
   /// Whether `seconds` lies outside the band of twice the dead band around
   /// `reference` (false when there is no reference, 0).
   bool outside_band(double seconds, double reference) const;

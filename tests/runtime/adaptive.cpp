@@ -521,6 +521,65 @@ TEST_CASE("AdaptivePlacement: a probe that the machine changes under starts agai
   CHECK(s.learned().shares == std::vector<double>{0.5, 0.5});
 }
 
+TEST_CASE("AdaptivePlacement: one slow launch during a probe starts it again but is not what later ones are held to") {
+  // Leaves at 0.4 and 0.6 of the range per second, a free bus: the even
+  // split takes 1.25 s, the balanced one 1 s (at most 1.08 s within the dead
+  // band). The first launch of the balanced split in the probe is slowed 3x
+  // by other work, once: the probe starts again, and its next pair decides.
+  // Were the slow launch the reference, the next one would start it again.
+  SyntheticPlacement s(two_leaves(), 13);
+  const std::int64_t rows = 100000;
+  const std::vector<double> rate = {0.4, 0.6};
+  int launches = 0, probe_even_launches = 0;
+  bool slowed = false;
+  while ((launches == 0 || s.learned().probes == 0) && launches < 40) {
+    launches += 1;
+    s.launch(rows, [&](const std::vector<std::int64_t>& split_rows) {
+      const bool even = split_rows[0] == split_rows[1];
+      if (even && launches > 1) probe_even_launches += 1;
+      const bool slow = !even && probe_even_launches == 1 && !slowed;
+      slowed = slowed || slow;
+      std::vector<double> seconds(2);
+      for (std::size_t i = 0; i < 2; ++i) seconds[i] = double(split_rows[i]) / rows / rate[i] * (slow ? 3.0 : 1.0);
+      return seconds;
+    });
+  }
+  CHECK(slowed);
+  CHECK(s.learned().probes == 1);
+  CHECK_FALSE(s.learned().held);
+  CHECK(probe_even_launches == 2);
+}
+
+TEST_CASE("AdaptivePlacement: a split that moves a few points is not probed again; one that moves further is") {
+  // Leaves whose rates always add up to the whole range a second, so the
+  // balanced split always takes 1 s and the launch time never drifts: only
+  // the split's moves can call for a probe.
+  SyntheticPlacement s(two_leaves(), 15);
+  const std::int64_t rows = 100000;
+  std::vector<double> rate = {0.4, 0.6};
+  auto launches = [&](int count) {
+    for (int launch = 0; launch < count; ++launch)
+      s.launch(rows, [&](const std::vector<std::int64_t>& split_rows) {
+        std::vector<double> seconds(2);
+        for (std::size_t i = 0; i < 2; ++i) seconds[i] = double(split_rows[i]) / rows / rate[i];
+        return seconds;
+      });
+  };
+  launches(16);
+  CHECK(s.learned().probes == 1);
+  const int changes = s.learned().changes;
+  rate = {0.43, 0.57};  // the split moves about three points
+  launches(16);
+  CHECK(s.learned().changes > changes);
+  CHECK(s.learned().shares[0] == doctest::Approx(0.43).epsilon(0.05));
+  CHECK(s.learned().probes == 1);
+  rate = {0.35, 0.65};  // eight points: the even split may have changed sides
+  launches(16);
+  CHECK(s.learned().shares[0] == doctest::Approx(0.35).epsilon(0.08));
+  CHECK(s.learned().probes == 2);
+  CHECK_FALSE(s.learned().held);
+}
+
 TEST_CASE("AdaptivePlacement: three leaves on a saturated bus: the probe compares thirds with the balanced split") {
   // Leaves at 0.3, 0.3 and 0.4 of the range per second balance at 0.3 :
   // 0.3 : 0.4 in 1 s; thirds take 1.11 s, except on a saturated bus, where
