@@ -403,12 +403,11 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
       if (feedback.changed) {
         entry.split.shares = feedback.shares;
         entry.split.changes += 1;
-        entry.probe_due = entry.probe_due || moved_from_probed(entry);
         entry.recent_seconds.clear();
         break;
       }
-      entry.probe_due = entry.probe_due || drifted(entry);
-      if (entry.probe_due && options_.probe && entry.split.launches >= 2 && std::isfinite(feedback.imbalance))
+      if (!probe_due(entry) && drifted(entry)) entry.probed.clear();  // the machine changed
+      if (probe_due(entry) && options_.probe && entry.split.launches >= 2 && std::isfinite(feedback.imbalance))
         start_probe(entry, rates);
       break;
     case Entry::Phase::Probing: probe_step(entry, plan.shares, launch_seconds); break;
@@ -417,7 +416,7 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
         // The machine is not what it was when the even split won: balance, and probe again.
         entry.phase = Entry::Phase::Balancing;
         entry.split.held = false;
-        entry.probe_due = true;
+        entry.probed.clear();
       }
       break;
   }
@@ -435,12 +434,11 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
 }
 
 void AdaptivePlacement::start_probe(Entry& entry, const std::vector<double>& rates) const {
-  entry.probe_due = false;
+  entry.probed = entry.split.shares;
   entry.reference_seconds = 0;  // a declined probe: the next three launches give it
   const std::vector<double>& settled = entry.split.shares;
   const std::vector<double> even(settled.size(), 1.0 / static_cast<double>(settled.size()));
   if (even == settled || rates.size() != settled.size()) return;
-  entry.probed = settled;
   // Predicted times (in units of the whole range) of both splits at the rates measured.
   double now = 0, then = 0;
   for (std::size_t i = 0; i < settled.size(); ++i) {
@@ -509,7 +507,7 @@ void AdaptivePlacement::probe_step(Entry& entry, const std::vector<double>& ran_
   entry.candidate_seconds.clear();
 }
 
-bool AdaptivePlacement::moved_from_probed(const Entry& entry) {
+bool AdaptivePlacement::probe_due(const Entry& entry) {
   if (entry.probed.size() != entry.split.shares.size()) return true;
   for (std::size_t i = 0; i < entry.probed.size(); ++i)
     if (std::abs(entry.split.shares[i] - entry.probed[i]) >= kProbeMove) return true;

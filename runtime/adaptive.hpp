@@ -33,37 +33,37 @@
 //     speed does not depend on the split. Leaves that share the memory bus
 //     break that: when the bus is saturated, the leaf with the smaller piece
 //     can get the smaller part of the bandwidth, the rates measured at one
-//     split mispredict every other, and the balanced split can be 10-20%
-//     slower than the even one (measured on a two-core VM whose memory
-//     bandwidth halved while other guests ran). So once the split has
-//     settled (a launch that does not move it), the policy probes: it
-//     launches the even split and the settled one alternately and compares
-//     their launch times (the last leaf's finishing time): after one of
-//     each when they differ by more than twice `probe_gain`, else after two
-//     of each, by their medians. A launch of the settled split that takes
-//     a time outside the band below (the machine changed during the probe)
-//     starts the probe again, twice at most; the next launch of the settled
-//     split, not that one (it may be a one-off), is what later ones are
-//     checked against. The even split is tried only where the rates
-//     measured predict it at most `probe_margin` slower, so that leaves of very different
-//     speed never pay for it. If it is faster by more than `probe_gain`, the
-//     policy holds it and stops rebalancing; otherwise it returns to the
-//     settled split. Either way it probes again when a share moves by 5
-//     points or more from the split last probed (noise moves a settled
-//     split by a point or two, which cannot turn the even split's loss into
-//     a win), or when the median of the last three launch times leaves a band of twice
-//     the dead band around the median of the first three after the probe
-//     (the machine changed: other work came or went). Hence `adaptive` is not slower than the even (static) split
-//     by more than the noise, whatever the leaves share.
+//     split mispredict every other, and the balanced split can be 10-20% slower
+//     than the even one (measured on a two-core VM whose memory bandwidth
+//     halved while other guests ran). So once the split has settled (a launch
+//     that does not move it), the policy probes: it launches the even split and
+//     the settled one alternately and compares their launch times (the last
+//     leaf's finishing time): after one of each when they differ by more than
+//     twice `probe_gain`, else after two of each, by their medians. A launch of
+//     the settled split that takes a time outside the band below (the machine
+//     changed during the probe) starts the probe again, twice at most; the next
+//     launch of the settled split, not that one (it may be a one-off), is what
+//     later ones are checked against. The even split is tried only where the
+//     rates measured predict it at most `probe_margin` slower, so that leaves
+//     of very different speed never pay for it. If it is faster by more than
+//     `probe_gain`, the policy holds it and stops rebalancing; otherwise it
+//     returns to the settled split. Either way it probes again when a share
+//     moves by 5 points or more from the split last probed (noise moves a
+//     settled split by a point or two, which cannot turn the even split's loss
+//     into a win), or when the median of the last three launch times leaves a
+//     band of twice the dead band around the median of the first three after
+//     the probe (the machine changed: other work came or went). Hence
+//     `adaptive` is not slower than the even (static) split by more than the
+//     noise, whatever the leaves share.
 //  5. The split is kept per key: the node's fingerprint, the location the
 //     region runs at, its executing leaves (name, kind, cores, device), the
 //     kernel's hash and the extents class (the bit width of each extent, so
-//     2^20 and 2^20 + 1000 points share what they learn). It is saved after its first launch,
-//     then at most once a second while it changes, and when the runtime ends,
-//     as adaptive-<hash>.txt in the cache
-//     directory (machine_model_directory(): $CANOPY_CACHE_DIR, else
-//     ~/.cache/canopy; "off" keeps nothing); written to a temporary file and
-//     renamed; a damaged or foreign file is ignored.
+//     2^20 and 2^20 + 1000 points share what they learn). It is saved after its
+//     first launch, then at most once a second while it changes, and when the
+//     runtime ends, as adaptive-<hash>.txt in the cache directory
+//     (machine_model_directory(): $CANOPY_CACHE_DIR, else ~/.cache/canopy;
+//     "off" keeps nothing); written to a temporary file and renamed; a damaged
+//     or foreign file is ignored.
 //
 // ## The `any` policy
 // Among the idle leaves, the one with the smallest predicted time for the
@@ -241,9 +241,9 @@ class AdaptivePlacement {
     std::vector<std::vector<double>> recent_rates;
     enum class Phase { Balancing, Probing, Holding };
     Phase phase = Phase::Balancing;
-    bool probe_due = true;  ///< the split moved (or was read) since the last probe
     /// The settled split the last probe compared with the even one (or
-    /// declined to); empty before the first.
+    /// declined to); empty while a probe is due whatever the split: before
+    /// the first, and once the machine changed.
     std::vector<double> probed;
     /// Probing: [0] the settled split, [1] the even one; the launch times
     /// measured with each; the candidates still to launch, in order.
@@ -272,9 +272,9 @@ class AdaptivePlacement {
   void start_probe(Entry& entry, const std::vector<double>& rates) const;
   /// Takes one probe launch's time; decides when the last is in.
   void probe_step(Entry& entry, const std::vector<double>& ran_shares, double seconds) const;
-  /// Whether a share of `entry`'s split lies kProbeMove or more from the
-  /// split last probed (true when none was).
-  static bool moved_from_probed(const Entry& entry);
+  /// Whether a probe of `entry`'s split is due: a share lies kProbeMove or
+  /// more from the split last probed, or none was.
+  static bool probe_due(const Entry& entry);
   /// Whether `seconds` lies outside the band of twice the dead band around
   /// `reference` (false when there is no reference, 0).
   bool outside_band(double seconds, double reference) const;

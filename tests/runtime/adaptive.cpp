@@ -116,14 +116,20 @@ struct SyntheticPlacement {
   std::shared_ptr<const AdaptivePlan> plan(std::int64_t rows) {
     return placement.plan(key, *tree.root(), leaves, Shape(rows));
   }
-  /// Plans a launch of `rows` rows, runs it with the seconds each leaf takes
-  /// from `times(rows per leaf)`, and returns the shares it ran.
+  /// Runs `planned` over `rows` rows with the seconds each leaf takes from
+  /// `times(rows per leaf)`, and returns the shares it ran.
+  template <class Times>
+  std::vector<double> run(const std::shared_ptr<const AdaptivePlan>& planned, std::int64_t rows, Times&& times) {
+    const auto split_rows = rows_of(tree, planned->shares, rows);
+    RegionStats record = synthetic_record(planned->leaves, split_rows, times(split_rows));
+    planned->annotate(record);
+    planned->finished(record);
+    return planned->shares;
+  }
+  /// Plans a launch of `rows` rows and runs it (run()).
   template <class Times>
   std::vector<double> launch(std::int64_t rows, Times&& times) {
-    const auto next = plan(rows);
-    const auto split_rows = rows_of(tree, next->shares, rows);
-    next->finished(synthetic_record(next->leaves, split_rows, times(split_rows)));
-    return next->shares;
+    return run(plan(rows), rows, times);
   }
   AdaptiveSplit learned() const { return placement.splits().at(0); }
 };
@@ -432,11 +438,7 @@ TEST_CASE("AdaptivePlacement: on a saturated bus a probe finds the even split fa
   auto run = [&] {
     const auto next = queued.front();
     queued.erase(queued.begin());
-    const auto split_rows = rows_of(s.tree, next->shares, rows);
-    RegionStats record = synthetic_record(next->leaves, split_rows, times(split_rows));
-    next->annotate(record);
-    next->finished(record);
-    return next->shares;
+    return s.run(next, rows, times);
   };
   auto launch = [&] { return s.launch(rows, times); };
 
