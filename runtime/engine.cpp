@@ -35,6 +35,8 @@
 #include "internal/device_copies.hpp"
 #include "internal/leaf_worker.hpp"
 #include "internal/recovery.hpp"
+#include "internal/split_writes.hpp"
+#include "launch_bounds.hpp"
 #include "mcd.hpp"
 #include "policy.hpp"
 
@@ -51,6 +53,9 @@ struct CompiledKernel {
   mutable std::shared_ptr<backends::cpu::CpuProgram> cpu;
   /// What each array parameter reads and writes: which elements a piece needs.
   ir::Footprint footprint;
+  /// The accesses every point makes at known positions: a launch whose range
+  /// takes one outside its array is refused (launch_bounds.hpp).
+  std::vector<SureAccess> sure_accesses;
   /// A point may do any amount of work (a For loop), so even a small region
   /// of it is never run in the launching thread (launch() must return at once).
   bool has_loops = false;
@@ -109,6 +114,8 @@ struct RegionRun {
   /// Pieces whose leaf could not compile the kernel run on another leaf's device.
   std::vector<std::optional<Executor>> moved;
   std::shared_ptr<const AdaptivePlan> adaptive;  ///< adaptive and any launches: learns from the pieces' times
+  /// How pieces in different memories write each array (split_writes.hpp).
+  SplitWritePlan writes;
   /// When the pieces were queued: each piece's finishing time counts from here.
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };
@@ -154,14 +161,30 @@ void combine_partials(RegionRun& run) {
   }
 }
 
+// The private copies of the arrays the region's device pieces added into,
+// summed into the host copies now that every piece is done.
+void combine_added_arrays(RegionRun& run) {
+  for (std::size_t p = 0; p < run.args.size(); ++p) {
+    if (run.writes.mode(p) != WriteMode::Added) continue;
+    auto& copies = std::get<std::shared_ptr<ArrayStorage>>(run.args[p])->copies();
+    std::lock_guard lock(copies.mutex);
+    copies.combine_merges();
+  }
+}
+
 void finish_region(RegionRun& run) {
   combine_partials(run);
-  for (auto& array : run.per_region_arrays) array->release_contents();
   std::exception_ptr error;
   {
     std::lock_guard lock(run.error_mutex);
+    try {
+      combine_added_arrays(run);
+    } catch (...) {
+      if (!run.error) run.error = std::current_exception();
+    }
     error = run.error;
   }
+  for (auto& array : run.per_region_arrays) array->release_contents();
   if (run.adaptive && !error) run.adaptive->finished(*run.record);
   run.completion->finish(error);
 }
@@ -284,6 +307,7 @@ struct Engine::State {
   std::int64_t hidden_regions = 0;  ///< the machine model's calibration launched them
   std::unordered_map<std::string, LeafStats> leaf_stats;
   std::deque<std::shared_ptr<RegionStats>> recent;
+  SplitWriteStats split_writes;
 
   std::shared_ptr<const CompiledKernel> compiled(const std::shared_ptr<const ir::Kernel>& traced) {
     std::lock_guard lock(kernels_mutex);
@@ -306,6 +330,9 @@ struct Engine::State {
       }
       compiled->has_loops = body_has_loops(*compiled->optimized);
       compiled->footprint = ir::footprint_of(*compiled->optimized);
+      // Checked kernels guard every access; the refusal reads the unguarded form.
+      compiled->sure_accesses =
+          sure_accesses_of(checked ? ir::footprint_of(ir::optimize(*traced)) : compiled->footprint);
       slot = std::move(compiled);
     }
     return slot;
@@ -404,12 +431,21 @@ struct Engine::State {
     while (recent.size() > 64) recent.pop_front();
   }
 
+  /// What a piece writes, per parameter: the elements it may write, and for
+  /// an array in Changed mode at a device, the twin of its copy of them.
+  struct PieceWrites {
+    std::vector<IntervalSet> written;
+    std::vector<std::optional<std::vector<char>>> twins;
+  };
+
   // Before a piece at `worker` over `range`: each array's elements the piece
-  // needs become current at the worker's place (merge arrays get private
-  // copies instead). Returns what each array's piece will write.
-  std::vector<IntervalSet> prepare_arrays(const RegionRun& run, const backends::Range& range, const Executor& worker) {
+  // needs become current at the worker's place (merge arrays, and arrays
+  // the region adds to from several memories, get private copies instead).
+  // Returns what each array's piece will write.
+  PieceWrites prepare_arrays(const RegionRun& run, const backends::Range& range, const Executor& worker) {
     const auto& kernel = *run.kernel->optimized;
-    std::vector<IntervalSet> written(run.args.size());
+    PieceWrites piece{std::vector<IntervalSet>(run.args.size()),
+                      std::vector<std::optional<std::vector<char>>>(run.args.size())};
     for (std::size_t p = 0; p < run.args.size(); ++p) {
       auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
       if (!storage) continue;
@@ -421,27 +457,41 @@ struct Engine::State {
       auto& copies = (*storage)->copies();
       std::lock_guard lock(copies.mutex);
       if (worker.place() != Coherence::kHost) copies.buffer(worker.place(), worker.device());
-      if (copies.merge_operator() && kernel.params[p].writes()) {
+      const WriteMode mode = run.writes.mode(p);
+      if ((copies.merge_operator() && kernel.params[p].writes()) || mode == WriteMode::Added) {
         IntervalSet span = writes.written;
         span.add(reads.ranges);
-        copies.begin_merge(worker.place(), span, run.record->id);
+        copies.begin_merge(worker.place(), span, run.record->id, copies.merge_operator().value_or(ir::ReduceOp::Sum));
         continue;
       }
       IntervalSet need = reads.ranges;
       need.add(writes.acquire_first);
-      copies.acquire(worker.place(), need);
-      written[p] = std::move(writes.written);
+      if (mode == WriteMode::Changed && worker.place() != Coherence::kHost) {
+        // The twin must be this copy's current value of every element the
+        // piece may write, and the host must hold the same: it keeps what the
+        // piece leaves unchanged.
+        copies.acquire(Coherence::kHost, writes.written);
+        need.add(writes.written);
+        copies.acquire(worker.place(), need);
+        piece.twins[p] = copies.snapshot(worker.place(), writes.written);
+      } else {
+        copies.acquire(worker.place(), need);
+      }
+      piece.written[p] = std::move(writes.written);
     }
-    return written;
+    return piece;
   }
 
-  void record_writes(const RegionRun& run, const std::vector<IntervalSet>& written, const Executor& worker) {
+  void record_writes(const RegionRun& run, const PieceWrites& piece, const Executor& worker) {
     for (std::size_t p = 0; p < run.args.size(); ++p) {
       auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
-      if (!storage || written[p].empty()) continue;
+      if (!storage || piece.written[p].empty()) continue;
       auto& copies = (*storage)->copies();
       std::lock_guard lock(copies.mutex);
-      copies.wrote(worker.place(), written[p]);
+      if (piece.twins[p])
+        copies.merge_changed(worker.place(), piece.written[p], *piece.twins[p]);
+      else
+        copies.wrote(worker.place(), piece.written[p]);
     }
   }
 
@@ -631,6 +681,33 @@ struct Engine::State {
     throw Error("region of kernel '" + kernel.name + "': " + explain_no_common_descendant(locations, labels));
   }
 
+  // How the pieces write each array when they run in different memories
+  // (split_writes.hpp); a region that cannot be split over memories keeps
+  // only its pieces in one memory, and stats() says why, once per reason.
+  // Call with tree_mutex held.
+  void plan_writes(RegionRun& run, const RegionRequest& request, std::vector<Piece>& pieces) {
+    std::vector<PlacedPiece> placed;
+    std::vector<int> places;
+    for (const auto& piece : pieces) {
+      auto worker = workers.find(piece.leaf->name());
+      places.push_back(worker == workers.end() ? 0 : worker->second->place());
+      placed.push_back({places.back(), piece.begin, piece.end});
+    }
+    run.writes = plan_split_writes(*run.kernel->optimized, run.kernel->footprint, request.args, request.range, placed);
+    std::lock_guard lock(stats_mutex);
+    if (run.writes.one_memory) {
+      pieces = on_one_memory(pieces, places, request.range[0]);
+      run.adaptive = nullptr;  // its shares were for the pieces it planned
+      ++split_writes.one_memory;
+      if (std::find(split_writes.notes.begin(), split_writes.notes.end(), *run.writes.one_memory) ==
+          split_writes.notes.end())
+        split_writes.notes.push_back(*run.writes.one_memory);
+    }
+    const auto& modes = run.writes.modes;
+    if (std::count(modes.begin(), modes.end(), WriteMode::Changed) > 0) ++split_writes.changed_merged;
+    if (std::count(modes.begin(), modes.end(), WriteMode::Added) > 0) ++split_writes.sums_merged;
+  }
+
   // The location `levels` above `at` (the root when the tree is not that deep).
   const Location& ancestor(const Location& at, int levels) {
     const Location* l = &at;
@@ -741,6 +818,7 @@ RegionHandle Engine::submit(RegionRequest request) {
 
   auto run = std::make_shared<RegionRun>();
   run->kernel = state_->compiled(request.kernel);
+  check_launch_bounds(kernel, run->kernel->sure_accesses, request.range, request.args);
   const bool adaptive = policy.kind == Policy::Kind::Adaptive || policy.kind == Policy::Kind::Any;
   if (adaptive) state_->ensure_model();  // before the tree lock: a calibration launches regions
 
@@ -772,6 +850,7 @@ RegionHandle Engine::submit(RegionRequest request) {
   }
   if (policy.kind == Policy::Kind::Any && pieces.size() == 1)
     run->adaptive = state_->adaptive.plan_any(run->kernel->adaptive, *pieces.front().leaf, request.range);
+  state_->plan_writes(*run, request, pieces);
   run->fallbacks = state_->fallbacks_below(at);
   // Every piece's program, compiled now (on this thread) so that a kernel a
   // device cannot build fails the launch, naming the device.
@@ -990,6 +1069,7 @@ Stats Engine::stats() const {
   stats.transfers.device_to_host = state_->totals->device_to_host.load();
   stats.transfers.device_to_device = state_->totals->device_to_device.load();
   stats.transfers.bytes_avoided = state_->totals->avoided.load();
+  stats.split_writes = state_->split_writes;
   state_->recoveries.add_to(stats.recoveries, state_->totals->copies_retried.load());
   for (auto& array : state_->live_arrays()) {
     auto& copies = array->copies();

@@ -30,6 +30,15 @@ std::string Stats::to_text() const {
                   static_cast<long long>(recoveries.compiles));
     out += line;
   }
+  if (split_writes.changed_merged + split_writes.sums_merged + split_writes.one_memory > 0) {
+    std::snprintf(line, sizeof line,
+                  "split writes: %lld regions merged changed elements, %lld summed atomic adds, %lld ran on one "
+                  "memory\n",
+                  static_cast<long long>(split_writes.changed_merged), static_cast<long long>(split_writes.sums_merged),
+                  static_cast<long long>(split_writes.one_memory));
+    out += line;
+    for (const auto& note : split_writes.notes) out += "  " + note + "\n";
+  }
   for (const auto& region : recent) {
     out += "region " + std::to_string(region.id) + " " + region.kernel + " over " + region.range.to_string() + " at " +
            region.location + " (" + region.policy + "):";

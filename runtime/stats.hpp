@@ -78,6 +78,20 @@ struct RecoveryStats {
   std::int64_t total() const { return launches + copies + compiles; }
 };
 
+/// Regions split over memories whose pieces may write the same elements (a
+/// scatter, a histogram, a transposed write), and how every write was kept
+/// (runtime/internal/split_writes.hpp).
+struct SplitWriteStats {
+  /// Regions whose device pieces wrote back only the elements they changed.
+  std::int64_t changed_merged = 0;
+  /// Regions whose device pieces added atomically into private copies, summed at the end.
+  std::int64_t sums_merged = 0;
+  /// Regions run on one memory instead, since neither keeps their writes.
+  std::int64_t one_memory = 0;
+  /// Why regions ran on one memory, once per kernel and reason.
+  std::vector<std::string> notes;
+};
+
 struct Stats {
   std::int64_t regions = 0;         ///< regions launched so far
   std::vector<LeafStats> leaves;    ///< every leaf that ran something, and the current leaves
@@ -85,6 +99,7 @@ struct Stats {
   TransferStats transfers;
   std::vector<ArrayTransferStats> arrays;  ///< per live array
   RecoveryStats recoveries;                ///< faults survived so far
+  SplitWriteStats split_writes;            ///< regions whose pieces in several memories wrote one array
 
   std::string to_text() const;
 };

@@ -549,12 +549,16 @@ class SiteScan : public Visitor {
       slot_of_param_[footprint_.arrays[i].param] = static_cast<int>(i);
   }
 
-  /// Sets `unconditional` on the reads from what the walk saw.
+  /// Sets `unconditional` and the sure sites on the reads from what the walk saw.
   void finish() {
     for (auto& a : footprint_.arrays) a.reads.unconditional = a.reads.present;
-    for (const auto& [load, conditional] : load_conditional_)
+    for (const auto& [load, conditional] : load_conditional_) {
+      auto& reads = footprint_.arrays[static_cast<std::size_t>(slot_of_param_.at(load->param))].reads;
       if (conditional)
-        footprint_.arrays[static_cast<std::size_t>(slot_of_param_.at(load->param))].reads.unconditional = false;
+        reads.unconditional = false;
+      else
+        add_sure_site(reads, load->indices);
+    }
   }
 
  protected:
@@ -562,12 +566,11 @@ class SiteScan : public Visitor {
   void visit(const Assign& node) override { scan(node.value); }
   void visit(const Reduce& node) override { scan(node.value); }
   void visit(const Store& node) override {
-    const bool outer = conditional_;
-    if (both_branches_.count(&node)) conditional_ = false;  // its twin in the other branch covers the rest
-    write(node.param, node.indices, node.value, false);
-    conditional_ = outer;
+    // Its twin in the other branch covers the rest: the write is as good as
+    // unconditional, but not the loads of either branch's value.
+    write(node.param, node.indices, node.value, false, conditional_ && !both_branches_.count(&node));
   }
-  void visit(const AtomicAdd& node) override { write(node.param, node.indices, node.value, true); }
+  void visit(const AtomicAdd& node) override { write(node.param, node.indices, node.value, true, conditional_); }
 
   void visit(const If& node) override {
     scan(node.cond);
@@ -645,7 +648,16 @@ class SiteScan : public Visitor {
     }
   }
 
-  void write(int param, const std::vector<Expr>& indices, const Expr& value, bool atomic) {
+  /// Adds a site every point performs to `access.sure_sites` (once).
+  void add_sure_site(AccessFootprint& access, const std::vector<Expr>& indices) {
+    std::vector<DimFootprint> site;
+    for (std::size_t d = 0; d < access.dims.size(); ++d)
+      site.push_back(d < indices.size() ? evaluator_.evaluate(indices[d]) : DimFootprint::whole());
+    if (std::find(access.sure_sites.begin(), access.sure_sites.end(), site) == access.sure_sites.end())
+      access.sure_sites.push_back(std::move(site));
+  }
+
+  void write(int param, const std::vector<Expr>& indices, const Expr& value, bool atomic, bool conditional) {
     for (const auto& i : indices) scan(i);
     scan(value);
     ArrayFootprint* array = array_of(param);
@@ -653,8 +665,10 @@ class SiteScan : public Visitor {
     auto& writes = array->writes;
     const bool first = !writes.present;
     record(writes, param, indices);
-    writes.unconditional = (first || writes.unconditional) && !conditional_;
+    writes.unconditional = (first || writes.unconditional) && !conditional;
     writes.atomic = writes.atomic || atomic;
+    writes.atomic_sites += atomic ? 1 : 0;
+    if (!conditional) add_sure_site(writes, indices);
   }
 
   /// Records every Load in `root`. Each node is walked at most twice (once

@@ -81,7 +81,17 @@ struct AccessFootprint {
   /// True when present and no site is under an If, nor in a For loop that may
   /// run zero times: every point surely performs every site's access.
   bool unconditional = false;
-  bool atomic = false;  ///< writes only: some site is an AtomicAdd (read-modify-write)
+  bool atomic = false;   ///< writes only: some site is an AtomicAdd (read-modify-write)
+  int atomic_sites = 0;  ///< writes only: how many of the sites are AtomicAdds
+  /// The sites every point performs (not under an If, nor in a loop that may
+  /// run zero times), each as one DimFootprint per array dimension, without
+  /// repeats. A dimension that is Affine with lo == hi is exactly the position
+  /// the site touches at every point, so a range that takes it outside the
+  /// array surely faults (the runtime refuses such a launch).
+  std::vector<std::vector<DimFootprint>> sure_sites;
+
+  /// True when present and every site is an AtomicAdd.
+  bool only_atomic() const { return present && atomic_sites == sites; }
 
   bool operator==(const AccessFootprint&) const = default;
 };

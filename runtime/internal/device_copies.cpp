@@ -117,9 +117,15 @@ void DeviceCopies::transfer(const Transfer& t) {
   }
 }
 
+CoherenceCounters DeviceCopies::counters() const {
+  CoherenceCounters total = directory_.counters();
+  total += twins_;
+  return total;
+}
+
 void DeviceCopies::acquire(int place, const IntervalSet& need) {
   if (need.empty()) return;
-  if (merge_ && directory_.merging().overlaps(need)) combine_merges();
+  if (directory_.merging().overlaps(need)) combine_merges();
   const auto before = directory_.counters();
   const Coherence saved = directory_;
   try {
@@ -137,24 +143,25 @@ void DeviceCopies::wrote(int place, const IntervalSet& written) {
   if (written.total() > 0) directory_.wrote(place, written);
 }
 
-void DeviceCopies::begin_merge(int place, const IntervalSet& span, std::uint64_t region) {
+void DeviceCopies::begin_merge(int place, const IntervalSet& span, std::uint64_t region, ir::ReduceOp op) {
   if (span.total() == 0) return;
   if (merge_region_ != region && directory_.merging().total() > 0) combine_merges();
   merge_region_ = region;
+  merge_op_ = op;
   const auto before = directory_.counters();
   auto start = directory_.begin_merge(place, span);
   perform(start.flush, true);
   count(before);
   if (place == Coherence::kHost) return;
   auto& copy = copies_.at(place);
-  auto identity = backends::identity_value(*merge_, type_);
+  auto identity = backends::identity_value(op, type_);
   for (const auto& range : start.initialize)
     copy.device->fill(copy.buffer, static_cast<std::size_t>(range.begin), static_cast<std::size_t>(range.size()),
                       identity);
 }
 
 void DeviceCopies::combine_merges() {
-  if (!merge_ || directory_.merging().total() == 0) return;
+  if (directory_.merging().total() == 0) return;
   const auto before = directory_.counters();
   std::vector<char> scratch;
   for (const auto& t : directory_.end_merge()) {
@@ -164,9 +171,45 @@ void DeviceCopies::combine_merges() {
     scratch.resize(count * element_size_);
     // The directory has already ended the merge: this copy must not be lost.
     retrying([&] { copy.device->copy_out(copy.buffer, offset, scratch.data(), scratch.size()); });
-    combine(type_, static_cast<char*>(host_) + offset, scratch.data(), count, *merge_);
+    combine(type_, static_cast<char*>(host_) + offset, scratch.data(), count, merge_op_);
   }
   count(before);
+}
+
+void DeviceCopies::copy_out(int place, const IntervalSet& ranges, std::vector<char>& bytes) {
+  auto& copy = copies_.at(place);
+  bytes.resize(static_cast<std::size_t>(ranges.total()) * element_size_);
+  std::size_t at = 0;
+  for (const auto& range : ranges) {
+    const std::size_t size = static_cast<std::size_t>(range.size()) * element_size_;
+    retrying([&] {
+      copy.device->copy_out(copy.buffer, static_cast<std::size_t>(range.begin) * element_size_, bytes.data() + at,
+                            size);
+    });
+    at += size;
+  }
+  const auto moved = static_cast<std::int64_t>(bytes.size());
+  twins_.device_to_host += moved;
+  if (totals_) totals_->device_to_host += moved;
+}
+
+std::vector<char> DeviceCopies::snapshot(int place, const IntervalSet& ranges) {
+  std::vector<char> twin;
+  copy_out(place, ranges, twin);
+  return twin;
+}
+
+void DeviceCopies::merge_changed(int place, const IntervalSet& ranges, const std::vector<char>& twin) {
+  std::vector<char> now;
+  copy_out(place, ranges, now);
+  std::size_t at = 0;
+  for (const auto& range : ranges) {
+    char* host = static_cast<char*>(host_) + static_cast<std::size_t>(range.begin) * element_size_;
+    for (std::int64_t e = 0; e < range.size(); ++e, at += element_size_, host += element_size_)
+      if (std::memcmp(now.data() + at, twin.data() + at, element_size_) != 0)
+        std::memcpy(host, now.data() + at, element_size_);
+  }
+  directory_.wrote(Coherence::kHost, ranges);
 }
 
 void DeviceCopies::sync_host(bool host_will_write) {

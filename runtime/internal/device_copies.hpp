@@ -70,10 +70,22 @@ class DeviceCopies {
   void wrote(int place, const IntervalSet& written);
   /// Starts private merge copies of `span` at `place` for region `region`
   /// (combining earlier regions' merges first), filling a device's private
-  /// copy with the operator's identity.
-  void begin_merge(int place, const IntervalSet& span, std::uint64_t region);
+  /// copy with the identity of `op` (the array's merge operator, or the one
+  /// the engine chose for a region that adds atomically from several memories).
+  void begin_merge(int place, const IntervalSet& span, std::uint64_t region, ir::ReduceOp op);
   /// Combines every private merge copy into the host copy.
   void combine_merges();
+
+  /// The bytes of `ranges` in the copy at `place` as they are now: the twin a
+  /// piece's changes are found against (merge_changed). Counted as moved.
+  std::vector<char> snapshot(int place, const IntervalSet& ranges);
+  /// After a piece at `place` (a device) wrote some elements of `ranges`, which
+  /// pieces at other places may write too: every element of its copy whose
+  /// bytes differ from `twin` (its snapshot before the piece) is written into
+  /// the host copy, and the host holds `ranges` current. The host must have
+  /// held `ranges` current when the twin was taken, and the other pieces write
+  /// other elements (a region whose points write one element twice is racy).
+  void merge_changed(int place, const IntervalSet& ranges, const std::vector<char>& twin);
   /// Brings the host copy up to date (merges combined first); with
   /// `host_will_write`, every device copy becomes stale (the host may change it).
   void sync_host(bool host_will_write);
@@ -82,7 +94,7 @@ class DeviceCopies {
 
   std::optional<ir::ReduceOp> merge_operator() const { return merge_; }
   /// Bytes moved for this array so far.
-  const CoherenceCounters& counters() const { return directory_.counters(); }
+  CoherenceCounters counters() const;
 
  private:
   /// Performs the transfers; with `retry`, a failed one is tried once more
@@ -92,6 +104,8 @@ class DeviceCopies {
   /// Runs `copy`; when it throws, runs it once more (counted, logged once).
   void retrying(const std::function<void()>& copy);
   void count(const CoherenceCounters& before);
+  /// Copies `ranges` of the copy at `place` out into `bytes`, one after the other.
+  void copy_out(int place, const IntervalSet& ranges, std::vector<char>& bytes);
 
   struct Copy {
     std::shared_ptr<backends::Device> device;
@@ -105,6 +119,8 @@ class DeviceCopies {
   Coherence directory_;
   std::map<int, Copy> copies_;
   std::uint64_t merge_region_ = 0;
+  ir::ReduceOp merge_op_ = ir::ReduceOp::Sum;  ///< of the merges in progress
+  CoherenceCounters twins_;                    ///< what snapshot and merge_changed moved
 };
 
 }  // namespace canopy::runtime

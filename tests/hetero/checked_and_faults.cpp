@@ -55,9 +55,13 @@ class FaultPlanFor {
   FaultPlanFor& operator=(const FaultPlanFor&) = delete;
 };
 
-const Kernel<void(Out<double>, In<double>)>& shift_read() {
-  static const Kernel kernel("hetero_shift_read",
-                             [](Out<double> out, In<double> in) { out[index(0)] = in[index(0) + 1]; }, {"out", "in"});
+// out[i] = in[i + shift]: a parameter, so that only checked mode finds that
+// shift 1 reads past the end (a constant offset is refused at launch).
+const Kernel<void(Out<double>, In<double>, Val<std::int64_t>)>& shift_read() {
+  static const Kernel kernel(
+      "hetero_shift_read",
+      [](Out<double> out, In<double> in, Val<std::int64_t> shift) { out[index(0)] = in[index(0) + shift]; },
+      {"out", "in", "shift"});
   return kernel;
 }
 
@@ -147,7 +151,7 @@ TEST_CASE("hetero checked mode: a read past the end on opencl0 raises kernel, ar
     auto v = in.host();
     for (std::int64_t i = 0; i < n; ++i) v[i] = double(i);
   }
-  rt.region(shift_read()).over(n).at("opencl0").launch(out, in);
+  rt.region(shift_read()).over(n).at("opencl0").launch(out, in, std::int64_t{1});
   CHECK(error_of([&] { rt.pause(); }) ==
         "kernel 'hetero_shift_read' read array 'in' out of bounds: index 1000 in dimension 0, whose extent is 1000 "
         "(found by CANOPY_CHECK=bounds; the access was skipped); keep every index in [0, extent)");

@@ -54,21 +54,26 @@ class FaultPlanFor {
   FaultPlanFor& operator=(const FaultPlanFor&) = delete;
 };
 
-// out[i] = in[i + 1]: the last point reads one past the end of `in`.
-const Kernel<void(Out<double>, In<double>)>& shift_read() {
-  static const Kernel kernel("shift_read", [](Out<double> out, In<double> in) { out[index(0)] = in[index(0) + 1]; },
-                             {"out", "in"});
+// out[i] = in[i + shift]: with shift 1 the last point reads one past the end
+// of `in`. The shift is a parameter so that the launch is not refused before
+// it runs (launch_bounds.hpp refuses constant offsets): checked mode finds it.
+const Kernel<void(Out<double>, In<double>, Val<std::int64_t>)>& shift_read() {
+  static const Kernel kernel(
+      "shift_read",
+      [](Out<double> out, In<double> in, Val<std::int64_t> shift) { out[index(0)] = in[index(0) + shift]; },
+      {"out", "in", "shift"});
   return kernel;
 }
 
-// out(i, j + 1) = in(i, j): the last column writes one past the end of `out`'s rows.
-const Kernel<void(Out<double, 2>, In<double, 2>)>& shift_write_2d() {
+// out(i, j + shift) = in(i, j): with shift 1 the last column writes one past
+// the end of `out`'s rows (a parameter, as in shift_read).
+const Kernel<void(Out<double, 2>, In<double, 2>, Val<std::int64_t>)>& shift_write_2d() {
   static const Kernel kernel("shift_write_2d",
-                             [](Out<double, 2> out, In<double, 2> in) {
+                             [](Out<double, 2> out, In<double, 2> in, Val<std::int64_t> shift) {
                                Idx i = index(0), j = index(1);
-                               out(i, j + 1) = in(i, j);
+                               out(i, j + shift) = in(i, j);
                              },
-                             {"out", "in"});
+                             {"out", "in", "shift"});
   return kernel;
 }
 
@@ -151,7 +156,7 @@ TEST_CASE("checked mode: a read past the end raises kernel, array, index and ext
     auto v = in.host();
     for (std::int64_t i = 0; i < n; ++i) v[i] = double(i);
   }
-  rt.region(shift_read()).over(n).launch(out, in);
+  rt.region(shift_read()).over(n).launch(out, in, std::int64_t{1});
   CHECK(error_of([&] { rt.pause(); }) ==
         "kernel 'shift_read' read array 'in' out of bounds: index 100 in dimension 0, whose extent is 100 (found by "
         "CANOPY_CHECK=bounds; the access was skipped); keep every index in [0, extent)");
@@ -169,7 +174,7 @@ TEST_CASE("checked mode: a 2-D write past a row's end names dimension 1 (cpu, sp
   use_tree(rt, two_leaf_tree());
   auto in = rt.array<double, 2>(Shape(64, 5));
   auto out = rt.array<double, 2>(Shape(64, 5));
-  rt.region(shift_write_2d()).over(64, 5).at("numa0").launch(out, in);
+  rt.region(shift_write_2d()).over(64, 5).at("numa0").launch(out, in, std::int64_t{1});
   CHECK(error_of([&] { rt.pause(); }) ==
         "kernel 'shift_write_2d' wrote array 'out' out of bounds: index 5 in dimension 1, whose extent is 5 (found by "
         "CANOPY_CHECK=bounds; the access was skipped); keep every index in [0, extent)");

@@ -1,0 +1,90 @@
+#include "split_writes.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "../coherence.hpp"
+
+namespace canopy::runtime {
+
+namespace {
+
+// True when pieces in two different memories may write one element of the
+// array (shape `shape`) whose write footprint is `writes`.
+bool writes_overlap(const ir::AccessFootprint& writes, const Shape& shape, const Shape& range,
+                    const std::vector<PlacedPiece>& pieces) {
+  std::vector<PlacedWrites> placed;
+  placed.reserve(pieces.size());
+  for (const auto& piece : pieces)
+    placed.push_back({piece.place, writes_of(writes, shape, range, piece.begin, piece.end).written});
+  return !conflicting_writes(placed).empty();
+}
+
+std::string why_one_memory(const ir::Kernel& kernel, const ir::Param& param, const ArrayStorage& array,
+                           const ir::ArrayFootprint& footprint) {
+  const std::string also = footprint.reads.present ? "reads it" : "stores to it";
+  return "kernel '" + kernel.name + "' adds atomically to parameter '" + param.name + "', " + array.describe() +
+         ", and also " + also +
+         ", so the region's pieces cannot each keep a copy of it: the region ran on one "
+         "memory (give the array merge(MergeOp::Sum) and update it only with atomic_add to split it)";
+}
+
+}  // namespace
+
+SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& footprint,
+                                 const std::vector<ArgRef>& args, const Shape& range,
+                                 const std::vector<PlacedPiece>& pieces) {
+  SplitWritePlan plan;
+  const bool several_memories =
+      std::any_of(pieces.begin(), pieces.end(), [&](const PlacedPiece& p) { return p.place != pieces.front().place; });
+  if (!several_memories) return plan;
+  plan.modes.assign(kernel.params.size(), WriteMode::Plain);
+  for (std::size_t p = 0; p < kernel.params.size(); ++p) {
+    const ir::Param& param = kernel.params[p];
+    const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&args[p]);
+    const ir::ArrayFootprint* array = footprint.of(static_cast<int>(p));
+    if (!param.writes() || !storage || !array || !array->writes.present || (*storage)->traits().merge) continue;
+    if (!writes_overlap(array->writes, (*storage)->shape(), range, pieces)) continue;
+    if (array->writes.only_atomic() && !array->reads.present) {
+      plan.modes[p] = WriteMode::Added;
+    } else if (array->writes.atomic) {
+      plan.one_memory = why_one_memory(kernel, param, **storage, *array);
+      plan.modes.clear();
+      return plan;
+    } else {
+      plan.modes[p] = WriteMode::Changed;
+    }
+  }
+  return plan;
+}
+
+std::vector<Piece> on_one_memory(const std::vector<Piece>& pieces, const std::vector<int>& places, std::int64_t n) {
+  std::map<int, std::int64_t> points;
+  for (std::size_t k = 0; k < pieces.size(); ++k) points[places[k]] += pieces[k].size();
+  int chosen = points.begin()->first;  // the host (place 0) when a piece runs there
+  if (chosen != 0)
+    for (const auto& [place, count] : points)
+      if (count > points[chosen]) chosen = place;
+  std::vector<Piece> kept;
+  std::int64_t total = 0;
+  for (std::size_t k = 0; k < pieces.size(); ++k)
+    if (places[k] == chosen) {
+      kept.push_back(pieces[k]);
+      total += pieces[k].size();
+    }
+  std::sort(kept.begin(), kept.end(), [](const Piece& a, const Piece& b) { return a.begin < b.begin; });
+  // Deal [0, n) out in order, each piece its share of the points it had.
+  std::int64_t begin = 0, had = 0;
+  for (auto& piece : kept) {
+    had += piece.size();
+    const std::int64_t end = total > 0 ? static_cast<std::int64_t>(static_cast<__int128>(n) * had / total)
+                                       : (&piece == &kept.back() ? n : 0);
+    piece.begin = begin;
+    piece.end = std::max(begin, end);
+    begin = piece.end;
+  }
+  kept.back().end = n;
+  return kept;
+}
+
+}  // namespace canopy::runtime
