@@ -26,7 +26,7 @@ std::string why_one_memory(const ir::Kernel& kernel, const ir::Param& param, con
   return "kernel '" + kernel.name + "' adds atomically to parameter '" + param.name + "', " + array.describe() +
          ", and also " + also +
          ", so the region's pieces cannot each keep a copy of it: the region ran on one "
-         "memory (give the array merge(MergeOp::Sum) and update it only with atomic_add to split it)";
+         "memory (keep what it reads, or what it stores, in another array to let the region split)";
 }
 
 }  // namespace
@@ -38,8 +38,10 @@ SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& 
   const bool several_memories =
       std::any_of(pieces.begin(), pieces.end(), [&](const PlacedPiece& p) { return p.place != pieces.front().place; });
   if (!several_memories) return plan;
-  plan.modes.assign(kernel.params.size(), WriteMode::Plain);
-  for (std::size_t p = 0; p < kernel.params.size(); ++p) {
+  // A checked kernel has one more parameter than arguments (its fault record,
+  // which the engine keeps per piece).
+  plan.modes.assign(args.size(), WriteMode::Plain);
+  for (std::size_t p = 0; p < args.size(); ++p) {
     const ir::Param& param = kernel.params[p];
     const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&args[p]);
     const ir::ArrayFootprint* array = footprint.of(static_cast<int>(p));

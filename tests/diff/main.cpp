@@ -1,0 +1,280 @@
+// canopy-diff: the differential runner. Generates random programs
+// (generate.hpp), computes what each must give on the reference interpreter,
+// runs it on Canopy on every backend this node has and on a random subset of
+// placements (trees of leaves and split policies, checked mode), and compares.
+// A mismatch prints the seed and the placement, shrinks the program to a
+// small reproducer (shrink.hpp), writes it to a file and prints the command
+// that replays it.
+//
+//   canopy-diff [--seed S] [--programs N | --seconds T] [--placements K]
+//               [--placement NAME] [--replay FILE]... [--max-kernels K] [--print]
+//               [--renew N] [--out DIR] [--list] [--keep-going]
+//
+// Deterministic from its seed: program S is the same on every run, and so is
+// the choice of its placements. Exit status 0 when nothing differed, 1 on a
+// mismatch, 2 on bad arguments.
+#include <fmt/format.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <canopy/ir/error.hpp>
+
+#include "generate.hpp"
+#include "run.hpp"
+#include "shrink.hpp"
+
+using namespace canopy;
+using namespace canopy::diff;
+
+namespace {
+
+struct Options {
+  std::uint64_t seed = 1;
+  std::int64_t programs = 100;
+  double seconds = 0;               ///< > 0: run programs until this much time has passed
+  int placements = 3;               ///< random placements per program, besides one leaf of each backend
+  std::string placement;            ///< only this placement
+  std::vector<std::string> replay;  ///< program files instead of generated programs, run in order
+  int max_kernels = 3;
+  int renew = 50;         ///< fresh runtimes every this many programs
+  std::string out = ".";  ///< where reproducers go
+  bool list = false;
+  bool keep_going = false;
+  bool print = false;  ///< print each program's text instead of running it
+};
+
+[[noreturn]] void usage(const std::string& problem) {
+  std::fprintf(stderr, "canopy-diff: %s\n", problem.c_str());
+  std::fprintf(stderr,
+               "usage: canopy-diff [--seed S] [--programs N | --seconds T] [--placements K] [--placement NAME]\n"
+               "                   [--replay FILE]... [--max-kernels K] [--renew N] [--out DIR] [--list] "
+               "[--keep-going] [--print]\n");
+  std::exit(2);
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  auto value = [&](int& i) -> std::string {
+    if (i + 1 >= argc) usage(std::string(argv[i]) + " needs a value");
+    return argv[++i];
+  };
+  auto number = [&](int& i) {
+    const std::string text = value(i);
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || v < 0)
+      usage(fmt::format("{} takes a number of 0 or more, not '{}'", argv[i - 1], text));
+    return v;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--seed")
+      o.seed = std::uint64_t(number(i));
+    else if (arg == "--programs")
+      o.programs = std::int64_t(number(i));
+    else if (arg == "--seconds")
+      o.seconds = number(i);
+    else if (arg == "--placements")
+      o.placements = int(number(i));
+    else if (arg == "--placement")
+      o.placement = value(i);
+    else if (arg == "--replay")
+      o.replay.push_back(value(i));
+    else if (arg == "--max-kernels")
+      o.max_kernels = std::max(1, int(number(i)));
+    else if (arg == "--renew")
+      o.renew = std::max(1, int(number(i)));
+    else if (arg == "--out")
+      o.out = value(i);
+    else if (arg == "--list")
+      o.list = true;
+    else if (arg == "--keep-going")
+      o.keep_going = true;
+    else if (arg == "--print")
+      o.print = true;
+    else
+      usage("unknown argument '" + arg + "'");
+  }
+  return o;
+}
+
+// What a crash prints: the program and placement it happened on.
+char crash_note[512] = "canopy-diff: crashed before running a program\n";
+
+void on_crash(int signal) {
+  const ssize_t written = write(2, crash_note, std::strlen(crash_note));
+  (void)written;
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
+void note_running(const std::string& what) {
+  std::snprintf(crash_note, sizeof crash_note, "canopy-diff: crashed while running %s\n", what.c_str());
+}
+
+// One leaf of each backend, then `count` other placements drawn from `seed`.
+std::vector<const Placement*> placements_for(const CanopyRunner& runner, std::uint64_t seed, int count) {
+  std::vector<const Placement*> chosen, others;
+  std::map<std::string, bool> backend_seen;
+  for (const auto& p : runner.placements()) {
+    const bool single = p.leaves.size() == 1 && !p.checked;
+    const std::string backend = p.leaves[0].substr(0, p.leaves[0].find_first_of("0123456789"));
+    if (single && !backend_seen[backend]) {
+      backend_seen[backend] = true;
+      chosen.push_back(&p);
+    } else {
+      others.push_back(&p);
+    }
+  }
+  Rng rng(seed * 0x2545F4914F6CDD1DULL + 17);
+  for (int k = 0; k < count && !others.empty(); ++k) {
+    const std::size_t at = rng.below(others.size());
+    chosen.push_back(others[at]);
+    others.erase(others.begin() + std::ptrdiff_t(at));
+  }
+  return chosen;
+}
+
+struct Totals {
+  std::int64_t programs = 0, runs = 0, kernels = 0, steps = 0, mismatches = 0, unsure_points = 0;
+  Counts counts;
+  std::map<std::string, std::int64_t> by_placement;
+};
+
+// Runs `program` on `placement`; on a mismatch prints it, shrinks the
+// program, writes the reproducer and prints the command that replays it.
+bool check(CanopyRunner& runner, const Program& program, const Expectation& expected, const Placement& placement,
+           const Options& options, Totals& totals, const char* self) {
+  note_running(fmt::format("program seed {} on placement {}", program.seed, placement.name));
+  auto mismatch = runner.run(program, expected, placement, totals.counts);
+  ++totals.runs;
+  ++totals.by_placement[placement.name];
+  if (!mismatch) return true;
+  ++totals.mismatches;
+  std::printf(
+      "MISMATCH: program seed %llu on placement %s, %s: %s\n", (unsigned long long)program.seed, placement.name.c_str(),
+      mismatch->step < 0 ? "at the end" : fmt::format("step {}", mismatch->step + 1).c_str(), mismatch->what.c_str());
+  std::fflush(stdout);
+  Counts ignored;
+  auto fails = [&](const Program& candidate) {
+    try {
+      const Expectation e = expect(candidate);
+      return runner.run(candidate, e, placement, ignored).has_value();
+    } catch (const Error&) {
+      return false;  // not a valid program
+    }
+  };
+  const Program small = shrink(program, mismatch->step, fails, 200);
+  std::string what = "(the shrunk program no longer differs; the full one is replayed with --seed)";
+  try {
+    const Expectation e = expect(small);
+    if (auto m = runner.run(small, e, placement, ignored)) what = m->what;
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  const std::string file = fmt::format("{}/canopy-diff-{}.txt", options.out, program.seed);
+  std::string commented;
+  for (std::istringstream lines(what); std::getline(lines, what);) commented += "# " + what + "\n";
+  std::ofstream(file) << "# canopy-diff reproducer: program seed " << program.seed << ", placement " << placement.name
+                      << "\n"
+                      << commented << print(small);
+  std::printf("shrunk to %zu step(s), %zu kernel(s), %zu array(s):\n%s\n%s\n", small.steps.size(), small.kernels.size(),
+              small.arrays.size(), what.c_str(), print(small).c_str());
+  std::printf("replay: %s --replay %s --placement %s\n", self, file.c_str(), placement.name.c_str());
+  std::printf("the whole program: %s --seed %llu --programs 1 --placement %s\n", self, (unsigned long long)program.seed,
+              placement.name.c_str());
+  std::fflush(stdout);
+  return false;
+}
+
+int list_placements(const CanopyRunner& runner) {
+  for (const auto& p : runner.placements()) std::printf("%s\n", p.name.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse_options(argc, argv);
+  std::signal(SIGSEGV, on_crash);
+  std::signal(SIGABRT, on_crash);
+  std::signal(SIGBUS, on_crash);
+  std::signal(SIGFPE, on_crash);
+  try {
+    CanopyRunner runner;
+    if (options.list) return list_placements(runner);
+    const auto start = std::chrono::steady_clock::now();
+    const auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    Totals totals;
+    GeneratorOptions generator;
+    generator.max_kernels = options.max_kernels;
+    std::uint64_t seed = options.seed;
+    bool ok = true;
+    for (;;) {
+      if (options.replay.empty()) {
+        if (options.seconds > 0 ? elapsed() >= options.seconds : totals.programs >= options.programs) break;
+      } else if (totals.programs >= std::int64_t(options.replay.size())) {
+        break;
+      }
+      Program program;
+      if (!options.replay.empty()) {
+        const std::string& file = options.replay[std::size_t(totals.programs)];
+        std::ifstream in(file);
+        if (!in) usage("cannot read " + file);
+        std::stringstream text;
+        text << in.rdbuf();
+        program = parse_program(text.str());
+      } else {
+        note_running(fmt::format("the generator on seed {}", seed));
+        program = generate_program(seed++, generator);
+      }
+      if (options.print) {
+        std::printf("%s", print(program).c_str());
+        ++totals.programs;
+        continue;
+      }
+      if (totals.programs > 0 && totals.programs % options.renew == 0) runner.renew();
+      ++totals.programs;
+      totals.kernels += std::int64_t(program.kernels.size());
+      totals.steps += std::int64_t(program.steps.size());
+      const Expectation expected = expect(program);
+      totals.unsure_points += expected.unsure_points;
+      std::vector<const Placement*> where;
+      if (!options.placement.empty())
+        where = {&runner.placement(options.placement)};
+      else
+        where = placements_for(runner, program.seed, options.placements);
+      for (const Placement* p : where) {
+        ok = check(runner, program, expected, *p, options, totals, argv[0]) && ok;
+        if (!ok && !options.keep_going) break;
+      }
+      if (!ok && !options.keep_going) break;
+    }
+    std::string backends;
+    for (const auto& leaf : runner.leaves()) backends += (backends.empty() ? "" : ", ") + leaf;
+    std::printf(
+        "canopy-diff: %lld programs (seeds %llu..%llu, %lld kernels, %lld steps), %lld runs on %zu placements, "
+        "leaves %s; %lld values compared, %lld unsure (not compared), %lld unsure points; %lld mismatches; %.1f s\n",
+        (long long)totals.programs, (unsigned long long)options.seed, (unsigned long long)(seed - 1),
+        (long long)totals.kernels, (long long)totals.steps, (long long)totals.runs, totals.by_placement.size(),
+        backends.c_str(), (long long)totals.counts.values, (long long)totals.counts.unsure,
+        (long long)totals.unsure_points, (long long)totals.mismatches, elapsed());
+    return ok ? 0 : 1;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "canopy-diff: %s\n", e.what());
+    return 1;
+  }
+}
