@@ -692,6 +692,29 @@ Step refusal(ProgramBuilder& program) {
   return step;
 }
 
+// A kernel whose every point reads x[index(0) + shift], launched with shift
+// the extent of x: checked mode must report it; unchecked runs leave it out.
+Step faulty(ProgramBuilder& program) {
+  Rng& rng = program.rng();
+  const ScalarType type = pick(rng, kNumeric);
+  const int o = program.values(type, 1, {});
+  const int x = program.values(type, 1, {o});
+  ir::Kernel k;
+  k.name = program.next_name("faulty");
+  k.params = {ir::Param::array("o", type, 1, ir::Access::Out), ir::Param::array("x", type, 1, ir::Access::In),
+              ir::Param::scalar("shift", ScalarType::I64)};
+  Expr past = ir::make_binary(BinaryOp::Add, ir::make_index(0), ir::make_param(ScalarType::I64, 2));
+  k.body = ir::make_block({ir::make_store(0, {ir::make_index(0)}, ir::make_load(type, 1, {past}))});
+  ir::verify(k);
+  program.program().kernels.push_back(std::make_shared<const ir::Kernel>(k));
+  Step step;
+  step.kind = StepKind::Faulty;
+  step.kernel = int(program.program().kernels.size()) - 1;
+  step.range = {rng.between(1, program.array(o).extents[0])};
+  step.args = {o, x, ir::RefValue::i64(program.array(x).extents[0])};
+  return step;
+}
+
 Step launch(ProgramBuilder& program, int kernel, KernelPlan& plan) {
   Rng& rng = program.rng();
   Step step;
@@ -725,12 +748,14 @@ Step other_step(ProgramBuilder& program) {
     step.array = int(rng.below(arrays.size()));
   } else if (draw < 0.75) {
     step.kind = StepKind::Pause;
-  } else if (draw < 0.92) {
+  } else if (draw < 0.9) {
     step.kind = StepKind::Tree;
-    step.change = static_cast<TreeChange>(rng.below(3));
+    step.change = static_cast<TreeChange>(rng.below(4));
     step.leaf = int(rng.below(3));
-  } else {
+  } else if (draw < 0.95) {
     return refusal(program);
+  } else {
+    return faulty(program);
   }
   return step;
 }

@@ -167,7 +167,9 @@ bool check(CanopyRunner& runner, const Program& program, const Expectation& expe
       mismatch->step < 0 ? "at the end" : fmt::format("step {}", mismatch->step + 1).c_str(), mismatch->what.c_str());
   std::fflush(stdout);
   Counts ignored;
+  const auto shrinking = std::chrono::steady_clock::now();
   auto fails = [&](const Program& candidate) {
+    if (std::chrono::steady_clock::now() - shrinking > std::chrono::minutes(3)) return false;  // small enough by now
     try {
       const Expectation e = expect(candidate);
       return runner.run(candidate, e, placement, ignored).has_value();
@@ -175,7 +177,7 @@ bool check(CanopyRunner& runner, const Program& program, const Expectation& expe
       return false;  // not a valid program
     }
   };
-  const Program small = shrink(program, mismatch->step, fails, 200);
+  const Program small = shrink(program, mismatch->step, fails, 400);
   std::string what = "(the shrunk program no longer differs; the full one is replayed with --seed)";
   try {
     const Expectation e = expect(small);

@@ -130,6 +130,7 @@ std::string_view name_of(TreeChange change) {
     case TreeChange::Drop: return "drop";
     case TreeChange::Lift: return "lift";
     case TreeChange::Restore: return "restore";
+    case TreeChange::Add: return "add";
   }
   return "?";
 }
@@ -191,7 +192,9 @@ std::string step_text(const Program& program, const Step& step) {
                          name_of(step.policy), step.policy_seed, step.at_leaf < 0 ? "-" : std::to_string(step.at_leaf),
                          args_text(program, step));
     case StepKind::Refused:
-      return fmt::format("refused {} over {} args{}", kernel_name(), range_text(step.range), args_text(program, step));
+    case StepKind::Faulty:
+      return fmt::format("{} {} over {} args{}", step.kind == StepKind::Refused ? "refused" : "faulty", kernel_name(),
+                         range_text(step.range), args_text(program, step));
     case StepKind::HostWrite: return fmt::format("hostwrite {} seed {} count {}", array_name(), step.seed, step.count);
     case StepKind::HostRead: return fmt::format("hostread {}", array_name());
     case StepKind::Pause: return "pause";
@@ -290,7 +293,7 @@ class ProgramReader {
       read_array(w);
     } else if (what == "kernel") {
       read_kernel();
-    } else if (what == "launch" || what == "refused") {
+    } else if (what == "launch" || what == "refused" || what == "faulty") {
       read_launch(w);
     } else if (what == "hostwrite") {
       Step step = step_of(StepKind::HostWrite);
@@ -306,7 +309,8 @@ class ProgramReader {
       program_.steps.push_back(step_of(StepKind::Pause));
     } else if (what == "tree") {
       Step step = step_of(StepKind::Tree);
-      step.change = named(w.at(1), {TreeChange::Drop, TreeChange::Lift, TreeChange::Restore}, "tree change");
+      step.change =
+          named(w.at(1), {TreeChange::Drop, TreeChange::Lift, TreeChange::Restore, TreeChange::Add}, "tree change");
       step.leaf = static_cast<int>(number(w.at(2)));
       program_.steps.push_back(step);
     } else {
@@ -341,7 +345,7 @@ class ProgramReader {
   }
 
   void read_launch(const std::vector<std::string>& w) {
-    Step step = step_of(w[0] == "launch" ? StepKind::Launch : StepKind::Refused);
+    Step step = step_of(w[0] == "launch" ? StepKind::Launch : w[0] == "refused" ? StepKind::Refused : StepKind::Faulty);
     step.kernel = kernel_named(w.at(1));
     step.range = extents_of(w.at(3));
     std::size_t at = 4;

@@ -23,6 +23,7 @@
 //   pause
 //   tree drop 1
 //   refused k0 over 61x38 args a0 a1 f64:0x1p+0
+//   faulty k1 over 10 args a3 a0 i64:60
 #pragma once
 
 #include <cstdint>
@@ -94,12 +95,14 @@ enum class StepKind : std::uint8_t {
   Pause,      ///< waits for every region
   Tree,       ///< a change of the location tree
   Refused,    ///< a launch whose range reaches outside an array: must be refused
+  Faulty,     ///< a launch that reads outside an array: checked mode reports it at the pause; skipped unchecked
 };
 
 enum class TreeChange : std::uint8_t {
   Drop,     ///< removes leaf `leaf` (modulo the leaves there are; never the last)
   Lift,     ///< moves leaf `leaf` from its memory to just below the root
   Restore,  ///< back to the placement's tree
+  Add,      ///< a new CPU leaf on core `leaf` (modulo the cores) beside the first leaf
 };
 
 /// How a launch splits (the placement may choose for every launch).
@@ -107,7 +110,7 @@ enum class PolicyKind : std::uint8_t { Static, Flatten, Percentage, Range, Any, 
 
 struct Step {
   StepKind kind = StepKind::Launch;
-  // Launch and Refused:
+  // Launch, Refused and Faulty:
   int kernel = -1;
   std::vector<std::int64_t> range;
   std::vector<Argument> args;

@@ -52,6 +52,11 @@ Expectation expect(const Program& program) {
         host_write(program.arrays[std::size_t(step.array)], step.seed, step.count, arrays[std::size_t(step.array)]);
         break;
       case StepKind::HostRead: expected.reads[s] = arrays[std::size_t(step.array)]; break;
+      case StepKind::Faulty:  // checked runs skip the faulting loads, unchecked ones the step: unknown
+        for (std::size_t p = 0; p < step.args.size(); ++p)
+          if (auto* array = std::get_if<int>(&step.args[p]); array && kernel_of(program, step).params[p].writes())
+            for (auto& element : arrays[std::size_t(*array)].elements) element.unsure = true;
+        break;
       case StepKind::Pause:
       case StepKind::Tree:
       case StepKind::Refused: break;
@@ -179,13 +184,27 @@ std::vector<const Location*> executing_leaves(const Hierarchy& tree) {
   return leaves;
 }
 
+// A new CPU leaf on core `core` (modulo the cores), beside the first leaf.
+void add_leaf(Hierarchy& tree, int core, const NodeInventory& node) {
+  const auto leaves = executing_leaves(tree);
+  const Location* beside = leaves.empty() ? nullptr : leaves.front()->parent();
+  if (!beside || node.cores.empty()) return;
+  std::string name;
+  for (int k = 0; name.empty() || tree.find(name); ++k) name = "extra" + std::to_string(k);
+  LocationTraits traits;
+  traits.cores = 1;
+  traits.pus = {node.cores[std::size_t(core) % node.cores.size()].pu};
+  tree.add(name, LocationKind::Cpu, traits, beside->name());
+}
+
 // The tree after `step` changes `tree` (a change that would leave some
 // memory without a leaf, or the tree without one, is left out).
-void change_tree(Hierarchy& tree, const Step& step, const Hierarchy& placed) {
+void change_tree(Hierarchy& tree, const Step& step, const Hierarchy& placed, const NodeInventory& node) {
   if (step.change == TreeChange::Restore) {
     tree = placed;
     return;
   }
+  if (step.change == TreeChange::Add) return add_leaf(tree, step.leaf, node);
   const auto leaves = executing_leaves(tree);
   if (leaves.size() < 2) return;
   const Location* leaf = leaves[std::size_t(step.leaf) % leaves.size()];
@@ -351,6 +370,7 @@ class Run {
     switch (step.kind) {
       case StepKind::Launch: return launch(s, step);
       case StepKind::Refused: return refused(step);
+      case StepKind::Faulty: return faulty(step);
       case StepKind::HostWrite: {
         auto& array = *arrays_[std::size_t(step.array)];
         const ArraySpec& spec = program_.arrays[std::size_t(step.array)];
@@ -366,7 +386,7 @@ class Run {
       case StepKind::HostRead: return read_and_compare(std::size_t(step.array), *expected_.reads[s]);
       case StepKind::Pause: rt_.pause(); return std::nullopt;
       case StepKind::Tree:
-        change_tree(tree_, step, placed_);
+        change_tree(tree_, step, placed_, rt_.node());
         rt_.engine().reconfigure([&](Hierarchy& h) { h = tree_; });
         return std::nullopt;
     }
@@ -422,6 +442,21 @@ class Run {
     }
     return fmt::format("the launch of {} over {} reaches outside an array but was not refused",
                        program_.kernels[std::size_t(step.kernel)]->name, range_text(step.range));
+  }
+
+  // In checked mode the pause after the launch reports the read past the end.
+  std::optional<std::string> faulty(const Step& step) {
+    if (!placement_.checked) return std::nullopt;
+    const std::string name = program_.kernels[std::size_t(step.kernel)]->name;
+    rt_.engine().submit(request(step));
+    try {
+      rt_.pause();
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      if (message.find("kernel '" + name + "' read array 'x' out of bounds") != std::string::npos) return std::nullopt;
+      return "checked mode reported another error for " + name + ": " + message;
+    }
+    return "checked mode did not report the reads past the end of " + name;
   }
 
   Runtime& rt_;

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/mutator.hpp>
 #include <canopy/ir/verifier.hpp>
+#include <canopy/ir/visitor.hpp>
 
 namespace canopy::diff {
 
@@ -11,8 +13,12 @@ namespace {
 
 using ir::Stmt;
 
+// The plainest value of `type`: a literal one (true for bool).
+ir::Expr simplest(ir::ScalarType type) { return ir::make_int(type, 1); }
+
 // Each way of making `stmt` one step smaller: a statement of a block left
-// out, an If replaced by one of its bodies, a loop's body emptied.
+// out, a value replaced by a literal, an If replaced by one of its bodies or
+// given a literal condition, a loop cut to one trip, and the same inside.
 std::vector<Stmt> smaller(const Stmt& stmt) {
   std::vector<Stmt> found;
   switch (stmt->kind) {
@@ -31,9 +37,40 @@ std::vector<Stmt> smaller(const Stmt& stmt) {
         }
       break;
     }
+    case ir::StmtKind::Store: {
+      const auto& node = stmt->as<ir::Store>();
+      if (!ir::is_const(node.value))
+        found.push_back(ir::make_store(node.param, node.indices, simplest(node.value->type)));
+      break;
+    }
+    case ir::StmtKind::AtomicAdd: {
+      const auto& node = stmt->as<ir::AtomicAdd>();
+      if (!ir::is_const(node.value))
+        found.push_back(ir::make_atomic_add(node.param, node.indices, simplest(node.value->type)));
+      break;
+    }
+    case ir::StmtKind::Reduce: {
+      const auto& node = stmt->as<ir::Reduce>();
+      if (!ir::is_const(node.value)) found.push_back(ir::make_reduce(node.param, simplest(node.value->type)));
+      break;
+    }
+    case ir::StmtKind::Decl: {
+      const auto& node = stmt->as<ir::Decl>();
+      if (!ir::is_const(node.init)) found.push_back(ir::make_decl(node.name, simplest(node.type)));
+      break;
+    }
+    case ir::StmtKind::Assign: {
+      const auto& node = stmt->as<ir::Assign>();
+      if (!ir::is_const(node.value)) found.push_back(ir::make_assign(node.name, simplest(node.value->type)));
+      break;
+    }
     case ir::StmtKind::If: {
       const auto& node = stmt->as<ir::If>();
       found.push_back(node.then_body);
+      if (!ir::is_const(node.cond)) {
+        found.push_back(ir::make_if(ir::make_bool(true), node.then_body, node.else_body));
+        found.push_back(ir::make_if(ir::make_bool(false), node.then_body, node.else_body));
+      }
       if (node.else_body) {
         found.push_back(node.else_body);
         found.push_back(ir::make_if(node.cond, node.then_body));
@@ -46,6 +83,10 @@ std::vector<Stmt> smaller(const Stmt& stmt) {
     }
     case ir::StmtKind::For: {
       const auto& node = stmt->as<ir::For>();
+      if (!ir::is_const(node.end))  // one trip
+        found.push_back(ir::make_for(node.var, node.begin,
+                                     ir::make_binary(ir::BinaryOp::Add, node.begin, ir::make_int(node.begin->type, 1)),
+                                     node.step, node.body));
       for (const Stmt& child : smaller(node.body))
         found.push_back(ir::make_for(node.var, node.begin, node.end, node.step, child));
       break;
@@ -53,6 +94,80 @@ std::vector<Stmt> smaller(const Stmt& stmt) {
     default: break;
   }
   return found;
+}
+
+// The parameters the body of `kernel` refers to.
+std::vector<bool> used_params(const ir::Kernel& kernel) {
+  struct Uses : ir::Visitor {
+    std::vector<bool> used;
+    void mark(int param) { used[std::size_t(param)] = true; }
+    void visit(const ir::ParamRef& node) override { mark(node.param); }
+    void visit(const ir::Extent& node) override { mark(node.param); }
+    void visit(const ir::Load& node) override {
+      mark(node.param);
+      ir::Visitor::visit(node);
+    }
+    void visit(const ir::Store& node) override {
+      mark(node.param);
+      ir::Visitor::visit(node);
+    }
+    void visit(const ir::AtomicAdd& node) override {
+      mark(node.param);
+      ir::Visitor::visit(node);
+    }
+    void visit(const ir::Reduce& node) override {
+      mark(node.param);
+      ir::Visitor::visit(node);
+    }
+  } uses;
+  uses.used.assign(kernel.params.size(), false);
+  uses.walk(kernel.body);
+  return uses.used;
+}
+
+// Renumbers the parameters after `dropped` one down.
+class WithoutParam : public ir::Mutator {
+ public:
+  explicit WithoutParam(int dropped) : dropped_(dropped) {}
+
+ protected:
+  int number(int param) const { return param > dropped_ ? param - 1 : param; }
+  ir::Expr visit(const ir::ParamRef& node, const ir::Expr&) override {
+    return ir::make_param(node.type, number(node.param));
+  }
+  ir::Expr visit(const ir::Extent& node, const ir::Expr&) override {
+    return ir::make_extent(number(node.param), node.dim);
+  }
+  ir::Expr visit(const ir::Load& node, const ir::Expr&) override {
+    bool changed = false;
+    return ir::make_load(node.type, number(node.param), mutate_all(node.indices, changed));
+  }
+  Stmt visit(const ir::Store& node, const Stmt&) override {
+    bool changed = false;
+    return ir::make_store(number(node.param), mutate_all(node.indices, changed), mutate(node.value));
+  }
+  Stmt visit(const ir::AtomicAdd& node, const Stmt&) override {
+    bool changed = false;
+    return ir::make_atomic_add(number(node.param), mutate_all(node.indices, changed), mutate(node.value));
+  }
+  Stmt visit(const ir::Reduce& node, const Stmt&) override {
+    return ir::make_reduce(number(node.param), mutate(node.value));
+  }
+
+ private:
+  int dropped_;
+};
+
+// The program with parameter `param` of kernel `k` gone (it must be unused),
+// from the kernel and from every launch of it.
+Program without_param(const Program& program, std::size_t k, int param) {
+  Program out = program;
+  ir::Kernel kernel = WithoutParam(param).mutate(*program.kernels[k]);
+  kernel.params.erase(kernel.params.begin() + param);
+  out.kernels[k] = std::make_shared<const ir::Kernel>(kernel);
+  for (Step& step : out.steps)
+    if (step.kernel == int(k)) step.args.erase(step.args.begin() + param);
+  return out;
 }
 
 bool verifies(const ir::Kernel& kernel) {
@@ -116,8 +231,10 @@ class Shrinker {
       keep(cut);
     }
     drop_steps();
-    keep(without_unused(best_));
+    best_ = without_unused(best_);  // what no step uses cannot make a difference
     simplify_kernels();
+    drop_params();
+    best_ = without_unused(best_);
     halve_ranges();
     return best_;
   }
@@ -150,6 +267,14 @@ class Shrinker {
           if (attempts_ <= 0) break;
         }
       }
+    }
+  }
+
+  void drop_params() {
+    for (std::size_t k = 0; k < best_.kernels.size(); ++k) {
+      const auto used = used_params(*best_.kernels[k]);
+      for (int p = int(used.size()); p-- > 0 && attempts_ > 0;)
+        if (!used[std::size_t(p)]) keep(without_param(best_, k, p));
     }
   }
 
