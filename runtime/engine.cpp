@@ -61,6 +61,10 @@ struct CompiledKernel {
   bool has_loops = false;
   /// The optimized kernel and the hash of its text: the adaptive policy's key.
   AdaptiveKernel adaptive;
+  /// Simple operations per point (flops, integer operations, loads and
+  /// stores, from ir::cost_of): what a split can save, against what merging
+  /// what each memory wrote costs (split_writes.hpp).
+  double ops_per_point = 0;
 
   /// The program for `device`: the CPU program on CPU devices, else compiled
   /// for the device (once per device: a program belongs to the context of the
@@ -300,6 +304,8 @@ struct Engine::State {
 
   /// CANOPY_CHECK=bounds: kernels are compiled with bounds checks (read once).
   const bool checked = bounds_checks_from_environment();
+  /// CANOPY_SPLIT_WRITES: how regions whose pieces may write one element split (read once).
+  const SplitWriteChoice split_write_choice = split_write_choice_from_environment();
   RecoveryLog recoveries;
 
   mutable std::mutex stats_mutex;
@@ -330,6 +336,8 @@ struct Engine::State {
       }
       compiled->has_loops = body_has_loops(*compiled->optimized);
       compiled->footprint = ir::footprint_of(*compiled->optimized);
+      const ir::KernelCost cost = ir::cost_of(*compiled->optimized);
+      compiled->ops_per_point = cost.flops + cost.int_ops + cost.accesses();
       // Checked kernels guard every access; the refusal reads the unguarded form.
       compiled->sure_accesses =
           sure_accesses_of(checked ? ir::footprint_of(ir::optimize(*traced)) : compiled->footprint);
@@ -435,7 +443,7 @@ struct Engine::State {
   /// an array in Changed mode at a device, the twin of its copy of them.
   struct PieceWrites {
     std::vector<IntervalSet> written;
-    std::vector<std::optional<std::vector<char>>> twins;
+    std::vector<std::optional<Bytes>> twins;
   };
 
   // Before a piece at `worker` over `range`: each array's elements the piece
@@ -444,8 +452,7 @@ struct Engine::State {
   // Returns what each array's piece will write.
   PieceWrites prepare_arrays(const RegionRun& run, const backends::Range& range, const Executor& worker) {
     const auto& kernel = *run.kernel->optimized;
-    PieceWrites piece{std::vector<IntervalSet>(run.args.size()),
-                      std::vector<std::optional<std::vector<char>>>(run.args.size())};
+    PieceWrites piece{std::vector<IntervalSet>(run.args.size()), std::vector<std::optional<Bytes>>(run.args.size())};
     for (std::size_t p = 0; p < run.args.size(); ++p) {
       auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
       if (!storage) continue;
@@ -467,16 +474,10 @@ struct Engine::State {
       IntervalSet need = reads.ranges;
       need.add(writes.acquire_first);
       if (mode == WriteMode::Changed && worker.place() != Coherence::kHost) {
-        // The twin must be this copy's current value of every element the
-        // piece may write, and the host must hold the same: it keeps what the
-        // piece leaves unchanged.
-        copies.acquire(Coherence::kHost, writes.written);
-        need.add(writes.written);
-        copies.acquire(worker.place(), need);
-        piece.twins[p] = copies.snapshot(worker.place(), writes.written);
-      } else {
-        copies.acquire(worker.place(), need);
+        piece.twins[p] = copies.begin_changes(worker.place(), writes.written);
+        need.subtract(writes.written);
       }
+      copies.acquire(worker.place(), need);
       piece.written[p] = std::move(writes.written);
     }
     return piece;
@@ -693,7 +694,8 @@ struct Engine::State {
       places.push_back(worker == workers.end() ? 0 : worker->second->place());
       placed.push_back({places.back(), piece.begin, piece.end});
     }
-    run.writes = plan_split_writes(*run.kernel->optimized, run.kernel->footprint, request.args, request.range, placed);
+    run.writes = plan_split_writes(*run.kernel->optimized, run.kernel->footprint, run.kernel->ops_per_point,
+                                   request.args, request.range, placed, split_write_choice);
     std::lock_guard lock(stats_mutex);
     if (run.writes.one_memory) {
       pieces = on_one_memory(pieces, places, request.range[0]);

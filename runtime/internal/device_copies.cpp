@@ -176,38 +176,95 @@ void DeviceCopies::combine_merges() {
   count(before);
 }
 
-void DeviceCopies::copy_out(int place, const IntervalSet& ranges, std::vector<char>& bytes) {
+Bytes DeviceCopies::copy_out(int place, const IntervalSet& ranges) {
   auto& copy = copies_.at(place);
-  bytes.resize(static_cast<std::size_t>(ranges.total()) * element_size_);
+  Bytes bytes(static_cast<std::size_t>(ranges.total()) * element_size_);
   std::size_t at = 0;
   for (const auto& range : ranges) {
     const std::size_t size = static_cast<std::size_t>(range.size()) * element_size_;
     retrying([&] {
-      copy.device->copy_out(copy.buffer, static_cast<std::size_t>(range.begin) * element_size_, bytes.data() + at,
+      copy.device->copy_out(copy.buffer, static_cast<std::size_t>(range.begin) * element_size_, bytes.data.get() + at,
                             size);
     });
     at += size;
   }
-  const auto moved = static_cast<std::int64_t>(bytes.size());
+  const auto moved = static_cast<std::int64_t>(bytes.size);
   twins_.device_to_host += moved;
   if (totals_) totals_->device_to_host += moved;
+  return bytes;
 }
 
-std::vector<char> DeviceCopies::snapshot(int place, const IntervalSet& ranges) {
-  std::vector<char> twin;
-  copy_out(place, ranges, twin);
+void DeviceCopies::copy_in(int place, const IntervalSet& ranges, const Bytes& bytes) {
+  auto& copy = copies_.at(place);
+  std::size_t at = 0;
+  for (const auto& range : ranges) {
+    const std::size_t size = static_cast<std::size_t>(range.size()) * element_size_;
+    retrying([&] {
+      copy.device->copy_in(copy.buffer, static_cast<std::size_t>(range.begin) * element_size_, bytes.data.get() + at,
+                           size);
+    });
+    at += size;
+  }
+}
+
+Bytes DeviceCopies::begin_changes(int place, const IntervalSet& ranges) {
+  acquire(Coherence::kHost, ranges);
+  Bytes twin(static_cast<std::size_t>(ranges.total()) * element_size_);
+  std::size_t at = 0;
+  for (const auto& range : ranges) {
+    const std::size_t size = static_cast<std::size_t>(range.size()) * element_size_;
+    std::memcpy(twin.data.get() + at,
+                static_cast<const char*>(host_) + static_cast<std::size_t>(range.begin) * element_size_, size);
+    at += size;
+  }
+  // Every element from the twin, also those the directory calls current there.
+  const auto before = directory_.counters();
+  directory_.acquire(place, ranges);
+  count(before);
+  const std::int64_t planned = directory_.counters().host_to_device - before.host_to_device;
+  copy_in(place, ranges, twin);
+  const std::int64_t beyond = static_cast<std::int64_t>(twin.size) - planned;
+  twins_.host_to_device += beyond;
+  if (totals_) totals_->host_to_device += beyond;
   return twin;
 }
 
-void DeviceCopies::merge_changed(int place, const IntervalSet& ranges, const std::vector<char>& twin) {
-  std::vector<char> now;
-  copy_out(place, ranges, now);
+namespace {
+
+// Writes into `host` every element of `now` that differs from `twin` (`bytes`
+// bytes of elements of type T), a block at a time: most blocks of a span are
+// usually unchanged.
+template <class T>
+void copy_changed(char* host, const char* now, const char* twin, std::size_t bytes) {
+  constexpr std::size_t kBlock = 4096;
+  for (std::size_t block = 0; block < bytes; block += kBlock) {
+    const std::size_t end = std::min(bytes, block + kBlock);
+    if (std::memcmp(now + block, twin + block, end - block) == 0) continue;
+    for (std::size_t e = block; e < end; e += sizeof(T)) {
+      T a, b;  // bit patterns: a NaN written over a NaN is no change, -0 over 0 is one
+      std::memcpy(&a, now + e, sizeof(T));
+      std::memcpy(&b, twin + e, sizeof(T));
+      if (a != b) std::memcpy(host + e, &a, sizeof(T));
+    }
+  }
+}
+
+}  // namespace
+
+void DeviceCopies::merge_changed(int place, const IntervalSet& ranges, const Bytes& twin) {
+  const Bytes now = copy_out(place, ranges);
   std::size_t at = 0;
   for (const auto& range : ranges) {
     char* host = static_cast<char*>(host_) + static_cast<std::size_t>(range.begin) * element_size_;
-    for (std::int64_t e = 0; e < range.size(); ++e, at += element_size_, host += element_size_)
-      if (std::memcmp(now.data() + at, twin.data() + at, element_size_) != 0)
-        std::memcpy(host, now.data() + at, element_size_);
+    const std::size_t size = static_cast<std::size_t>(range.size()) * element_size_;
+    const char* a = now.data.get() + at;
+    const char* b = twin.data.get() + at;
+    switch (element_size_) {
+      case 1: copy_changed<std::uint8_t>(host, a, b, size); break;
+      case 4: copy_changed<std::uint32_t>(host, a, b, size); break;
+      default: copy_changed<std::uint64_t>(host, a, b, size); break;
+    }
+    at += size;
   }
   directory_.wrote(Coherence::kHost, ranges);
 }

@@ -46,6 +46,15 @@ class AllocationFailed : public Error {
   using Error::Error;
 };
 
+/// Bytes of some elements of an array, one after the other (not zero-filled
+/// when made: they are about to be overwritten).
+struct Bytes {
+  std::unique_ptr<char[]> data;
+  std::size_t size = 0;
+
+  explicit Bytes(std::size_t n = 0) : data(std::make_unique_for_overwrite<char[]>(n)), size(n) {}
+};
+
 class DeviceCopies {
  public:
   /// An array of `elements` elements of `type` whose host copy is at `host`.
@@ -76,16 +85,18 @@ class DeviceCopies {
   /// Combines every private merge copy into the host copy.
   void combine_merges();
 
-  /// The bytes of `ranges` in the copy at `place` as they are now: the twin a
-  /// piece's changes are found against (merge_changed). Counted as moved.
-  std::vector<char> snapshot(int place, const IntervalSet& ranges);
-  /// After a piece at `place` (a device) wrote some elements of `ranges`, which
-  /// pieces at other places may write too: every element of its copy whose
-  /// bytes differ from `twin` (its snapshot before the piece) is written into
-  /// the host copy, and the host holds `ranges` current. The host must have
-  /// held `ranges` current when the twin was taken, and the other pieces write
-  /// other elements (a region whose points write one element twice is racy).
-  void merge_changed(int place, const IntervalSet& ranges, const std::vector<char>& twin);
+  /// Before a piece at `place` (a device) that may write some elements of
+  /// `ranges`, which pieces at other places may write too: the host is made
+  /// current for `ranges`, a twin of them is taken from it, and the copy at
+  /// `place` is set to the twin, byte for byte (an element a CPU piece of the
+  /// same region changes meanwhile in the host copy must not look changed by
+  /// this piece). Returns the twin, for merge_changed.
+  Bytes begin_changes(int place, const IntervalSet& ranges);
+  /// After that piece: every element of its copy whose bytes differ from
+  /// `twin` is written into the host copy, and the host holds `ranges`
+  /// current. The other pieces of the region write other elements (a region
+  /// whose points write one element twice is racy).
+  void merge_changed(int place, const IntervalSet& ranges, const Bytes& twin);
   /// Brings the host copy up to date (merges combined first); with
   /// `host_will_write`, every device copy becomes stale (the host may change it).
   void sync_host(bool host_will_write);
@@ -104,8 +115,10 @@ class DeviceCopies {
   /// Runs `copy`; when it throws, runs it once more (counted, logged once).
   void retrying(const std::function<void()>& copy);
   void count(const CoherenceCounters& before);
-  /// Copies `ranges` of the copy at `place` out into `bytes`, one after the other.
-  void copy_out(int place, const IntervalSet& ranges, std::vector<char>& bytes);
+  /// The elements `ranges` of the copy at `place`, one after the other.
+  Bytes copy_out(int place, const IntervalSet& ranges);
+  /// Copies `bytes` (the elements of `ranges`, one after the other) into the copy at `place`.
+  void copy_in(int place, const IntervalSet& ranges, const Bytes& bytes);
 
   struct Copy {
     std::shared_ptr<backends::Device> device;
@@ -120,7 +133,7 @@ class DeviceCopies {
   std::map<int, Copy> copies_;
   std::uint64_t merge_region_ = 0;
   ir::ReduceOp merge_op_ = ir::ReduceOp::Sum;  ///< of the merges in progress
-  CoherenceCounters twins_;                    ///< what snapshot and merge_changed moved
+  CoherenceCounters twins_;                    ///< what begin_changes and merge_changed moved beyond plans
 };
 
 }  // namespace canopy::runtime

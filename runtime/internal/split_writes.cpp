@@ -1,7 +1,11 @@
 #include "split_writes.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
+
+#include <canopy/ir/error.hpp>
 
 #include "../coherence.hpp"
 
@@ -20,6 +24,11 @@ bool writes_overlap(const ir::AccessFootprint& writes, const Shape& shape, const
   return !conflicting_writes(placed).empty();
 }
 
+// What merging costs per element of a device piece's span, in the simple
+// operations of a kernel (measured, see split_writes.hpp).
+constexpr double kTwinOpsPerElement = 20;
+constexpr double kPrivateCopyOpsPerElement = 8;
+
 std::string why_one_memory(const ir::Kernel& kernel, const ir::Param& param, const ArrayStorage& array,
                            const ir::ArrayFootprint& footprint) {
   const std::string also = footprint.reads.present ? "reads it" : "stores to it";
@@ -29,11 +38,37 @@ std::string why_one_memory(const ir::Kernel& kernel, const ir::Param& param, con
          "memory (keep what it reads, or what it stores, in another array to let the region split)";
 }
 
+std::string too_costly(const ir::Kernel& kernel, const ir::Param& param, const ArrayStorage& array) {
+  return "kernel '" + kernel.name + "' may write any element of parameter '" + param.name + "', " + array.describe() +
+         ", from every piece, and merging what each memory changed would cost more than splitting the region saves: "
+         "the region ran on one memory (CANOPY_SPLIT_WRITES=merge splits it anyway)";
+}
+
+// The merge's cost for array `param` in `mode`: its span in each device
+// piece, in operations.
+double merge_ops(const ir::AccessFootprint& writes, const Shape& shape, const Shape& range,
+                 const std::vector<PlacedPiece>& pieces, WriteMode mode) {
+  double elements = 0;
+  for (const auto& piece : pieces)
+    if (piece.place != 0) elements += double(writes_of(writes, shape, range, piece.begin, piece.end).written.total());
+  return elements * (mode == WriteMode::Changed ? kTwinOpsPerElement : kPrivateCopyOpsPerElement);
+}
+
 }  // namespace
 
-SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& footprint,
+SplitWriteChoice split_write_choice_from_environment() {
+  const char* value = std::getenv("CANOPY_SPLIT_WRITES");
+  if (!value || !*value || std::strcmp(value, "auto") == 0) return SplitWriteChoice::Auto;
+  if (std::strcmp(value, "merge") == 0) return SplitWriteChoice::Merge;
+  if (std::strcmp(value, "one") == 0) return SplitWriteChoice::OneMemory;
+  throw Error(std::string("CANOPY_SPLIT_WRITES is '") + value +
+              "'; use auto (merge where it pays), merge (always merge what each memory wrote) or one (run such "
+              "regions on one memory)");
+}
+
+SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& footprint, double ops_per_point,
                                  const std::vector<ArgRef>& args, const Shape& range,
-                                 const std::vector<PlacedPiece>& pieces) {
+                                 const std::vector<PlacedPiece>& pieces, SplitWriteChoice choice) {
   SplitWritePlan plan;
   const bool several_memories =
       std::any_of(pieces.begin(), pieces.end(), [&](const PlacedPiece& p) { return p.place != pieces.front().place; });
@@ -41,6 +76,7 @@ SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& 
   // A checked kernel has one more parameter than arguments (its fault record,
   // which the engine keeps per piece).
   plan.modes.assign(args.size(), WriteMode::Plain);
+  double merging = 0;  // what the merges chosen so far cost, in operations
   for (std::size_t p = 0; p < args.size(); ++p) {
     const ir::Param& param = kernel.params[p];
     const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&args[p]);
@@ -51,10 +87,18 @@ SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& 
       plan.modes[p] = WriteMode::Added;
     } else if (array->writes.atomic) {
       plan.one_memory = why_one_memory(kernel, param, **storage, *array);
-      plan.modes.clear();
-      return plan;
     } else {
       plan.modes[p] = WriteMode::Changed;
+    }
+    if (!plan.one_memory && choice != SplitWriteChoice::Merge) {
+      merging += merge_ops(array->writes, (*storage)->shape(), range, pieces, plan.modes[p]);
+      // The most two memories can save is half the work.
+      if (choice == SplitWriteChoice::OneMemory || merging > 0.5 * double(range.size()) * ops_per_point)
+        plan.one_memory = too_costly(kernel, param, **storage);
+    }
+    if (plan.one_memory) {
+      plan.modes.clear();
+      return plan;
     }
   }
   return plan;

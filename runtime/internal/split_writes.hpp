@@ -22,6 +22,17 @@
 //    the region runs on one memory instead, and rt.stats() says so once per
 //    kernel and reason.
 // Arrays with a merge trait keep their explicit merge (traits.hpp).
+//
+// What merging costs, measured with canopy-bench scatter on cpu0 + PoCL: per
+// element of a device piece's span, about what 20 simple operations of a
+// kernel cost for a twin (copy in, copy out, compare) and 8 for a private
+// copy (fill, copy out, add). A region whose merges would cost more than half
+// of its work (points times the operations per point, from ir::cost_of:
+// the most two memories can save) runs on one memory instead: a memory-bound
+// scatter (a permutation scatter ran 4.5x slower split than on one leaf) does,
+// a scatter after real work per point splits. CANOPY_SPLIT_WRITES=merge
+// always merges where a technique fits, =one never splits such a region,
+// =auto (the default) chooses by cost.
 #pragma once
 
 #include <cstdint>
@@ -60,11 +71,24 @@ struct PlacedPiece {
   std::int64_t end = 0;
 };
 
+/// CANOPY_SPLIT_WRITES: how regions whose pieces may write the same elements
+/// are split over memories.
+enum class SplitWriteChoice : std::uint8_t {
+  Auto,       ///< merge where it costs less than the split saves, else one memory
+  Merge,      ///< merge wherever a technique fits
+  OneMemory,  ///< always one memory
+};
+
+/// Reads CANOPY_SPLIT_WRITES (auto, merge or one; unset is auto). Throws
+/// canopy::Error naming the value and the words it takes.
+SplitWriteChoice split_write_choice_from_environment();
+
 /// Chooses how each written array of a region of `kernel` (footprint
-/// `footprint`) over `range` with `args`, split into `pieces`, is written.
-SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& footprint,
+/// `footprint`, `ops_per_point` simple operations per point from its cost)
+/// over `range` with `args`, split into `pieces`, is written.
+SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& footprint, double ops_per_point,
                                  const std::vector<ArgRef>& args, const Shape& range,
-                                 const std::vector<PlacedPiece>& pieces);
+                                 const std::vector<PlacedPiece>& pieces, SplitWriteChoice choice);
 
 /// The pieces of `pieces` (places[k] is piece k's place) that run in one
 /// memory, the range [0, n) dealt out among them in order and in proportion to

@@ -244,7 +244,30 @@ std::string policy_text(PolicyKind kind, const Step& step, const Hierarchy& tree
 
 // ---- the runner --------------------------------------------------------------------
 
-CanopyRunner::CanopyRunner() : runtime_(std::make_unique<Runtime>()) {
+namespace {
+
+// A runtime made with the environment variable `name` set to `value` (it reads
+// its settings when made), the variable as it was afterwards.
+std::unique_ptr<Runtime> runtime_with(const char* name, const char* value) {
+  const char* before = std::getenv(name);
+  const std::string saved = before ? before : "";
+  setenv(name, value, 1);
+  auto rt = std::make_unique<Runtime>();
+  if (before)
+    setenv(name, saved.c_str(), 1);
+  else
+    unsetenv(name);
+  return rt;
+}
+
+// Unchecked runs merge what each memory wrote wherever a technique fits, so
+// that every merge is exercised; checked runs choose by cost (the default),
+// so that regions put on one memory are too.
+std::unique_ptr<Runtime> unchecked_runtime() { return runtime_with("CANOPY_SPLIT_WRITES", "merge"); }
+
+}  // namespace
+
+CanopyRunner::CanopyRunner() : runtime_(unchecked_runtime()) {
   discovered_ = runtime_->hierarchy();
   std::vector<std::string> devices;
   std::string cpu;
@@ -286,21 +309,12 @@ const Placement& CanopyRunner::placement(const std::string& name) const {
 void CanopyRunner::renew() {
   runtime_.reset();
   checked_.reset();
-  runtime_ = std::make_unique<Runtime>();
+  runtime_ = unchecked_runtime();
 }
 
 Runtime& CanopyRunner::runtime(bool checked) {
   if (!checked) return *runtime_;
-  if (!checked_) {
-    const char* before = std::getenv("CANOPY_CHECK");
-    const std::string saved = before ? before : "";
-    setenv("CANOPY_CHECK", "bounds", 1);
-    checked_ = std::make_unique<Runtime>();
-    if (before)
-      setenv("CANOPY_CHECK", saved.c_str(), 1);
-    else
-      unsetenv("CANOPY_CHECK");
-  }
+  if (!checked_) checked_ = runtime_with("CANOPY_CHECK", "bounds");
   return *checked_;
 }
 

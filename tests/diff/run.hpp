@@ -54,8 +54,10 @@ struct Counts {
   std::int64_t unsure = 0;  ///< values the reference could not pin down (not compared)
 };
 
-/// Runs programs on this node's Canopy: one runtime, and one in checked mode
-/// made when a checked placement first needs it.
+/// Runs programs on this node's Canopy: one runtime that merges what each
+/// memory wrote wherever it can (CANOPY_SPLIT_WRITES=merge), and one in
+/// checked mode with the default choice, made when a checked placement first
+/// needs it.
 class CanopyRunner {
  public:
   CanopyRunner();

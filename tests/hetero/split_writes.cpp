@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -55,6 +57,19 @@ const Kernel<void(In<std::int64_t>, InOut<std::int64_t>)>& scatter_update() {
                              [](In<std::int64_t> to, InOut<std::int64_t> o) {
                                Value<std::int64_t> k = to[index(0)];
                                o[k] = o[k] * 2 + index(0);
+                             },
+                             {"to", "o"});
+  return kernel;
+}
+
+// A scatter after real work per point (a loop of multiply-adds): merging
+// what each memory changed costs less than the split saves.
+const Kernel<void(In<std::int64_t>, Out<double>)>& heavy_scatter() {
+  static const Kernel kernel("sw_heavy_scatter",
+                             [](In<std::int64_t> to, Out<double> o) {
+                               Var<double> x = cast<double>(index(0));
+                               For(0, 400, [&](Idx) { x = x * 0.999 + 0.5; });
+                               o[to[index(0)]] = x;
                              },
                              {"to", "o"});
   return kernel;
@@ -125,19 +140,45 @@ std::vector<std::string> policies_for(std::int64_t rows, std::size_t leaves) {
   return {"static", "flatten", "percentage:[" + percentages + "]", "range:[" + ranges + "]", "any", "adaptive"};
 }
 
-// Runs `check(rt, policy)` on a runtime with each leaf set, under every
-// policy for `rows` rows.
+// Sets an environment variable while it lives (a runtime reads its settings when made).
+class EnvironmentFor {
+ public:
+  EnvironmentFor(const char* name, const char* value) : name_(name) {
+    if (const char* before = std::getenv(name)) before_ = before;
+    setenv(name, value, 1);
+  }
+  ~EnvironmentFor() {
+    if (before_)
+      setenv(name_, before_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  EnvironmentFor(const EnvironmentFor&) = delete;
+  EnvironmentFor& operator=(const EnvironmentFor&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> before_;
+};
+
+// Runs `check(rt, policy, merging)` on a runtime with each leaf set, under
+// every policy for `rows` rows: once with every split merged
+// (CANOPY_SPLIT_WRITES=merge, `merging` true), once choosing by cost.
 template <class Check>
 void on_every_split(std::int64_t rows, Check&& check) {
-  Runtime rt;
-  const Hierarchy discovered = rt.hierarchy();
-  for (const auto& leaves : leaf_sets()) {
-    CAPTURE(joined(leaves));
-    if (!has_leaves(discovered, leaves)) continue;
-    use_leaves(rt, discovered, leaves);
-    for (const auto& policy : policies_for(rows, leaves.size())) {
-      CAPTURE(policy);
-      check(rt, policy);
+  for (const bool merging : {true, false}) {
+    CAPTURE(merging);
+    EnvironmentFor choice("CANOPY_SPLIT_WRITES", merging ? "merge" : "auto");
+    Runtime rt;
+    const Hierarchy discovered = rt.hierarchy();
+    for (const auto& leaves : leaf_sets()) {
+      CAPTURE(joined(leaves));
+      if (!has_leaves(discovered, leaves)) continue;
+      use_leaves(rt, discovered, leaves);
+      for (const auto& policy : policies_for(rows, leaves.size())) {
+        CAPTURE(policy);
+        check(rt, policy, merging);
+      }
     }
   }
 }
@@ -148,7 +189,7 @@ TEST_CASE("split writes: a histogram by atomic adds gives the serial counts unde
   const auto keys = random_keys(11, kBins);
   std::vector<std::int32_t> want(kBins, 0);
   for (auto k : keys) want[std::size_t(k)] += 1;
-  on_every_split(kN, [&](Runtime& rt, const std::string& policy) {
+  on_every_split(kN, [&](Runtime& rt, const std::string& policy, bool) {
     auto key = rt.array<std::int32_t>(kN, at("numa0"));
     auto bins = rt.array<std::int32_t>(kBins, at("numa0") | named("bins"));
     std::copy(keys.begin(), keys.end(), key.host().begin());
@@ -173,7 +214,7 @@ TEST_CASE("split writes: float atomic adds sum within the order-independent boun
     exact[std::size_t(keys[std::size_t(i)])] += x[std::size_t(i)];
     magnitude[std::size_t(keys[std::size_t(i)])] += std::fabs(x[std::size_t(i)]);
   }
-  on_every_split(kN, [&](Runtime& rt, const std::string& policy) {
+  on_every_split(kN, [&](Runtime& rt, const std::string& policy, bool merging) {
     auto key = rt.array<std::int32_t>(kN, at("numa0"));
     auto values = rt.array<double>(kN, at("numa0"));
     auto bins = rt.array<double>(kBins, at("numa0"));
@@ -193,7 +234,7 @@ TEST_CASE("split writes: a permutation scatter leaves every element where it bel
   const auto to = random_permutation(21);
   std::vector<std::int64_t> want(kN);
   for (std::int64_t i = 0; i < kN; ++i) want[std::size_t(to[std::size_t(i)])] = i * 3 + 1;
-  on_every_split(kN, [&](Runtime& rt, const std::string& policy) {
+  on_every_split(kN, [&](Runtime& rt, const std::string& policy, bool merging) {
     auto target = rt.array<std::int64_t>(kN, at("numa0"));
     auto o = rt.array<std::int64_t>(kN, at("numa0"));
     std::copy(to.begin(), to.end(), target.host().begin());
@@ -201,7 +242,10 @@ TEST_CASE("split writes: a permutation scatter leaves every element where it bel
     const std::int64_t changed_before = rt.stats().split_writes.changed_merged;
     rt.region(scatter()).over(kN).policy(policy).launch(target, o);
     CHECK(contents(o.host_read()) == want);
-    if (policy != "any") CHECK(rt.stats().split_writes.changed_merged == changed_before + 1);
+    // Memory-bound: merged when told to, else on one memory.
+    const SplitWriteStats stats = rt.stats().split_writes;
+    if (policy != "any" && merging) CHECK(stats.changed_merged == changed_before + 1);
+    if (policy != "any" && !merging) CHECK(stats.changed_merged == changed_before);
   });
 }
 
@@ -210,7 +254,7 @@ TEST_CASE("split writes: a scatter over part of the array keeps the elements no 
   // whichever memory held them current before.
   std::vector<std::int64_t> to(kN / 2);
   for (std::int64_t i = 0; i < kN / 2; ++i) to[std::size_t(i)] = 2 * ((i * 7919) % (kN / 2));
-  on_every_split(kN / 2, [&](Runtime& rt, const std::string& policy) {
+  on_every_split(kN / 2, [&](Runtime& rt, const std::string& policy, bool) {
     auto target = rt.array<std::int64_t>(kN / 2, at("numa0"));
     auto o = rt.array<std::int64_t>(kN, at("numa0"));
     std::copy(to.begin(), to.end(), target.host().begin());
@@ -235,7 +279,7 @@ TEST_CASE("split writes: a transposed 2-D write under every split") {
   std::vector<std::int32_t> want(rows * cols);
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = 0; j < cols; ++j) want[std::size_t(j * rows + i)] = m[std::size_t(i * cols + j)] + 1;
-  on_every_split(rows, [&](Runtime& rt, const std::string& policy) {
+  on_every_split(rows, [&](Runtime& rt, const std::string& policy, bool) {
     auto in = rt.array<std::int32_t, 2>(Shape(rows, cols), at("numa0"));
     auto t = rt.array<std::int32_t, 2>(Shape(cols, rows), at("numa0"));
     std::copy(m.begin(), m.end(), in.host().begin());
@@ -269,4 +313,62 @@ TEST_CASE("split writes: atomic adds to an array the kernel also reads run on on
         "kernel 'sw_histogram_reading' adds atomically to parameter 'bins', array 'bins' (i32 64 at numa0), and also "
         "reads it, so the region's pieces cannot each keep a copy of it: the region ran on one memory (keep what it "
         "reads, or what it stores, in another array to let the region split)");
+}
+
+TEST_CASE("split writes: by cost, a memory-bound scatter runs on one memory and a heavy one splits and merges") {
+  EnvironmentFor choice("CANOPY_SPLIT_WRITES", "auto");
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
+  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  const auto order = random_permutation(41);
+  auto target = rt.array<std::int64_t>(kN, at("numa0"));
+  auto o = rt.array<std::int64_t>(kN, at("numa0") | named("o"));
+  auto d = rt.array<double>(kN, at("numa0") | named("d"));
+  std::copy(order.begin(), order.end(), target.host().begin());
+
+  rt.region(scatter()).over(kN).policy("static").launch(target, o);
+  CHECK(joined(pieces_of(last_region(rt))) == "cpu0[0,65536)");
+  SplitWriteStats stats = rt.stats().split_writes;
+  CHECK(stats.one_memory == 1);
+  REQUIRE(stats.notes.size() == 1);
+  CHECK(stats.notes[0] ==
+        "kernel 'sw_scatter' may write any element of parameter 'o', array 'o' (i64 65536 at numa0), from every "
+        "piece, and merging what each memory changed would cost more than splitting the region saves: the region ran "
+        "on one memory (CANOPY_SPLIT_WRITES=merge splits it anyway)");
+  auto got = o.host_read();
+  for (std::int64_t i = 0; i < kN; ++i) CHECK(got[order[std::size_t(i)]] == i * 3 + 1);
+
+  rt.region(heavy_scatter()).over(kN).policy("static").launch(target, d);
+  CHECK(joined(pieces_of(last_region(rt))) == "cpu0[0,32768) opencl0[32768,65536)");
+  CHECK(rt.stats().split_writes.changed_merged == 1);
+  auto values = d.host_read();
+  for (std::int64_t i = 0; i < kN; i += 97) {
+    double x = double(i);
+    for (int k = 0; k < 400; ++k) x = x * 0.999 + 0.5;
+    CHECK(values[order[std::size_t(i)]] == x);
+  }
+}
+
+TEST_CASE("split writes: CANOPY_SPLIT_WRITES=one keeps such regions on one memory; a bad value says what it takes") {
+  {
+    EnvironmentFor choice("CANOPY_SPLIT_WRITES", "one");
+    Runtime rt;
+    const Hierarchy discovered = rt.hierarchy();
+    if (!has_leaves(discovered, {"opencl0", "opencl1"})) return;
+    use_leaves(rt, discovered, {"opencl0", "opencl1"});
+    const auto keys = random_keys(51, kBins);
+    std::vector<std::int32_t> want(kBins, 0);
+    for (auto k : keys) want[std::size_t(k)] += 1;
+    auto key = rt.array<std::int32_t>(kN, at("numa0"));
+    auto bins = rt.array<std::int32_t>(kBins, at("numa0"));
+    std::copy(keys.begin(), keys.end(), key.host().begin());
+    rt.region(histogram()).over(kN).policy("percentage:[30,70]").launch(key, bins);
+    CHECK(joined(pieces_of(last_region(rt))) == "opencl1[0,65536)");  // the place with more points
+    CHECK(contents(bins.host_read()) == want);
+  }
+  EnvironmentFor choice("CANOPY_SPLIT_WRITES", "sometimes");
+  CHECK(error_of([] { Runtime rt; }) ==
+        "CANOPY_SPLIT_WRITES is 'sometimes'; use auto (merge where it pays), merge (always merge what each memory "
+        "wrote) or one (run such regions on one memory)");
 }

@@ -15,6 +15,7 @@ int rodinia_command(int argc, char** argv);
 int sweep_command(int argc, char** argv);
 int model_command(int argc, char** argv);
 int adaptive_command(int argc, char** argv);
+int scatter_command(int argc, char** argv);
 #ifdef CANOPY_WITH_MPI
 int mpi_command(int argc, char** argv);
 #endif
@@ -50,6 +51,9 @@ void usage(std::FILE* out) {
                "           launch, beside percentage:[p,100-p] for p = 0..100 step 10\n"
                "           --leaves A,B (a CPU and a device leaf)  --size N (2^24)  --rows N (2048)\n"
                "           --cols N (4096)  --launches L (20)  --resume  --json FILE\n"
+               "  scatter  a histogram (atomic adds) and a permutation scatter split over a CPU leaf and an OpenCL\n"
+               "           device, beside each leaf alone: what keeping every write costs\n"
+               "           --size N (2^22)  --bins B (64)  --repeat K (10)  --json FILE\n"
                "  mpi      2-D heat over 2 MPI ranks, one CPU-only (one core) and one OpenCL-only: per-rank compute\n"
                "           time per iteration after rebalancing, and the run beside the same run with an even split\n"
                "           (starts mpirun itself unless run under it)  --rows N (2048)  --cols N (1024)\n"
@@ -73,6 +77,7 @@ int main(int argc, char** argv) {
     if (command == "sweep") return canopy::bench::sweep_command(argc - 2, argv + 2);
     if (command == "model") return canopy::bench::model_command(argc - 2, argv + 2);
     if (command == "adaptive") return canopy::bench::adaptive_command(argc - 2, argv + 2);
+    if (command == "scatter") return canopy::bench::scatter_command(argc - 2, argv + 2);
     if (command == "mpi") {
 #ifdef CANOPY_WITH_MPI
       return canopy::bench::mpi_command(argc, argv);
