@@ -687,6 +687,7 @@ struct Engine::State {
   // only its pieces in one memory, and stats() says why, once per reason.
   // Call with tree_mutex held.
   void plan_writes(RegionRun& run, const RegionRequest& request, std::vector<Piece>& pieces) {
+    if (pieces.size() < 2) return;  // one piece writes in one memory
     std::vector<PlacedPiece> placed;
     std::vector<int> places;
     for (const auto& piece : pieces) {
