@@ -8,7 +8,7 @@
 //
 //   canopy-diff [--seed S] [--programs N | --seconds T] [--placements K]
 //               [--placement NAME] [--replay FILE]... [--max-kernels K] [--print]
-//               [--renew N] [--out DIR] [--list] [--keep-going]
+//               [--renew N] [--out DIR] [--list] [--keep-going] [--self-check]
 //
 // Deterministic from its seed: program S is the same on every run, and so is
 // the choice of its placements. Exit status 0 when nothing differed, 1 on a
@@ -51,7 +51,8 @@ struct Options {
   std::string out = ".";  ///< where reproducers go
   bool list = false;
   bool keep_going = false;
-  bool print = false;  ///< print each program's text instead of running it
+  bool print = false;       ///< print each program's text instead of running it
+  bool self_check = false;  ///< only check the generator (see self_check())
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -59,7 +60,7 @@ struct Options {
   std::fprintf(stderr,
                "usage: canopy-diff [--seed S] [--programs N | --seconds T] [--placements K] [--placement NAME]\n"
                "                   [--replay FILE]... [--max-kernels K] [--renew N] [--out DIR] [--list] "
-               "[--keep-going] [--print]\n");
+               "[--keep-going] [--print] [--self-check]\n");
   std::exit(2);
 }
 
@@ -103,6 +104,8 @@ Options parse_options(int argc, char** argv) {
       o.keep_going = true;
     else if (arg == "--print")
       o.print = true;
+    else if (arg == "--self-check")
+      o.self_check = true;
     else
       usage("unknown argument '" + arg + "'");
   }
@@ -200,6 +203,37 @@ bool check(CanopyRunner& runner, const Program& program, const Expectation& expe
   return false;
 }
 
+// The generator alone, without Canopy: each program is the same when drawn
+// twice, reads back from its text form to the same text, and is valid (the
+// reference runs it without an index out of bounds). Returns the failures.
+int self_check(const Options& options) {
+  int failures = 0;
+  GeneratorOptions generator;
+  generator.max_kernels = options.max_kernels;
+  for (std::int64_t k = 0; k < options.programs; ++k) {
+    const std::uint64_t seed = options.seed + std::uint64_t(k);
+    const Program program = generate_program(seed, generator);
+    const std::string text = print(program);
+    std::string problem;
+    try {
+      if (print(generate_program(seed, generator)) != text)
+        problem = "drawn twice, it differs";
+      else if (print(parse_program(text)) != text)
+        problem = "its text does not read back to the same text";
+      else
+        expect(program);
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+    if (problem.empty()) continue;
+    ++failures;
+    std::printf("GENERATOR: program seed %llu: %s\n%s\n", (unsigned long long)seed, problem.c_str(), text.c_str());
+  }
+  std::printf("canopy-diff --self-check: %lld programs (seeds %llu..%llu), %d failures\n", (long long)options.programs,
+              (unsigned long long)options.seed, (unsigned long long)(options.seed + options.programs - 1), failures);
+  return failures;
+}
+
 int list_placements(const CanopyRunner& runner) {
   for (const auto& p : runner.placements()) std::printf("%s\n", p.name.c_str());
   return 0;
@@ -214,6 +248,7 @@ int main(int argc, char** argv) {
   std::signal(SIGBUS, on_crash);
   std::signal(SIGFPE, on_crash);
   try {
+    if (options.self_check) return self_check(options) == 0 ? 0 : 1;
     CanopyRunner runner;
     if (options.list) return list_placements(runner);
     const auto start = std::chrono::steady_clock::now();
