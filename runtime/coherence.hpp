@@ -40,8 +40,10 @@
 // Elements that pieces at two different places may both write cannot be
 // resolved by the directory (it cannot tell which place's value is right):
 // such pieces must be disjoint (see conflicting_writes), run at one place, or
-// use a merge copy. A scatter (data-dependent write) covers the whole array,
-// so it cannot be split over places without a merge operator.
+// use a merge copy. The engine finds them with conflicting_writes and keeps
+// every write by merging what each device changed, by private copies for
+// atomic adds, or by running the region at one place
+// (runtime/internal/split_writes.hpp).
 //
 // How a piece at place p over rows [b,e) of index(0) uses it, per array:
 //   ReadPlan r = reads_of(fp.reads, shape, b, e);
