@@ -18,6 +18,16 @@ using namespace canopy::ir;
 
 namespace {
 
+// One unconditional, plain (not atomic) access site with these dimensions.
+AccessFootprint one_site(std::vector<DimFootprint> dims) {
+  AccessFootprint access;
+  access.present = true;
+  access.dims = std::move(dims);
+  access.sites = 1;
+  access.unconditional = true;
+  return access;
+}
+
 constexpr auto I64 = ScalarType::I64;
 constexpr auto F64 = ScalarType::F64;
 
@@ -143,7 +153,7 @@ TEST_CASE("footprint: strided access b[2*i+1] and b[2*i]") {
   const auto odd = read_dim0_of_b(plus(times(lit(2), idx(0)), lit(1)));
   CHECK(odd == affine({2, 0, 0}, 1, 1));
   CHECK(describe(odd) == "2*i0+1");
-  AccessFootprint access{true, {odd}, 1, true, false};
+  AccessFootprint access = one_site({odd});
   // i in [10, 20) touches 21, 23, ..., 39.
   CHECK(rows_touched(access, 0, 10, 20, 1000) == Interval{21, 40});
 
@@ -190,22 +200,22 @@ TEST_CASE("footprint: gather a[idx[i]] and scatter with atomics") {
   const auto remainder = read_dim0_of_b(make_binary(BinaryOp::Rem, make_load(I64, 2, {idx(0)}), lit(4)),
                                         {Param::array("idx", I64, 1, Access::In)});
   CHECK(remainder == affine({0, 0, 0}, -3, 3));
-  CHECK(rows_touched(AccessFootprint{true, {remainder}, 1, true, false}, 0, 10, 20, 100) == Interval{0, 4});
+  CHECK(rows_touched(one_site({remainder}), 0, 10, 20, 100) == Interval{0, 4});
 }
 
 TEST_CASE("footprint: reversed access a[99 - i]") {
   const auto reversed = read_dim0_of_b(minus(lit(99), idx(0)));
   CHECK(reversed == affine({-1, 0, 0}, 99, 99));
   CHECK(describe(reversed) == "-i0+99");
-  const AccessFootprint access{true, {reversed}, 1, true, false};
+  const AccessFootprint access = one_site({reversed});
   // i in [10, 20) touches 80 .. 89.
   CHECK(rows_touched(access, 0, 10, 20, 100) == Interval{80, 90});
   CHECK(rows_touched(access, 0, 0, 100, 100) == Interval{0, 100});
   CHECK(rows_touched(access, 0, 90, 110, 100) == Interval{0, 10});  // -10 .. 9 clamped
   // -2*i + [0, 1] over [5, 8): -14 .. -9, wholly before the array.
-  const AccessFootprint twice{true, {affine({-2, 0, 0}, 0, 1)}, 1, true, false};
+  const AccessFootprint twice = one_site({affine({-2, 0, 0}, 0, 1)});
   CHECK(rows_touched(twice, 0, 5, 8, 100) == Interval{});
-  const AccessFootprint shifted{true, {affine({-2, 0, 0}, 20, 21)}, 1, true, false};
+  const AccessFootprint shifted = one_site({affine({-2, 0, 0}, 20, 21)});
   CHECK(rows_touched(shifted, 0, 5, 8, 100) == Interval{6, 12});  // 6 .. 11
 }
 
@@ -289,7 +299,7 @@ TEST_CASE("footprint: scalar parameters and non-affine indices are Whole") {
   const auto offset = read_dim0_of_b(plus(idx(0), make_param(I64, 2)), {n});
   CHECK(offset == DimFootprint::whole());
   CHECK(describe(offset) == "whole");
-  const AccessFootprint access{true, {offset}, 1, true, false};
+  const AccessFootprint access = one_site({offset});
   CHECK(rows_touched(access, 0, 10, 20, 100) == Interval{0, 100});
 
   CHECK(read_dim0_of_b(times(idx(0), idx(0))) == DimFootprint::whole());
@@ -435,14 +445,14 @@ TEST_CASE("footprint: overflow falls back to Whole and rows_touched saturates") 
   CHECK(read_dim0_of_b(make_cast(I64, plus(plus(i32_index, make_int(ScalarType::I32, 2147483647)),
                                            make_int(ScalarType::I32, 1)))) == DimFootprint::whole());
 
-  const AccessFootprint huge{true, {affine({std::int64_t{1} << 40, 0, 0}, 0, 0)}, 1, true, false};
+  const AccessFootprint huge = one_site({affine({std::int64_t{1} << 40, 0, 0}, 0, 0)});
   CHECK(rows_touched(huge, 0, std::int64_t{1} << 30, (std::int64_t{1} << 30) + 2, 100) == Interval{});
   CHECK(rows_touched(huge, 0, 0, std::int64_t{1} << 30, 100) == Interval{0, 1});
-  const AccessFootprint falling{true, {affine({-(std::int64_t{1} << 40), 0, 0}, big, big)}, 1, true, false};
+  const AccessFootprint falling = one_site({affine({-(std::int64_t{1} << 40), 0, 0}, big, big)});
   CHECK(rows_touched(falling, 0, std::int64_t{1} << 40, std::int64_t{1} << 41, 100) == Interval{});
-  const AccessFootprint edge{true, {affine({1, 0, 0}, big, big)}, 1, true, false};
+  const AccessFootprint edge = one_site({affine({1, 0, 0}, big, big)});
   CHECK(rows_touched(edge, 0, 0, big, big) == Interval{});
-  const AccessFootprint low_edge{true, {affine({1, 0, 0}, -big, 0)}, 1, true, false};
+  const AccessFootprint low_edge = one_site({affine({1, 0, 0}, -big, 0)});
   CHECK(rows_touched(low_edge, 0, 0, big, big) == Interval{0, big});
 }
 
@@ -670,7 +680,7 @@ TEST_CASE("footprint: rows_touched is the exact hull of the touched positions") 
   for (int trial = 0; trial < 20000; ++trial) {
     const std::int64_t c = draw(-4, 4), lo = draw(-6, 6), hi = lo + draw(0, 4);
     const std::int64_t begin = draw(0, 30), end = draw(0, 30), extent = draw(-1, 40);
-    const AccessFootprint access{true, {affine({c, 0, 0}, lo, hi)}, 1, true, false};
+    const AccessFootprint access = one_site({affine({c, 0, 0}, lo, hi)});
     std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
     for (std::int64_t i = begin; i < end; ++i)
       for (std::int64_t off = lo; off <= hi; ++off) {
