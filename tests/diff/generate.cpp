@@ -259,7 +259,9 @@ class KernelBuilder {
     for (int attempt = 0; attempt < 4; ++attempt) {
       const int array =
           attempt < 3 ? program_.values(type, rank, arrays_in_use()) : program_.values(type, dims(), arrays_in_use());
-      if (auto own = one_to_one(program_.array(array).extents)) {
+      // A copy: one_to_one may add arrays (a permutation), which moves the specs.
+      const std::vector<std::int64_t> extents = program_.array(array).extents;
+      if (auto own = one_to_one(extents)) {
         ArrayUse& use = use_array(array, Role::Own);
         use.own = std::move(*own);
         owned_.push_back(array);
@@ -566,7 +568,8 @@ class KernelBuilder {
     ArrayUse& use = use_array(array, Role::Atomic);
     use.written = true;
     std::vector<Expr> indices;
-    for (std::int64_t e : program_.array(array).extents) indices.push_back(read_index(e, 1));
+    const std::vector<std::int64_t> extents = program_.array(array).extents;  // read_index may add arrays
+    for (std::int64_t e : extents) indices.push_back(read_index(e, 1));
     return ir::make_atomic_add(use.param, std::move(indices), value(program_.array(array).type, 2));
   }
 
