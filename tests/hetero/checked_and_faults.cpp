@@ -21,31 +21,9 @@
 
 using namespace canopy;
 using namespace canopy::hetero_tests;
+using canopy::engine_tests::EnvironmentFor;
 
 namespace {
-
-class EnvironmentFor {
- public:
-  EnvironmentFor(const char* name, const char* value) : name_(name) {
-    if (const char* before = std::getenv(name)) before_ = before;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvironmentFor() {
-    if (before_)
-      setenv(name_, before_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  EnvironmentFor(const EnvironmentFor&) = delete;
-  EnvironmentFor& operator=(const EnvironmentFor&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> before_;
-};
 
 class FaultPlanFor {
  public:

@@ -21,6 +21,7 @@
 
 using namespace canopy;
 using namespace canopy::hetero_tests;
+using canopy::engine_tests::EnvironmentFor;
 
 namespace {
 
@@ -139,27 +140,6 @@ std::vector<std::string> policies_for(std::int64_t rows, std::size_t leaves) {
   percentages = percentages.substr(0, percentages.rfind(',') + 1) + std::to_string(last);
   return {"static", "flatten", "percentage:[" + percentages + "]", "range:[" + ranges + "]", "any", "adaptive"};
 }
-
-// Sets an environment variable while it lives (a runtime reads its settings when made).
-class EnvironmentFor {
- public:
-  EnvironmentFor(const char* name, const char* value) : name_(name) {
-    if (const char* before = std::getenv(name)) before_ = before;
-    setenv(name, value, 1);
-  }
-  ~EnvironmentFor() {
-    if (before_)
-      setenv(name_, before_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  EnvironmentFor(const EnvironmentFor&) = delete;
-  EnvironmentFor& operator=(const EnvironmentFor&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> before_;
-};
 
 // Runs `check(rt, policy, merging)` on a runtime with each leaf set, under
 // every policy for `rows` rows: once with every split merged

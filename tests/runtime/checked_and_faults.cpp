@@ -21,30 +21,6 @@ using namespace canopy::engine_tests;
 
 namespace {
 
-// Sets (or clears, with null) an environment variable while it lives.
-class EnvironmentFor {
- public:
-  EnvironmentFor(const char* name, const char* value) : name_(name) {
-    if (const char* before = std::getenv(name)) before_ = before;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvironmentFor() {
-    if (before_)
-      setenv(name_, before_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  EnvironmentFor(const EnvironmentFor&) = delete;
-  EnvironmentFor& operator=(const EnvironmentFor&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> before_;
-};
-
 // A fault plan for one test; no faults once it ends.
 class FaultPlanFor {
  public:
