@@ -29,13 +29,13 @@ constexpr std::array<const char*, 3> kCoordinateNames{"i", "j", "k"};
 // keywords, the types the base prints, the helpers it defines, and the
 // functions and macros it calls.
 constexpr std::string_view kReservedWords[] = {
-    "auto",   "break",    "case",     "char",     "const",   "continue", "default",    "do",     "double",
-    "else",   "enum",     "extern",   "float",    "for",     "goto",     "if",         "inline", "int",
-    "long",   "register", "restrict", "return",   "short",   "signed",   "sizeof",     "static", "struct",
-    "switch", "typedef",  "union",    "unsigned", "void",    "volatile", "while",      "bool",   "true",
-    "false",  "NULL",     "div_i32",  "div_i64",  "rem_i32", "rem_i64",  "fmin",       "fmax",   "fmod",
-    "sqrt",   "exp",      "log",      "sin",      "cos",     "floor",    "pow",        "fabs",   "abs",
-    "min",    "max",      "INFINITY", "NAN",      "_Bool",   "_Complex", "_Imaginary", "main"};
+    "auto",     "break",    "case",       "char",    "const",  "continue", "default", "do",     "double",   "else",
+    "enum",     "extern",   "float",      "for",     "goto",   "if",       "inline",  "int",    "long",     "register",
+    "restrict", "return",   "short",      "signed",  "sizeof", "static",   "struct",  "switch", "typedef",  "union",
+    "unsigned", "void",     "volatile",   "while",   "bool",   "true",     "false",   "NULL",   "div_i32",  "div_i64",
+    "rem_i32",  "rem_i64",  "abs_i32",    "abs_i64", "fmin",   "fmax",     "fmod",    "sqrt",   "exp",      "log",
+    "sin",      "cos",      "floor",      "pow",     "fabs",   "abs",      "min",     "max",    "INFINITY", "NAN",
+    "_Bool",    "_Complex", "_Imaginary", "main"};
 
 // A valid C identifier close to `name`: characters C does not allow become
 // '_', and names C reserves for the implementation (__x, _X) get a 'v' in front.
@@ -525,12 +525,22 @@ void CSourcePrinter::need_helper(const std::string& name) {
   helpers_.push_back(name);
 }
 
+std::string CSourcePrinter::integer_abs(const std::string& operand, ScalarType type) {
+  const std::string name = type == ScalarType::I64 ? "abs_i64" : "abs_i32";
+  need_helper(name);
+  return name + "(" + operand + ")";
+}
+
 std::string CSourcePrinter::base_helper(const std::string& name) const {
-  const bool is_div = name.rfind("div_", 0) == 0, is_rem = name.rfind("rem_", 0) == 0;
-  if (!is_div && !is_rem) return "";
+  const bool is_div = name.rfind("div_", 0) == 0, is_rem = name.rfind("rem_", 0) == 0,
+             is_abs = name.rfind("abs_", 0) == 0;
+  if (!is_div && !is_rem && !is_abs) return "";
   const ScalarType type = name.substr(4) == "i32" ? ScalarType::I32 : ScalarType::I64;
   const std::string t = type_name(type), u = unsigned_type_name(type);
   const std::string qualifier = helper_qualifier().empty() ? "" : helper_qualifier() + " ";
+  if (is_abs)
+    return "// Canopy's integer abs: abs(MIN) wraps to MIN, never undefined.\n" + qualifier + t + " " + name + "(" + t +
+           " x) {\n  return x < 0 ? (" + t + ")((" + u + ")0 - (" + u + ")x) : x;\n}\n";
   if (is_div)
     return "// Canopy's integer division: x / 0 == 0 and MIN / -1 == MIN, never a trap.\n" + qualifier + t + " " +
            name + "(" + t + " x, " + t + " y) {\n  if (y == 0) return 0;\n  if (y == -1) return (" + t + ")-(" + u +

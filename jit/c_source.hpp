@@ -198,8 +198,11 @@ class CSourcePrinter : protected ir::Visitor {
   virtual std::string literal(const ir::Const& node) const;
   /// The function computing `fn` on `type` ("sqrt", "fabs").
   virtual std::string math_function(ir::MathFn fn, ir::ScalarType type) const;
-  /// abs of an integer `operand` that wraps at MIN, as an expression.
-  virtual std::string integer_abs(const std::string& operand, ir::ScalarType type) const = 0;
+  /// abs of an integer `operand` that wraps at MIN, as an expression: a
+  /// helper of the base (abs_i32, abs_i64), not the dialect's abs, whose
+  /// result at MIN a compiler may take as undefined (PoCL's clang does: it
+  /// then sign-extends abs(INT_MIN) as if it were positive).
+  std::string integer_abs(const std::string& operand, ir::ScalarType type);
   /// min or max of two integers.
   virtual std::string integer_min_max(bool is_min, const std::string& a, const std::string& b) const;
   /// `operand` of float type `from` converted to integer type `to`, rounding

@@ -35,7 +35,7 @@ constexpr std::string_view kCudaWords[] = {
     "llrint", "brev", "clz", "ffs", "popc", "mul24", "umul24", "mulhi", "umulhi", "mul64hi", "umul64hi", "sad", "usad",
     "byte_perm", "float2int", "int2float",
     // the printer's helpers
-    "abs_i32", "abs_i64", "f32_to_i32", "f32_to_i64", "f64_to_i32", "f64_to_i64"};
+    "f32_to_i32", "f32_to_i64", "f64_to_i32", "f64_to_i64"};
 
 // Families: CUDA's qualifiers, intrinsics and predefined macros (__global__,
 // __syncthreads, __float_as_int, __CUDA_ARCH__), the make_<vector>
@@ -128,12 +128,6 @@ std::string CudaCPrinter::math_function(ir::MathFn fn, ScalarType type) const {
   return type == ScalarType::F32 ? name + "f" : name;
 }
 
-std::string CudaCPrinter::integer_abs(const std::string& operand, ScalarType type) const {
-  const std::string name = std::string("abs_") + bits_of(type);
-  need(name);
-  return name + "(" + operand + ")";
-}
-
 std::string CudaCPrinter::float_to_int(const std::string& operand, ScalarType from, ScalarType to) {
   const std::string name = std::string(from == ScalarType::F32 ? "f32" : "f64") + "_to_" + bits_of(to);
   need_helper(name);
@@ -147,13 +141,6 @@ std::string CudaCPrinter::atomic_add(const std::string& address, const std::stri
 }
 
 std::string CudaCPrinter::dialect_helper(const std::string& name) const {
-  if (name == "abs_i32" || name == "abs_i64") {
-    const ScalarType type = name == "abs_i64" ? ScalarType::I64 : ScalarType::I32;
-    const std::string t = type_name(type), u = unsigned_type_name(type);
-    return "// Canopy's integer abs: abs(MIN) wraps to MIN, never undefined.\n__device__ " + t + " " + name + "(" + t +
-           " x) {\n  return x < 0 ? (" + t + ")(0" + (type == ScalarType::I64 ? "ULL" : "u") + " - (" + u +
-           ")x) : x;\n}\n";
-  }
   for (ScalarType from : {ScalarType::F32, ScalarType::F64})
     for (ScalarType to : {ScalarType::I32, ScalarType::I64})
       if (name == std::string(from == ScalarType::F32 ? "f32" : "f64") + "_to_" + bits_of(to))

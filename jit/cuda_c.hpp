@@ -83,7 +83,6 @@ class CudaCPrinter final : public CSourcePrinter {
   std::string barrier() const override { return "__syncthreads();"; }
   std::string long_suffix() const override { return "LL"; }
   std::string math_function(ir::MathFn fn, ir::ScalarType type) const override;
-  std::string integer_abs(const std::string& operand, ir::ScalarType type) const override;
   std::string float_to_int(const std::string& operand, ir::ScalarType from, ir::ScalarType to) override;
   std::string atomic_add(const std::string& address, const std::string& value, ir::ScalarType type) override;
   std::string dialect_helper(const std::string& name) const override;

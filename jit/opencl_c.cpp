@@ -115,11 +115,6 @@ std::string OpenCLCPrinter::scratch_parameter(ScalarType type, const std::string
 
 std::string OpenCLCPrinter::global_id(int dim) const { return "get_global_id(" + std::to_string(dim) + ")"; }
 
-std::string OpenCLCPrinter::integer_abs(const std::string& operand, ScalarType type) const {
-  // OpenCL's abs returns the unsigned type: abs(MIN) is 2^(bits-1), which casts back to MIN.
-  return "(" + ocl_type(type) + ")abs(" + operand + ")";
-}
-
 std::string OpenCLCPrinter::float_to_int(const std::string& operand, ScalarType from, ScalarType to) {
   return "convert_" + ocl_type(to) + "_sat_rtz(" + operand + ")";
 }

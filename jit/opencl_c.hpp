@@ -44,7 +44,6 @@ class OpenCLCPrinter final : public CSourcePrinter {
   std::string local_size() const override { return "get_local_size(0)"; }
   std::string group_id() const override { return "get_group_id(0)"; }
   std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE);"; }
-  std::string integer_abs(const std::string& operand, ir::ScalarType type) const override;
   std::string float_to_int(const std::string& operand, ir::ScalarType from, ir::ScalarType to) override;
   std::string atomic_add(const std::string& address, const std::string& value, ir::ScalarType type) override;
   std::string dialect_helper(const std::string& name) const override;

@@ -8,7 +8,7 @@
 //
 //   canopy-diff [--seed S] [--programs N | --seconds T] [--placements K]
 //               [--placement NAME] [--replay FILE]... [--max-kernels K] [--print]
-//               [--renew N] [--out DIR] [--list] [--keep-going] [--self-check]
+//               [--renew N] [--out DIR] [--list] [--keep-going] [--self-check] [--no-shrink] [--shrink-seconds T]
 //
 // Deterministic from its seed: program S is the same on every run, and so is
 // the choice of its placements. Exit status 0 when nothing differed, 1 on a
@@ -51,8 +51,10 @@ struct Options {
   std::string out = ".";  ///< where reproducers go
   bool list = false;
   bool keep_going = false;
-  bool print = false;       ///< print each program's text instead of running it
-  bool self_check = false;  ///< only check the generator (see self_check())
+  bool print = false;           ///< print each program's text instead of running it
+  bool self_check = false;      ///< only check the generator (see self_check())
+  bool shrink = true;           ///< shrink a program that shows a mismatch
+  double shrink_seconds = 180;  ///< for at most this long
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -60,7 +62,7 @@ struct Options {
   std::fprintf(stderr,
                "usage: canopy-diff [--seed S] [--programs N | --seconds T] [--placements K] [--placement NAME]\n"
                "                   [--replay FILE]... [--max-kernels K] [--renew N] [--out DIR] [--list] "
-               "[--keep-going] [--print] [--self-check]\n");
+               "[--keep-going] [--print] [--self-check] [--no-shrink] [--shrink-seconds T]\n");
   std::exit(2);
 }
 
@@ -106,6 +108,10 @@ Options parse_options(int argc, char** argv) {
       o.print = true;
     else if (arg == "--self-check")
       o.self_check = true;
+    else if (arg == "--no-shrink")
+      o.shrink = false;
+    else if (arg == "--shrink-seconds")
+      o.shrink_seconds = number(i);
     else
       usage("unknown argument '" + arg + "'");
   }
@@ -169,10 +175,13 @@ bool check(CanopyRunner& runner, const Program& program, const Expectation& expe
       "MISMATCH: program seed %llu on placement %s, %s: %s\n", (unsigned long long)program.seed, placement.name.c_str(),
       mismatch->step < 0 ? "at the end" : fmt::format("step {}", mismatch->step + 1).c_str(), mismatch->what.c_str());
   std::fflush(stdout);
+  if (!options.shrink) return false;
   Counts ignored;
   const auto shrinking = std::chrono::steady_clock::now();
   auto fails = [&](const Program& candidate) {
-    if (std::chrono::steady_clock::now() - shrinking > std::chrono::minutes(3)) return false;  // small enough by now
+    // Small enough by now.
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - shrinking).count() > options.shrink_seconds)
+      return false;
     try {
       const Expectation e = expect(candidate);
       return runner.run(candidate, e, placement, ignored).has_value();
