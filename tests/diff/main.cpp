@@ -311,13 +311,14 @@ int main(int argc, char** argv) {
     }
     std::string backends;
     for (const auto& leaf : runner.leaves()) backends += (backends.empty() ? "" : ", ") + leaf;
+    const std::string which = options.replay.empty() ? fmt::format("seeds {}..{}", options.seed, seed - 1)
+                                                     : fmt::format("replayed from {} file(s)", options.replay.size());
     std::printf(
-        "canopy-diff: %lld programs (seeds %llu..%llu, %lld kernels, %lld steps), %lld runs on %zu placements, "
+        "canopy-diff: %lld programs (%s, %lld kernels, %lld steps), %lld runs on %zu placements, "
         "leaves %s; %lld values compared, %lld unsure (not compared), %lld unsure points; %lld mismatches; %.1f s\n",
-        (long long)totals.programs, (unsigned long long)options.seed, (unsigned long long)(seed - 1),
-        (long long)totals.kernels, (long long)totals.steps, (long long)totals.runs, totals.by_placement.size(),
-        backends.c_str(), (long long)totals.counts.values, (long long)totals.counts.unsure,
-        (long long)totals.unsure_points, (long long)totals.mismatches, elapsed());
+        (long long)totals.programs, which.c_str(), (long long)totals.kernels, (long long)totals.steps,
+        (long long)totals.runs, totals.by_placement.size(), backends.c_str(), (long long)totals.counts.values,
+        (long long)totals.counts.unsure, (long long)totals.unsure_points, (long long)totals.mismatches, elapsed());
     return ok ? 0 : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "canopy-diff: %s\n", e.what());
