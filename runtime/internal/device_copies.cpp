@@ -155,6 +155,9 @@ void DeviceCopies::begin_merge(int place, const IntervalSet& span, std::uint64_t
   if (place == Coherence::kHost) return;
   auto& copy = copies_.at(place);
   auto identity = backends::identity_value(op, type_);
+  // IEEE's additive identity is -0: x + -0 is x for every x, where x + +0
+  // turns an element's -0 that no piece added to into +0.
+  if (op == ir::ReduceOp::Sum && ir::is_float(type_)) identity.float_value = -0.0;
   for (const auto& range : start.initialize)
     copy.device->fill(copy.buffer, static_cast<std::size_t>(range.begin), static_cast<std::size_t>(range.size()),
                       identity);

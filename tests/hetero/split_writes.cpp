@@ -352,3 +352,31 @@ TEST_CASE("split writes: CANOPY_SPLIT_WRITES=one keeps such regions on one memor
         "CANOPY_SPLIT_WRITES is 'sometimes'; use auto (merge where it pays), merge (always merge what each memory "
         "wrote) or one (run such regions on one memory)");
 }
+
+TEST_CASE("split writes: an element no piece adds to keeps its bits, -0 included (implicit and merge(Sum))") {
+  // Private copies start at -0, IEEE's additive identity: starting at +0,
+  // -0 + +0 turned an untouched -0 into +0 (canopy-diff seed 2001848, where
+  // a later division by it gave -inf instead of +inf).
+  EnvironmentFor choice("CANOPY_SPLIT_WRITES", "merge");
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  for (const auto& leaves : leaf_sets()) {
+    CAPTURE(joined(leaves));
+    if (!has_leaves(discovered, leaves)) continue;
+    use_leaves(rt, discovered, leaves);
+    for (const bool explicit_merge : {false, true}) {
+      CAPTURE(explicit_merge);
+      auto key = rt.array<std::int32_t>(kN, at("numa0"));
+      auto values = rt.array<double>(kN, at("numa0"));
+      auto bins = rt.array<double>(kBins, at("numa0") | (explicit_merge ? merge(MergeOp::Sum) : MemoryTraits{}));
+      std::fill(key.host().begin(), key.host().end(), 3);  // every point adds to bin 3 only
+      std::fill(values.host().begin(), values.host().end(), 0.5);
+      std::fill(bins.host().begin(), bins.host().end(), -0.0);
+      rt.region(float_histogram()).over(kN).policy("static").launch(key, values, bins);
+      auto got = bins.host_read();
+      CHECK(got[3] == 0.5 * double(kN));
+      for (std::int64_t b = 0; b < kBins; ++b)
+        if (b != 3) CHECK(std::signbit(got[b]));
+    }
+  }
+}
