@@ -9,6 +9,10 @@
 //   canopy-diff [--seed S] [--programs N | --seconds T] [--placements K]
 //               [--placement NAME] [--replay FILE]... [--max-kernels K] [--print]
 //               [--renew N] [--out DIR] [--list] [--keep-going] [--self-check] [--no-shrink] [--shrink-seconds T]
+//               [--progress N]
+//
+// --progress N prints the running totals every N programs, so that a long run
+// that is stopped still says how far it got with how many mismatches.
 //
 // Deterministic from its seed: program S is the same on every run, and so is
 // the choice of its placements. Exit status 0 when nothing differed, 1 on a
@@ -55,6 +59,7 @@ struct Options {
   bool self_check = false;      ///< only check the generator (see self_check())
   bool shrink = true;           ///< shrink a program that shows a mismatch
   double shrink_seconds = 180;  ///< for at most this long
+  std::int64_t progress = 0;    ///< > 0: print the totals every this many programs
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -62,7 +67,8 @@ struct Options {
   std::fprintf(stderr,
                "usage: canopy-diff [--seed S] [--programs N | --seconds T] [--placements K] [--placement NAME]\n"
                "                   [--replay FILE]... [--max-kernels K] [--renew N] [--out DIR] [--list] "
-               "[--keep-going] [--print] [--self-check] [--no-shrink] [--shrink-seconds T]\n");
+               "[--keep-going] [--print] [--self-check] [--no-shrink] [--shrink-seconds T]\n"
+               "                   [--progress N]\n");
   std::exit(2);
 }
 
@@ -112,6 +118,8 @@ Options parse_options(int argc, char** argv) {
       o.shrink = false;
     else if (arg == "--shrink-seconds")
       o.shrink_seconds = number(i);
+    else if (arg == "--progress")
+      o.progress = std::int64_t(number(i));
     else
       usage("unknown argument '" + arg + "'");
   }
@@ -160,6 +168,22 @@ struct Totals {
   Counts counts;
   std::map<std::string, std::int64_t> by_placement;
 };
+
+// The one-line summary of a run, so far or at its end.
+void print_totals(CanopyRunner& runner, const Options& options, const Totals& totals, std::uint64_t next_seed,
+                  double seconds) {
+  std::string backends;
+  for (const auto& leaf : runner.leaves()) backends += (backends.empty() ? "" : ", ") + leaf;
+  const std::string which = options.replay.empty() ? fmt::format("seeds {}..{}", options.seed, next_seed - 1)
+                                                   : fmt::format("replayed from {} file(s)", options.replay.size());
+  std::printf(
+      "canopy-diff: %lld programs (%s, %lld kernels, %lld steps), %lld runs on %zu placements, "
+      "leaves %s; %lld values compared, %lld unsure (not compared), %lld unsure points; %lld mismatches; %.1f s\n",
+      (long long)totals.programs, which.c_str(), (long long)totals.kernels, (long long)totals.steps,
+      (long long)totals.runs, totals.by_placement.size(), backends.c_str(), (long long)totals.counts.values,
+      (long long)totals.counts.unsure, (long long)totals.unsure_points, (long long)totals.mismatches, seconds);
+  std::fflush(stdout);
+}
 
 // Runs `program` on `placement`; on a mismatch prints it, shrinks the
 // program, writes the reproducer and prints the command that replays it.
@@ -308,17 +332,11 @@ int main(int argc, char** argv) {
         if (!ok && !options.keep_going) break;
       }
       if (!ok && !options.keep_going) break;
+      if (options.progress > 0 && totals.programs % options.progress == 0)
+        print_totals(runner, options, totals, seed, elapsed());
     }
-    std::string backends;
-    for (const auto& leaf : runner.leaves()) backends += (backends.empty() ? "" : ", ") + leaf;
-    const std::string which = options.replay.empty() ? fmt::format("seeds {}..{}", options.seed, seed - 1)
-                                                     : fmt::format("replayed from {} file(s)", options.replay.size());
-    std::printf(
-        "canopy-diff: %lld programs (%s, %lld kernels, %lld steps), %lld runs on %zu placements, "
-        "leaves %s; %lld values compared, %lld unsure (not compared), %lld unsure points; %lld mismatches; %.1f s\n",
-        (long long)totals.programs, which.c_str(), (long long)totals.kernels, (long long)totals.steps,
-        (long long)totals.runs, totals.by_placement.size(), backends.c_str(), (long long)totals.counts.values,
-        (long long)totals.counts.unsure, (long long)totals.unsure_points, (long long)totals.mismatches, elapsed());
+    if (options.progress <= 0 || totals.programs % options.progress != 0)
+      print_totals(runner, options, totals, seed, elapsed());
     return ok ? 0 : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "canopy-diff: %s\n", e.what());
