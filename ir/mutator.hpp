@@ -5,6 +5,12 @@
 //
 // A statement override may return null to delete the statement: a Block drops
 // it, an If or For body becomes an empty Block.
+//
+// mutate() is virtual too: it sees every node before its kind's visit, so a
+// pass that treats every kind alike (replacing a shared or loop-invariant
+// subexpression wherever it occurs) overrides it once and calls
+// Mutator::mutate to go on into the node. Such a class adds
+// `using Mutator::mutate;` to keep the other overloads visible.
 #pragma once
 
 #include "kernel.hpp"
@@ -15,8 +21,8 @@ class Mutator {
  public:
   virtual ~Mutator() = default;
 
-  Expr mutate(const Expr& expr);
-  Stmt mutate(const Stmt& stmt);  ///< a null statement stays null
+  virtual Expr mutate(const Expr& expr);
+  virtual Stmt mutate(const Stmt& stmt);  ///< a null statement stays null
 
   /// The kernel with its body mutated (parameters and dims unchanged).
   Kernel mutate(const Kernel& kernel);

@@ -18,18 +18,8 @@ using passes_internal::ExprMap;
 using passes_internal::ExprReads;
 using passes_internal::FreshNames;
 using passes_internal::HashCache;
+using passes_internal::is_leaf;
 using passes_internal::ReadsCache;
-
-bool is_trivial(const Expr& e) {
-  switch (e->kind) {
-    case ExprKind::Const:
-    case ExprKind::Index:
-    case ExprKind::Param:
-    case ExprKind::Var:
-    case ExprKind::Extent: return true;
-    default: return false;
-  }
-}
 
 // Statements whose expressions are evaluated unconditionally, in order, and
 // that may sit in the middle of a run.
@@ -100,40 +90,17 @@ class ReplaceShared final : public Mutator {
     return mutate(e);
   }
 
- protected:
-  Expr visit(const Load& node, const Expr& self) override {
-    return or_else(self, [&] { return Mutator::visit(node, self); });
-  }
-  Expr visit(const Unary& node, const Expr& self) override {
-    return or_else(self, [&] { return Mutator::visit(node, self); });
-  }
-  Expr visit(const Binary& node, const Expr& self) override {
-    return or_else(self, [&] { return Mutator::visit(node, self); });
-  }
-  Expr visit(const Compare& node, const Expr& self) override {
-    return or_else(self, [&] { return Mutator::visit(node, self); });
-  }
-  Expr visit(const Cast& node, const Expr& self) override {
-    return or_else(self, [&] { return Mutator::visit(node, self); });
-  }
-  Expr visit(const Call& node, const Expr& self) override {
-    return or_else(self, [&] { return Mutator::visit(node, self); });
-  }
-  Expr visit(const Select& node, const Expr& self) override {
-    return or_else(self, [&] { return Mutator::visit(node, self); });
-  }
-
- private:
+  using Mutator::mutate;
   // The shared variable for `self`, or else `self` with its operands replaced.
-  template <class Recurse>
-  Expr or_else(const Expr& self, Recurse recurse) {
-    if (self.get() != keep_) {
+  Expr mutate(const Expr& self) override {
+    if (self.get() != keep_ && !is_leaf(self)) {
       auto it = shared_.find(self);
       if (it != shared_.end()) return it->second;
     }
-    return recurse();
+    return Mutator::mutate(self);
   }
 
+ private:
   const ExprToVar& shared_;
   const ExprNode* keep_ = nullptr;
 };
@@ -199,7 +166,7 @@ class RunRewriter {
   }
 
   void count(const Expr& e, std::size_t k) {
-    if (is_trivial(e)) return;
+    if (is_leaf(e)) return;
     auto it = live_.find(e);
     if (it != live_.end()) {  // a repeat: its operands were counted with the first one
       auto& c = candidates_[it->second];

@@ -18,17 +18,7 @@ namespace {
 using passes_internal::ExprMap;
 using passes_internal::FreshNames;
 using passes_internal::HashCache;
-
-bool is_trivial(const Expr& e) {
-  switch (e->kind) {
-    case ExprKind::Const:
-    case ExprKind::Index:
-    case ExprKind::Param:
-    case ExprKind::Var:
-    case ExprKind::Extent: return true;
-    default: return false;
-  }
-}
+using passes_internal::is_leaf;
 
 // Whether an expression may be computed once before the loop whose body
 // changes the locals in `variant`: it reads none of them, loads nothing and
@@ -84,31 +74,11 @@ class InvariantReplacer final : public Mutator {
   /// (name, value) of every local introduced, in order.
   const std::vector<std::pair<std::string, Expr>>& hoisted() const { return hoisted_; }
 
- protected:
-  Expr visit(const Load& node, const Expr& self) override { return Mutator::visit(node, self); }
-  Expr visit(const Unary& node, const Expr& self) override {
-    return hoist_or(self, [&] { return Mutator::visit(node, self); });
-  }
-  Expr visit(const Binary& node, const Expr& self) override {
-    return hoist_or(self, [&] { return Mutator::visit(node, self); });
-  }
-  Expr visit(const Compare& node, const Expr& self) override {
-    return hoist_or(self, [&] { return Mutator::visit(node, self); });
-  }
-  Expr visit(const Cast& node, const Expr& self) override {
-    return hoist_or(self, [&] { return Mutator::visit(node, self); });
-  }
-  Expr visit(const Call& node, const Expr& self) override {
-    return hoist_or(self, [&] { return Mutator::visit(node, self); });
-  }
-  Expr visit(const Select& node, const Expr& self) override {
-    return hoist_or(self, [&] { return Mutator::visit(node, self); });
-  }
-
- private:
-  template <class Recurse>
-  Expr hoist_or(const Expr& self, Recurse recurse) {
-    if (is_trivial(self) || !invariant_(self)) return recurse();
+ public:
+  using Mutator::mutate;
+  // The local for `self` when it is invariant, or else `self` with its operands replaced.
+  Expr mutate(const Expr& self) override {
+    if (is_leaf(self) || !invariant_(self)) return Mutator::mutate(self);
     auto it = locals_.find(self);
     if (it != locals_.end()) return it->second;
     auto name = names_.next();
@@ -118,6 +88,7 @@ class InvariantReplacer final : public Mutator {
     return var;
   }
 
+ private:
   Invariance invariant_;
   FreshNames& names_;
   ExprMap<Expr> locals_;

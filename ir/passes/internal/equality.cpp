@@ -20,6 +20,17 @@ std::size_t combine(std::size_t seed, std::size_t value) {
 
 }  // namespace
 
+bool is_leaf(const Expr& e) {
+  switch (e->kind) {
+    case ExprKind::Const:
+    case ExprKind::Index:
+    case ExprKind::Param:
+    case ExprKind::Var:
+    case ExprKind::Extent: return true;
+    default: return false;
+  }
+}
+
 bool equal(const Expr& a, const Expr& b) {
   if (a == b) return true;
   if (!a || !b || a->kind != b->kind || a->type != b->type) return false;

@@ -13,6 +13,10 @@
 
 namespace canopy::ir::passes_internal {
 
+/// True for the kinds with no operands (literal, index, parameter, local,
+/// extent): reading one costs nothing, so no pass gives one a local of its own.
+bool is_leaf(const Expr& e);
+
 /// True when `a` and `b` are the same tree. Float literals compare by their
 /// bits, so 0.0 and -0.0 differ and a NaN equals the same NaN.
 bool equal(const Expr& a, const Expr& b);
