@@ -14,6 +14,7 @@
 #include <canopy/ir/printer.hpp>
 #include <canopy/ir/verifier.hpp>
 
+#include "checked_file.hpp"
 #include "hash.hpp"
 #include "internal/cpu_jit.hpp"
 #include "internal/cpu_target.hpp"
@@ -30,13 +31,6 @@ namespace {
 /// changes in a way the other key parts do not show (the ArgSlot layout, the
 /// lowering's semantics): cached objects of older versions are then ignored.
 constexpr int kCpuAbiVersion = 1;
-
-std::string resolve_cache_dir(const std::string& option) {
-  if (!option.empty()) return option;
-  if (const char* dir = std::getenv("CANOPY_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/canopy";
-  return "off";
-}
 
 /// `canopy_<name>_<16 hex of key>`, with every character a C identifier may
 /// not hold replaced by '_'.
@@ -92,7 +86,7 @@ struct CpuCompiler::State {
 };
 
 CpuCompiler::CpuCompiler(Options options) : state_(std::make_unique<State>()) {
-  const std::string dir = resolve_cache_dir(options.cache_dir);
+  const std::string dir = cache_directory(options.cache_dir);
   if (dir != "off") state_->disk = std::make_unique<DiskCache>(dir);
   state_->key_prefix = "canopy cpu kernel\nabi " + std::to_string(kCpuAbiVersion) + "\ncanopy " +
                        CANOPY_VERSION_STRING + "\nllvm " + LLVM_VERSION_STRING + "\ntarget " + target_description() +

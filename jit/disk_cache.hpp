@@ -1,18 +1,18 @@
 // DiskCache: compiled kernels kept on disk between runs, so that a program's
-// second run skips compilation. One file per entry, named by its key, in the
-// format (all integers little-endian):
+// second run skips compilation. One checked file per entry (checked_file.hpp:
+// written whole or not at all, checksummed, and read only from a directory
+// and a file no one else could have written), named by its key, holding
+// (integers little-endian):
 //
-//   magic "CNPYKC" | format version byte | reserved byte | key length (u32) | key
-//   | payload length (u64) | payload | checksum (u64, hash64 of everything before it)
+//   magic "CNPYKC" | format version byte | reserved byte | key length (u32) | key | payload
 //
 // The full key is stored so that two keys that map to one file name are a
-// miss, not a wrong hit. A file is written to a unique temporary file in the
-// same directory and renamed over the final name, so readers see either no
-// entry or a whole one, even when several processes publish the same entry at
-// once. A damaged or truncated file is detected by the checksum, counted, and
-// replaced by the next put. A cache that cannot be used (directory not
-// creatable or not writable, disk full) never throws: it warns once on stderr
-// and the program goes on compiling every kernel.
+// miss, not a wrong hit. A damaged or truncated file is counted and replaced
+// by the next put. An entry in a directory or file that others could have
+// written is never loaded: it is a miss, counted as untrusted, and
+// checked_file warns once naming the directory. A cache that cannot be used
+// (directory not creatable or not writable, disk full) never throws: it warns
+// once on stderr and the program goes on compiling every kernel.
 #pragma once
 
 #include <atomic>
@@ -21,6 +21,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "checked_file.hpp"
 
 namespace canopy::jit {
 
@@ -32,10 +34,12 @@ class DiskCache {
     std::uint64_t misses = 0;          ///< get() found none (or a corrupt one, which also counts below)
     std::uint64_t corrupt = 0;         ///< entries found damaged or truncated
     std::uint64_t write_failures = 0;  ///< put() calls that could not publish their entry
+    std::uint64_t untrusted = 0;       ///< gets and puts refused: the directory or entry is not trusted
   };
 
-  /// A cache in `directory`, created on the first put when missing.
-  explicit DiskCache(std::string directory);
+  /// A cache in `directory`, created (0700) on the first put when missing;
+  /// `sharing` says whom besides the user it trusts.
+  explicit DiskCache(std::string directory, CacheSharing sharing = cache_sharing_from_environment());
 
   /// The payload stored under `key`, or nothing when there is no valid entry.
   std::optional<std::string> get(const std::string& key);
@@ -51,10 +55,12 @@ class DiskCache {
   std::string problem() const;
 
  private:
-  void report_failure(const std::string& reason);
+  /// Keeps the first problem's reason; true when this was the first.
+  bool remember_problem(const std::string& reason);
 
   std::string directory_;
-  std::atomic<std::uint64_t> hits_{0}, misses_{0}, corrupt_{0}, write_failures_{0};
+  CacheSharing sharing_;
+  std::atomic<std::uint64_t> hits_{0}, misses_{0}, corrupt_{0}, write_failures_{0}, untrusted_{0};
   mutable std::mutex problem_mutex_;
   std::string problem_;  ///< the first failure's reason; guarded by problem_mutex_
 };

@@ -15,13 +15,14 @@
 #include <sstream>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/hash.hpp>
 
 namespace canopy {
 
 namespace {
 
-constexpr std::string_view kMagic = "canopy-adaptive 1";
+constexpr std::string_view kMagic = "canopy-adaptive 2";  // 2: checked_file's checksum
 /// Weight of a new measurement in a leaf's seconds per point (the rest is the old value).
 constexpr double kHistoryWeight = 0.5;
 /// The least time between two writes of one split's file.
@@ -567,16 +568,9 @@ std::optional<std::vector<double>> AdaptivePlacement::load(const std::string& ke
 
 std::optional<std::vector<double>> read_adaptive_file(const std::string& path, const std::string& key,
                                                       const std::vector<std::string>& leaves) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  const auto at = text.rfind("checksum\t");
-  if (at == std::string::npos || (at > 0 && text[at - 1] != '\n')) return std::nullopt;
-  if (text.substr(at) != "checksum\t" + hex64(jit::hash64(std::string_view(text).substr(0, at))) + '\n')
-    return std::nullopt;
-  std::stringstream lines(text.substr(0, at));
+  const jit::CheckedRead read = jit::read_checked_file(path, jit::cache_sharing_from_environment());
+  if (read.state != jit::FileState::Whole) return std::nullopt;
+  std::stringstream lines(read.payload);
   std::string line;
   if (!std::getline(lines, line) || line != kMagic) return std::nullopt;
   if (!std::getline(lines, line) || line != "key\t" + key) return std::nullopt;
@@ -603,36 +597,14 @@ std::optional<std::vector<double>> read_adaptive_file(const std::string& path, c
 
 void write_adaptive_file(const std::string& path, const std::string& key, const std::vector<std::string>& leaves,
                          const std::vector<double>& shares) {
-  namespace fs = std::filesystem;
-  static std::atomic<unsigned> counter{0};
   std::string text = std::string(kMagic) + "\nkey\t" + key + "\n";
   for (std::size_t i = 0; i < leaves.size() && i < shares.size(); ++i)
     text += fmt::format("leaf\t{}\t{:.17g}\n", leaves[i], shares[i]);
   text += "end\t" + std::to_string(leaves.size()) + "\n";
-  text += "checksum\t" + hex64(jit::hash64(text)) + "\n";
-  const fs::path target(path);
-  std::error_code error;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), error);
-  if (error)
-    throw Error("cannot create the directory of the adaptive split file '" + path + "': " + error.message() +
-                "; set CANOPY_CACHE_DIR to a writable directory");
-  const std::string temporary = path + fmt::format(".tmp.{}.{}", static_cast<long>(::getpid()), counter.fetch_add(1));
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) {
-      fs::remove(temporary, error);
-      throw Error("cannot write the adaptive split file '" + temporary +
-                  "'; set CANOPY_CACHE_DIR to a writable directory with free space");
-    }
-  }
-  fs::rename(temporary, target, error);
-  if (error) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw Error("cannot publish the adaptive split file '" + path + "': " + error.message());
-  }
+  const jit::CheckedWrite wrote = jit::write_checked_file(path, text, jit::cache_sharing_from_environment());
+  if (!wrote.written && !wrote.untrusted)  // an untrusted directory has been warned about
+    throw Error("cannot keep the adaptive split in '" + path + "': " + wrote.why +
+                "; set CANOPY_CACHE_DIR to a writable directory with free space");
 }
 
 }  // namespace canopy

@@ -62,8 +62,8 @@
 //     first launch, then at most once a second while it changes, and when the
 //     runtime ends, as adaptive-<hash>.txt in the cache directory
 //     (machine_model_directory(): $CANOPY_CACHE_DIR, else ~/.cache/canopy;
-//     "off" keeps nothing); written to a temporary file and renamed; a damaged
-//     or foreign file is ignored.
+//     "off" keeps nothing), as a checked file (jit/checked_file.hpp); a
+//     damaged, untrusted or foreign file is ignored.
 //
 // ## The `any` policy
 // Among the idle leaves, the one with the smallest predicted time for the
@@ -308,7 +308,8 @@ std::string extents_class_of(const Shape& range);
 /// missing, damaged, for another key or other leaves.
 std::optional<std::vector<double>> read_adaptive_file(const std::string& path, const std::string& key,
                                                       const std::vector<std::string>& leaves);
-/// Writes it atomically (a temporary file renamed); throws canopy::Error naming the path.
+/// Writes it as a checked file; throws canopy::Error naming the path when it
+/// cannot (a directory that is not trusted is skipped with a warning).
 void write_adaptive_file(const std::string& path, const std::string& key, const std::vector<std::string>& leaves,
                          const std::vector<double>& shares);
 

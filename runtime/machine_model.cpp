@@ -19,6 +19,7 @@
 #include <canopy/dsl/dsl.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/jit/c_source.hpp>
+#include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 #include <canopy/jit/hash.hpp>
 
@@ -32,7 +33,7 @@ namespace canopy {
 
 namespace {
 
-constexpr std::string_view kMagic = "canopy-machine-model 3";
+constexpr std::string_view kMagic = "canopy-machine-model 4";  // 4: checked_file's checksum
 
 /// `text` on one line without tabs, for the fingerprint and the file's fields.
 std::string one_line(std::string_view text) {
@@ -454,8 +455,7 @@ std::string file_text(const MachineModel& model) {
   std::string text = std::string(kMagic) + '\n';
   text += "fingerprint\t" + one_line(model.fingerprint) + '\n';
   for (const auto& leaf : model.leaves) text += leaf_line(leaf);
-  text += "end\t" + std::to_string(model.leaves.size()) + '\n';
-  return text + "checksum\t" + hex64(jit::hash64(text)) + '\n';
+  return text + "end\t" + std::to_string(model.leaves.size()) + '\n';
 }
 
 // ---- units for people ---------------------------------------------------------
@@ -516,12 +516,7 @@ std::string fingerprint_of(Runtime& rt) {
   return fingerprint_of(rt.node(), rt.hierarchy(), drivers);
 }
 
-std::string machine_model_directory(const std::string& cache_dir) {
-  if (!cache_dir.empty()) return cache_dir;
-  if (const char* dir = std::getenv("CANOPY_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/canopy";
-  return "off";
-}
+std::string machine_model_directory(const std::string& cache_dir) { return jit::cache_directory(cache_dir); }
 
 std::string machine_model_path(const std::string& directory, const std::string& fingerprint) {
   return (std::filesystem::path(directory) / ("machine-model-" + hex64(jit::hash64(fingerprint)) + ".txt")).string();
@@ -612,17 +607,9 @@ MachineModel MachineModel::load_or_calibrate(Runtime& rt, const CalibrationOptio
 }
 
 std::optional<MachineModel> MachineModel::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  // The checksum line covers everything before it.
-  const auto at = text.rfind("checksum\t");
-  if (at == std::string::npos || (at > 0 && text[at - 1] != '\n')) return std::nullopt;
-  if (text.substr(at) != "checksum\t" + hex64(jit::hash64(std::string_view(text).substr(0, at))) + '\n')
-    return std::nullopt;
-  std::stringstream lines(text.substr(0, at));
+  const jit::CheckedRead read = jit::read_checked_file(path, jit::cache_sharing_from_environment());
+  if (read.state != jit::FileState::Whole) return std::nullopt;
+  std::stringstream lines(read.payload);
   std::string line;
   if (!std::getline(lines, line) || line != kMagic) return std::nullopt;
   MachineModel model;
@@ -646,32 +633,11 @@ std::optional<MachineModel> MachineModel::load(const std::string& path) {
 }
 
 void MachineModel::save(const std::string& path) const {
-  namespace fs = std::filesystem;
-  static std::atomic<unsigned> counter{0};
-  const fs::path target(path);
-  std::error_code error;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), error);
-  if (error)
-    throw Error("cannot create the directory of the machine model file '" + path + "': " + error.message() +
-                "; set CANOPY_CACHE_DIR to a writable directory");
-  const std::string temporary = path + fmt::format(".tmp.{}.{}", static_cast<long>(::getpid()), counter.fetch_add(1));
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    const std::string text = file_text(*this);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) {
-      fs::remove(temporary, error);
-      throw Error("cannot write the machine model file '" + temporary +
-                  "'; set CANOPY_CACHE_DIR to a writable directory with free space");
-    }
-  }
-  fs::rename(temporary, target, error);
-  if (error) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw Error("cannot publish the machine model file '" + path + "': " + error.message());
-  }
+  const jit::CheckedWrite wrote =
+      jit::write_checked_file(path, file_text(*this), jit::cache_sharing_from_environment());
+  if (!wrote.written && !wrote.untrusted)  // an untrusted directory has been warned about
+    throw Error("cannot keep the machine model in '" + path + "': " + wrote.why +
+                "; set CANOPY_CACHE_DIR to a writable directory with free space");
 }
 
 const LeafModel* MachineModel::find(std::string_view leaf) const {

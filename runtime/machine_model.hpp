@@ -54,9 +54,10 @@
 // the tree with its cores and binding, and Canopy's version. Any change to
 // those gives another file, so a later run on the same node and tree loads it
 // and one on a changed node or tree calibrates again. The file is text, one
-// leaf a line, with a checksum; it is written to a temporary file and
-// renamed, so readers never see half of one. An unreadable, truncated,
-// corrupt or foreign file is ignored (and replaced by the next calibration).
+// leaf a line, kept as a checked file (jit/checked_file.hpp: written whole or
+// not at all, checksummed, read only from a directory no one else may
+// write). An unreadable, truncated, corrupt, untrusted or foreign file is
+// ignored (and replaced by the next calibration).
 #pragma once
 
 #include <fmt/ostream.h>
@@ -169,11 +170,11 @@ class MachineModel {
   /// warning on stderr: the model is still returned).
   static MachineModel load_or_calibrate(Runtime& rt, const CalibrationOptions& options = {});
   /// A model read from `path`; nothing when the file is missing, unreadable,
-  /// truncated, fails its checksum, or is not a machine model.
+  /// truncated, fails its checksum, is not trusted, or is not a machine model.
   static std::optional<MachineModel> load(const std::string& path);
-  /// Writes the model to `path` atomically (a temporary file renamed over
-  /// it), creating the directory. Throws canopy::Error naming the path and
-  /// the reason when it cannot.
+  /// Writes the model to `path` as a checked file, creating the directory.
+  /// Throws canopy::Error naming the path and the reason when it cannot; a
+  /// directory that is not trusted is skipped with checked_file's warning.
   void save(const std::string& path) const;
 
   /// The leaf called `leaf`, or null.

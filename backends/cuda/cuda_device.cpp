@@ -10,6 +10,7 @@
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/verifier.hpp>
 #include <canopy/jit/cuda_c.hpp>
+#include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/hash.hpp>
 #include "../fault_injection.hpp"
 
@@ -63,13 +64,6 @@ std::string bytes_text(std::size_t bytes) {
   char text[64];
   std::snprintf(text, sizeof text, "%zu bytes (%.2f GiB)", bytes, static_cast<double>(bytes) / (1 << 30));
   return text;
-}
-
-std::string resolve_cache_dir(const std::string& option) {
-  if (!option.empty()) return option;
-  if (const char* dir = std::getenv("CANOPY_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/canopy";
-  return "off";
 }
 
 // "12.4" from cuDriverGetVersion's 12040.
@@ -326,7 +320,7 @@ CudaDevice::CudaDevice(std::shared_ptr<const DriverApi> driver, std::shared_ptr<
       check(api, status, "cuEventCreate", label());
     }
   }
-  if (const std::string dir = resolve_cache_dir(options.cache_dir); dir != "off")
+  if (const std::string dir = jit::cache_directory(options.cache_dir); dir != "off")
     disk_ = std::make_unique<jit::DiskCache>(dir);
 }
 

@@ -9,6 +9,7 @@
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/verifier.hpp>
 #include <canopy/jit/c_source.hpp>
+#include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/hash.hpp>
 #include "../fault_injection.hpp"
 
@@ -49,13 +50,6 @@ std::string bytes_text(std::size_t bytes) {
   char text[64];
   std::snprintf(text, sizeof text, "%zu bytes (%.2f GiB)", bytes, static_cast<double>(bytes) / (1 << 30));
   return text;
-}
-
-std::string resolve_cache_dir(const std::string& option) {
-  if (!option.empty()) return option;
-  if (const char* dir = std::getenv("CANOPY_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/canopy";
-  return "off";
 }
 
 // Reads everything describe_device needs from `device` of `driver`.
@@ -219,7 +213,7 @@ LevelZeroDevice::LevelZeroDevice(std::shared_ptr<const Api> api, ze_driver_handl
     ze.zeContextDestroy(context_);
     throw;
   }
-  if (const std::string dir = resolve_cache_dir(options.cache_dir); dir != "off")
+  if (const std::string dir = jit::cache_directory(options.cache_dir); dir != "off")
     disk_ = std::make_unique<jit::DiskCache>(dir);
 }
 

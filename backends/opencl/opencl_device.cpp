@@ -11,6 +11,7 @@
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/verifier.hpp>
+#include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/hash.hpp>
 #include <canopy/jit/opencl_c.hpp>
 
@@ -181,13 +182,6 @@ DeviceInfo read_info(const Api& cl, cl_device_id device, int index, const OpenCL
   return info;
 }
 
-std::string resolve_cache_dir(const std::string& option) {
-  if (!option.empty()) return option;
-  if (const char* dir = std::getenv("CANOPY_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/canopy";
-  return "off";
-}
-
 // The bytes a scalar argument of parameter type `type` passes (bool as int).
 std::vector<unsigned char> scalar_bytes(ir::ScalarType type, const ScalarArg& arg) {
   const double as_float = ir::is_float(arg.type) ? arg.float_value : static_cast<double>(arg.int_value);
@@ -262,7 +256,7 @@ OpenCLDevice::OpenCLDevice(std::shared_ptr<const Api> api, cl_platform_id platfo
     cl.clReleaseContext(context_);
     check(status, "clCreateCommandQueue", label());
   }
-  if (const std::string dir = resolve_cache_dir(options.cache_dir); dir != "off")
+  if (const std::string dir = jit::cache_directory(options.cache_dir); dir != "off")
     disk_ = std::make_unique<jit::DiskCache>(dir);
 }
 

@@ -16,6 +16,7 @@
 
 #include <canopy/ir/error.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
+#include <canopy/jit/disk_cache.hpp>
 
 #include "jit_test_support.hpp"
 
@@ -291,4 +292,62 @@ TEST_CASE("CANOPY_DUMP=llvm shows vectorized STREAM loops: triad's vector loads 
   double want = 0.0;
   for (std::int64_t k = 0; k < n; ++k) want += (b[k] + 0.5 * c[k]) * c[k];
   CHECK(sum == want);  // integer-valued terms: exact in any order
+}
+
+TEST_CASE("a planted entry in a cache directory others may write is never loaded") {
+  // The attack: someone who can write the directory plants, under the key of
+  // a kernel, the object of another kernel of the same name, its symbol
+  // renamed to match. Here `offset 0` is the victim and `offset 5` the plant.
+  Kernel victim = scaled_kernel("planted"), impostor = scaled_kernel("planted", 5.0);
+  TempDir dir, elsewhere;
+  std::string key, planted;
+  {
+    CpuCompiler compiler(CpuCompiler::Options{elsewhere.str()});
+    key = compiler.cache_key(victim);
+    const auto compiled = compiler.compile(impostor);
+    planted = DiskCache(elsewhere.str()).get(compiled.key).value();
+    for (auto at = planted.find(compiled.key.substr(0, 16)); at != std::string::npos;
+         at = planted.find(compiled.key.substr(0, 16), at))
+      planted.replace(at, 16, key.substr(0, 16));
+  }
+  const auto plant = [&] { DiskCache(dir.str()).put(key, planted); };
+
+  // The plant works where the directory is trusted (so this test can fail):
+  // a compiler there loads it and computes the impostor's values.
+  plant();
+  {
+    CpuCompiler fooled(CpuCompiler::Options{dir.str()});
+    const auto loaded = fooled.compile(victim);
+    REQUIRE(loaded.source == Source::Disk);
+    CHECK_FALSE(runs_correctly(victim, loaded.entry));
+    CHECK(runs_correctly(victim, loaded.entry, 5.0));
+  }
+
+  // A directory others may write: refused with one warning naming it; the
+  // kernel is compiled and right, and nothing is written there.
+  std::filesystem::permissions(dir.path(), std::filesystem::perms::all);  // 0777; the plant is still there
+  StderrCapture captured;
+  CpuCompiler careful(CpuCompiler::Options{dir.str()});
+  const auto compiled = careful.compile(victim);
+  const std::string warnings = captured.finish();
+  CHECK(compiled.source == Source::Compiled);
+  CHECK(runs_correctly(victim, compiled.entry));
+  CHECK(careful.disk_cache()->counters().untrusted == 2);  // the get and the put
+  CHECK(careful.disk_cache()->counters().hits == 0);
+  CHECK(warnings == "canopy: not using the cache directory " + dir.str() +
+                        ": others may write it (mode 0777); Canopy computes what it would have read\n");
+  CHECK(careful.disk_cache()->problem().find(dir.str()) == 0);
+
+  // Owned by another user (as root, the test can make it so).
+  if (::geteuid() == 0) {
+    std::filesystem::permissions(dir.path(), std::filesystem::perms::owner_all);  // 0700
+    REQUIRE(::chown(dir.str().c_str(), 65534, 65534) == 0);
+    CpuCompiler other_owner(CpuCompiler::Options{dir.str()});
+    const auto again = other_owner.compile(victim);
+    CHECK(again.source == Source::Compiled);
+    CHECK(runs_correctly(victim, again.entry));
+    CHECK(other_owner.disk_cache()->problem().find("owned by user id 65534") != std::string::npos);
+  } else {
+    MESSAGE("not root: the directory owned by another user is checked in tests/jit/checked_file.cpp only");
+  }
 }

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/disk_cache.hpp>
 #include <canopy/jit/hash.hpp>
 
@@ -152,10 +153,10 @@ TEST_CASE("DiskCache: every truncation and a flipped byte anywhere are detected,
   CHECK(read_all(path) == good);
   CHECK(cache.get("key").value_or("") == payload);
 
-  // A file of another format version is a plain miss (not damage), and replaced too.
-  std::string other_version = good;
+  // A whole file of another format version is a plain miss (not damage), and replaced too.
+  std::string other_version(unframe_checked(good).value());
   other_version[6] = static_cast<char>(other_version[6] + 1);
-  write_all(path, other_version);
+  write_all(path, frame_checked(other_version));
   CHECK_FALSE(cache.get("key").has_value());
   CHECK(cache.counters().corrupt == damaged);
   cache.put("key", payload);
@@ -171,12 +172,11 @@ TEST_CASE("DiskCache: a directory that cannot be created never throws and warns 
   CHECK_NOTHROW(cache.put("k", "payload"));
   CHECK_NOTHROW(cache.put("k2", "payload"));
   const std::string warnings = captured.finish();
-  CHECK(warnings == "canopy: kernel cache at " + cache_dir +
-                        " is not usable (cannot create the directory: Not a directory); kernels will be compiled on "
-                        "every run\n");
+  CHECK(warnings == "canopy: kernel cache at " + cache_dir + " is not usable (cannot create " + cache_dir +
+                        ": Not a directory); kernels will be compiled on every run\n");
   CHECK_FALSE(cache.get("k").has_value());
   CHECK(cache.counters().write_failures == 2);
-  CHECK(cache.problem().find("cannot create the directory") != std::string::npos);
+  CHECK(cache.problem().find("cannot create " + cache_dir) != std::string::npos);
 }
 
 TEST_CASE("DiskCache: a write that fails part way (file size limit, as on a full disk) leaves nothing behind") {
