@@ -197,7 +197,7 @@ TEST_CASE("machine model: the file round-trips every field") {
   CHECK(loaded->leaves[1].gflops_f64 == 1.0 / 3.0);
   CHECK(loaded->leaves[2].note == "calibration failed: no device here");  // one line in the file
   CHECK_FALSE(loaded->leaves[2].calibrated);
-  CHECK(read_file(path).rfind("canopy-machine-model 3\n", 0) == 0);
+  CHECK(read_file(path).rfind("canopy-machine-model 4\n", 0) == 0);
   // No temporary file is left behind.
   int files = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path / "sub")) ++files;
