@@ -17,6 +17,10 @@
 
 #include "launch.hpp"
 
+namespace canopy::jit {
+class DiskCache;
+}
+
 namespace canopy::backends {
 
 /// Who a device is and what it can do; zero or empty means unknown.
@@ -54,18 +58,37 @@ struct Buffer {
   explicit operator bool() const { return handle != nullptr; }
 };
 
-/// A kernel compiled for one device; each backend derives its own.
+/// Where compile() found a program the first time it returned it.
+enum class ProgramOrigin {
+  Built,  ///< compiled by this device (from source, SPIR-V or IR)
+  Disk,   ///< loaded from a binary in the disk cache
+};
+
+/// A kernel compiled for one device; each backend derives its own. What the
+/// runtime and MPI need from any program is here, so that no code above the
+/// backends names a backend's type.
 class Program {
  public:
   virtual ~Program() = default;
   /// The optimized IR it was compiled from.
   virtual const ir::Kernel& kernel() const = 0;
+  /// The key of its binary in its device's disk cache; empty when it has none.
+  virtual const std::string& cache_key() const {
+    static const std::string none;
+    return none;
+  }
+  virtual ProgramOrigin origin() const { return ProgramOrigin::Built; }
+  /// A launch of fewer points than this may run on the calling thread, where
+  /// handing it to a worker costs more than the work (the CPU); 0: never.
+  virtual std::int64_t inline_points() const { return 0; }
 };
 
 class Device {
  public:
   virtual ~Device() = default;
   virtual const DeviceInfo& info() const = 0;
+  /// Where compile() keeps binaries between runs; null when nowhere.
+  virtual const jit::DiskCache* disk_cache() const { return nullptr; }
 
   /// `bytes` of device memory. Throws canopy::Error naming the device, the
   /// size and what it can hold when it cannot.

@@ -88,7 +88,7 @@ std::shared_ptr<CpuProgram> CpuDevice::compile_program(std::shared_ptr<const ir:
   program->layout = jit::cpu_arg_layout(*optimized);
   // A point with a loop may be any amount of work: spread every range of two
   // points or more over the threads.
-  program->inline_points = has_loops(*optimized) ? 2 : 16384;
+  program->inline_below = has_loops(*optimized) ? 2 : 16384;
   bool reduces = false;
   for (const auto& p : optimized->params) reduces = reduces || p.is_reduction();
   if (auto candidates = jit::streaming_candidates(*optimized); !candidates.empty() && !reduces) {
@@ -179,7 +179,7 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   const std::int64_t rows = std::max<std::int64_t>(0, range.end[0] - range.begin[0]);
   const std::int64_t points = range.points();
   int chunks =
-      points < program.inline_points || rows < 2 ? 1 : static_cast<int>(std::min<std::int64_t>(threads(), rows));
+      points < program.inline_below || rows < 2 ? 1 : static_cast<int>(std::min<std::int64_t>(threads(), rows));
 
   // Streaming stores for launches that write far more than the caches hold.
   // Each chunk runs its first rows, up to a 64-byte boundary, with the plain

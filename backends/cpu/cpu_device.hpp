@@ -34,7 +34,8 @@ struct CpuProgram final : Program {
   jit::CpuArgLayout layout;
   /// Below this many points a launch runs on the calling thread alone: the
   /// cost of waking the other threads would exceed the work.
-  std::int64_t inline_points = 0;
+  std::int64_t inline_below = 0;
+  std::int64_t inline_points() const override { return inline_below; }
   /// Null unless the kernel writes arrays that could take streaming stores.
   std::shared_ptr<StreamingVariant> streaming;
 };

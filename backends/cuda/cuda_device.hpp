@@ -79,11 +79,7 @@ struct CudaTraits {
 /// in it (defined in cuda_device.cpp): released when the last one goes.
 struct CudaContext;
 
-/// Where compile() found a program the first time it returned it.
-enum class ProgramOrigin {
-  Built,  ///< compiled by NVRTC in this process
-  Disk,   ///< loaded from a cubin or PTX in the disk cache
-};
+using backends::ProgramOrigin;
 
 /// A kernel loaded on one CUDA device. Returned by CudaDevice::compile; run
 /// it on the device that compiled it.
@@ -97,8 +93,8 @@ class CudaProgram final : public Program {
   /// The CUDA C++ it was compiled from, and its kernel functions' names.
   const jit::CSource& source() const { return source_; }
   /// The disk-cache key of its image (32 hex characters).
-  const std::string& cache_key() const { return cache_key_; }
-  ProgramOrigin origin() const { return origin_; }
+  const std::string& cache_key() const override { return cache_key_; }
+  ProgramOrigin origin() const override { return origin_; }
   /// True when the module was loaded from a cubin, false from PTX.
   bool is_cubin() const { return is_cubin_; }
   /// The most threads per block the device runs this kernel with.
@@ -156,7 +152,7 @@ class CudaDevice final : public Device {
   /// The code generation options this device's kernels use.
   jit::CSourceOptions code_options() const;
   /// The disk cache of cubins and PTX, or null when there is none.
-  const jit::DiskCache* disk_cache() const { return disk_.get(); }
+  const jit::DiskCache* disk_cache() const override { return disk_.get(); }
 
  private:
   /// "CUDA device 'name' (cuda:0)", for messages.

@@ -99,11 +99,7 @@ std::pair<DeviceInfo, LevelZeroTraits> describe_device(const LevelZeroProperties
 /// 64-bit atomics.
 void check_device_supports(const ir::Kernel& kernel, const DeviceInfo& info, const LevelZeroTraits& traits);
 
-/// Where compile() found a program the first time it returned it.
-enum class ProgramOrigin {
-  Built,  ///< built from SPIR-V by the driver
-  Disk,   ///< loaded from a native binary in the disk cache
-};
+using backends::ProgramOrigin;
 
 /// A kernel built for one Level Zero device. Returned by
 /// LevelZeroDevice::compile; run it on the device that compiled it.
@@ -117,8 +113,8 @@ class LevelZeroProgram final : public Program {
   /// The SPIR-V it was built from.
   const jit::SpirvKernel& spirv() const { return spirv_; }
   /// The disk-cache key of its native binary (32 hex characters).
-  const std::string& cache_key() const { return cache_key_; }
-  ProgramOrigin origin() const { return origin_; }
+  const std::string& cache_key() const override { return cache_key_; }
+  ProgramOrigin origin() const override { return origin_; }
   /// The largest work-group the device runs this kernel with.
   std::uint32_t max_group_size() const { return max_group_size_; }
 
@@ -167,7 +163,7 @@ class LevelZeroDevice final : public Device {
                                   const Range& range) override;
 
   /// The disk cache of native binaries, or null when there is none.
-  const jit::DiskCache* disk_cache() const { return disk_.get(); }
+  const jit::DiskCache* disk_cache() const override { return disk_.get(); }
 
  private:
   /// "Level Zero device 'name' (level_zero:0)", for messages.

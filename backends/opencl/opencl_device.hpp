@@ -80,11 +80,7 @@ struct OpenCLTraits {
   jit::ReductionWalk reduction_walk = jit::ReductionWalk::Strided;
 };
 
-/// Where compile() found a program the first time it returned it.
-enum class ProgramOrigin {
-  Built,  ///< built from source by this device
-  Disk,   ///< built from a binary in the disk cache
-};
+using backends::ProgramOrigin;
 
 /// A kernel built for one OpenCL device. Returned by OpenCLDevice::compile;
 /// run it on the device that compiled it.
@@ -98,8 +94,8 @@ class OpenCLProgram final : public Program {
   /// The OpenCL C it was built from, and its kernel function's name.
   const jit::CSource& source() const { return source_; }
   /// The disk-cache key of its binary (32 hex characters).
-  const std::string& cache_key() const { return cache_key_; }
-  ProgramOrigin origin() const { return origin_; }
+  const std::string& cache_key() const override { return cache_key_; }
+  ProgramOrigin origin() const override { return origin_; }
   /// The largest work-group the device runs this kernel with.
   std::size_t max_work_group() const { return max_work_group_; }
 
@@ -157,7 +153,7 @@ class OpenCLDevice final : public Device {
   /// The options clBuildProgram gets.
   std::string build_options() const;
   /// The disk cache of program binaries, or null when there is none.
-  const jit::DiskCache* disk_cache() const { return disk_.get(); }
+  const jit::DiskCache* disk_cache() const override { return disk_.get(); }
 
   // For code that drives OpenCL itself through the same device (benchmarks).
   const Api& api() const { return *api_; }

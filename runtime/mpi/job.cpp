@@ -12,10 +12,7 @@
 #include <set>
 #include <tuple>
 
-#include <canopy/backends/cuda/cuda_device.hpp>
 #include <canopy/backends/discover.hpp>
-#include <canopy/backends/level_zero/level_zero_device.hpp>
-#include <canopy/backends/opencl/opencl_device.hpp>
 #include <canopy/ir/passes/optimize.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 #include <canopy/jit/disk_cache.hpp>
@@ -163,22 +160,6 @@ struct LocalCompile {
   bool built = false;     ///< compiled by this call (not found in memory or on disk)
 };
 
-// A device program of backend type P (OpenCL, CUDA or Level Zero) compiled
-// through `device`, whose backend class is D.
-template <class D, class P>
-std::optional<LocalCompile> compile_on(backends::Device& device, const std::shared_ptr<const ir::Kernel>& optimized) {
-  auto* typed = dynamic_cast<D*>(&device);
-  if (!typed) return std::nullopt;
-  auto program = std::dynamic_pointer_cast<P>(typed->compile(optimized));
-  LocalCompile result;
-  if (program) {
-    result.key = program->cache_key();
-    result.built = program->origin() == decltype(program->origin())::Built;
-  }
-  if (typed->disk_cache()) result.cache_dir = typed->disk_cache()->directory();
-  return result;
-}
-
 // One kind of device this rank uses: the CPU (device null) or a device.
 struct Kind {
   std::string fingerprint;
@@ -197,14 +178,12 @@ LocalCompile compile_kind(const Kind& kind, const std::shared_ptr<const ir::Kern
     if (compiler.disk_cache()) result.cache_dir = compiler.disk_cache()->directory();
     return result;
   }
-  if (auto r = compile_on<backends::opencl::OpenCLDevice, backends::opencl::OpenCLProgram>(*kind.device, optimized))
-    return *r;
-  if (auto r = compile_on<backends::cuda::CudaDevice, backends::cuda::CudaProgram>(*kind.device, optimized)) return *r;
-  if (auto r = compile_on<backends::level_zero::LevelZeroDevice, backends::level_zero::LevelZeroProgram>(*kind.device,
-                                                                                                         optimized))
-    return *r;
-  kind.device->compile(optimized);
-  return LocalCompile{{}, {}, true};
+  const auto program = kind.device->compile(optimized);
+  LocalCompile result;
+  result.key = program->cache_key();
+  result.built = program->origin() == backends::ProgramOrigin::Built;
+  if (const auto* disk = kind.device->disk_cache()) result.cache_dir = disk->directory();
+  return result;
 }
 
 }  // namespace
@@ -553,12 +532,8 @@ CompileReport Job::compile(const KernelBase& kernel) {
       std::string cache_dir;
       if (!kind->device) {
         if (const auto* disk = jit::CpuCompiler::shared().disk_cache()) cache_dir = disk->directory();
-      } else if (auto* cl = dynamic_cast<backends::opencl::OpenCLDevice*>(kind->device.get())) {
-        if (cl->disk_cache()) cache_dir = cl->disk_cache()->directory();
-      } else if (auto* cuda = dynamic_cast<backends::cuda::CudaDevice*>(kind->device.get())) {
-        if (cuda->disk_cache()) cache_dir = cuda->disk_cache()->directory();
-      } else if (auto* ze = dynamic_cast<backends::level_zero::LevelZeroDevice*>(kind->device.get())) {
-        if (ze->disk_cache()) cache_dir = ze->disk_cache()->directory();
+      } else if (const auto* disk = kind->device->disk_cache()) {
+        cache_dir = disk->directory();
       }
       if (!cache_dir.empty() && !payload.empty()) {
         // On a directory the ranks share, the entry is there already and
