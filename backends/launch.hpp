@@ -49,6 +49,9 @@ using ReductionValue = ScalarArg;
 ReductionValue identity_value(ir::ReduceOp op, ir::ScalarType type);
 /// a op b.
 ReductionValue combine(ir::ReduceOp op, const ReductionValue& a, const ReductionValue& b);
+/// The value of `type` stored at `bytes` as the kernel wrote it (a partial
+/// result a device left in memory: 4 bytes for i32 and f32, 8 for i64 and f64).
+ReductionValue partial_value(ir::ScalarType type, const unsigned char* bytes);
 
 /// The scalar argument for a C++ value of kernel type T.
 template <class T>

@@ -1,44 +1,33 @@
 #include "api.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
-#include <mutex>
 
 #include <canopy/ir/error.hpp>
+
+#include "../library.hpp"
 
 namespace canopy::backends::cuda {
 
 namespace {
 
-// dlopen's reason for the last failure, or a placeholder.
-std::string last_dl_error() {
-  const char* why = dlerror();
-  return why ? why : "unknown reason";
-}
-
 LoadedDriver open_driver(const std::string& library) {
   LoadedDriver result;
-  // RTLD_LOCAL: the driver's symbols stay out of the process's namespace.
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    result.absent_reason = "the CUDA driver library '" + library + "' could not be opened (" + last_dl_error() +
+  const OpenedLibrary opened = open_library(library);
+  if (!opened.handle) {
+    result.absent_reason = "the CUDA driver library '" + library + "' could not be opened (" + opened.error +
                            "); install the NVIDIA driver or point CANOPY_LIBCUDA at its libcuda.so.1";
     return result;
   }
   auto api = std::make_shared<DriverApi>();
   api->library = library;
-  std::string missing;
-#define CANOPY_CUDA_RESOLVE(name, symbol, ...)                              \
-  api->name = reinterpret_cast<decltype(api->name)>(dlsym(handle, symbol)); \
-  if (!api->name && missing.empty()) missing = symbol;
+  SymbolTable symbols(opened.handle);
+#define CANOPY_CUDA_RESOLVE(name, symbol, ...) symbols.required(api->name, symbol);
   CANOPY_CUDA_DRIVER_FUNCTIONS(CANOPY_CUDA_RESOLVE)
 #undef CANOPY_CUDA_RESOLVE
-  if (!missing.empty()) {
-    result.absent_reason = "the CUDA driver library '" + library + "' has no symbol " + missing +
+  if (!symbols.missing().empty()) {
+    result.absent_reason = "the CUDA driver library '" + library + "' has no symbol " + symbols.missing() +
                            " (it is not a CUDA driver, or one older than CUDA 11: update the NVIDIA driver)";
     return result;
   }
@@ -49,15 +38,12 @@ LoadedDriver open_driver(const std::string& library) {
 // Resolves NVRTC's table from an opened library and reads what it compiles
 // for; empty when it did, else the reason.
 std::string fill_nvrtc(void* handle, NvrtcApi& api) {
-  std::string missing;
-  auto* target = &api;
-#define CANOPY_NVRTC_RESOLVE(name, symbol, ...)                                   \
-  target->name = reinterpret_cast<decltype(target->name)>(dlsym(handle, symbol)); \
-  if (!target->name && missing.empty()) missing = symbol;
+  SymbolTable symbols(handle);
+#define CANOPY_NVRTC_RESOLVE(name, symbol, ...) symbols.required(api.name, symbol);
   CANOPY_NVRTC_FUNCTIONS(CANOPY_NVRTC_RESOLVE)
 #undef CANOPY_NVRTC_RESOLVE
-  if (!missing.empty())
-    return "NVRTC '" + api.library + "' has no symbol " + missing +
+  if (!symbols.missing().empty())
+    return "NVRTC '" + api.library + "' has no symbol " + symbols.missing() +
            " (Canopy needs NVRTC 11.2 or later: install a newer CUDA toolkit or point CANOPY_NVRTC at its "
            "libnvrtc.so)";
   if (api.nvrtcVersion(&api.major, &api.minor) != kNvrtcSuccess)
@@ -76,15 +62,15 @@ LoadedNvrtc open_nvrtc(const std::string& library) {
   LoadedNvrtc result;
   std::string tried, first_error;
   for (const std::string& candidate : nvrtc_candidates(library)) {
-    void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
+    const OpenedLibrary opened = open_library(candidate);
+    if (!opened.handle) {
       tried += (tried.empty() ? "" : ", ") + candidate;
-      if (first_error.empty()) first_error = last_dl_error();
+      if (first_error.empty()) first_error = opened.error;
       continue;
     }
     auto api = std::make_shared<NvrtcApi>();
     api->library = candidate;
-    if (std::string problem = fill_nvrtc(handle, *api); !problem.empty()) {
+    if (std::string problem = fill_nvrtc(opened.handle, *api); !problem.empty()) {
       result.absent_reason = problem;
       return result;
     }
@@ -162,23 +148,9 @@ std::vector<std::string> nvrtc_candidates(const std::string& library) {
   return candidates;
 }
 
-const LoadedDriver& load_driver(const std::string& library) {
-  static std::mutex mutex;
-  static std::map<std::string, LoadedDriver> loaded;  // entries are never erased: references stay valid
-  std::lock_guard lock(mutex);
-  auto found = loaded.find(library);
-  if (found == loaded.end()) found = loaded.emplace(library, open_driver(library)).first;
-  return found->second;
-}
+const LoadedDriver& load_driver(const std::string& library) { return load_once(library, open_driver); }
 
-const LoadedNvrtc& load_nvrtc(const std::string& library) {
-  static std::mutex mutex;
-  static std::map<std::string, LoadedNvrtc> loaded;  // entries are never erased: references stay valid
-  std::lock_guard lock(mutex);
-  auto found = loaded.find(library);
-  if (found == loaded.end()) found = loaded.emplace(library, open_nvrtc(library)).first;
-  return found->second;
-}
+const LoadedNvrtc& load_nvrtc(const std::string& library) { return load_once(library, open_nvrtc); }
 
 std::string error_name(const DriverApi& api, CUresult code) {
   const char* name = nullptr;

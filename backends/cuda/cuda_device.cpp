@@ -13,6 +13,7 @@
 #include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/hash.hpp>
 #include "../fault_injection.hpp"
+#include "../program_cache.hpp"
 
 namespace canopy::backends::cuda {
 
@@ -86,29 +87,6 @@ std::uint64_t scalar_slot(ir::ScalarType type, const ScalarArg& arg) {
     case ir::ScalarType::F64: put(as_float); break;
   }
   return slot;
-}
-
-// The partial result at `bytes` of a reduction of `type`.
-ReductionValue partial_value(ir::ScalarType type, const unsigned char* bytes) {
-  ReductionValue value;
-  value.type = type;
-  switch (type) {
-    case ir::ScalarType::I32: {
-      std::int32_t x;
-      std::memcpy(&x, bytes, sizeof x);
-      value.int_value = x;
-      break;
-    }
-    case ir::ScalarType::F32: {
-      float x;
-      std::memcpy(&x, bytes, sizeof x);
-      value.float_value = x;
-      break;
-    }
-    case ir::ScalarType::F64: std::memcpy(&value.float_value, bytes, sizeof(double)); break;
-    default: std::memcpy(&value.int_value, bytes, sizeof(std::int64_t)); break;
-  }
-  return value;
 }
 
 }  // namespace
@@ -567,16 +545,13 @@ std::shared_ptr<CudaProgram> CudaDevice::build(std::shared_ptr<const ir::Kernel>
   program->cache_key_ = key;
   const DriverApi& api = *driver_;
   CurrentContext current(*context_, label());
-  std::optional<std::string> cached = disk_ ? disk_->get(key) : std::nullopt;
-  if (cached && load_module(*program, *cached, false)) {
-    program->origin_ = ProgramOrigin::Disk;
-  } else {
-    const NvrtcImage image =
-        nvrtc_compile(*nvrtc_, program->source_, program->kernel_->name, traits_.architecture, label());
-    load_module(*program, image.image, true);
-    program->origin_ = ProgramOrigin::Built;
-    if (disk_) disk_->put(key, image.image);
-  }
+  program->origin_ = load_or_build(
+      disk_.get(), key, [&](const std::string& binary) { return load_module(*program, binary, false); },
+      [&] {
+        NvrtcImage image = nvrtc_compile(*nvrtc_, program->source_, program->kernel_->name, traits_.architecture, label());
+        load_module(*program, image.image, true);
+        return std::move(image.image);
+      });
   const std::string& name = program->kernel_->name;
   check(api, api.cuModuleGetFunction(&program->entry_, program->module_, program->source_.entry.c_str()),
         "cuModuleGetFunction for kernel '" + name + "'", label());

@@ -1,43 +1,36 @@
 #include "api.hpp"
 
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 
 #include <canopy/ir/error.hpp>
+
+#include "../library.hpp"
 
 namespace canopy::backends::level_zero {
 
 namespace {
 
-LoadedApi open_library(const std::string& library) {
+LoadedApi open_api(const std::string& library) {
   LoadedApi result;
-  // RTLD_LOCAL: the loader's symbols stay out of the process's namespace.
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    result.absent_reason = "the Level Zero loader '" + library + "' could not be opened (" +
-                           (why ? why : "unknown reason") + "); install it (libze1) or point CANOPY_LIBZE at one";
+  const OpenedLibrary opened = open_library(library);
+  if (!opened.handle) {
+    result.absent_reason = "the Level Zero loader '" + library + "' could not be opened (" + opened.error +
+                           "); install it (libze1) or point CANOPY_LIBZE at one";
     return result;
   }
   auto api = std::make_shared<Api>();
   api->library = library;
-  std::string missing;
-#define CANOPY_LEVEL_ZERO_RESOLVE(name)                                    \
-  api->name = reinterpret_cast<decltype(api->name)>(dlsym(handle, #name)); \
-  if (!api->name && missing.empty()) missing = #name;
+  SymbolTable symbols(opened.handle);
+#define CANOPY_LEVEL_ZERO_RESOLVE(name) symbols.required(api->name, #name);
   CANOPY_LEVEL_ZERO_FUNCTIONS(CANOPY_LEVEL_ZERO_RESOLVE)
 #undef CANOPY_LEVEL_ZERO_RESOLVE
-  if (!missing.empty()) {
-    result.absent_reason =
-        "the Level Zero loader '" + library + "' has no symbol " + missing + " (Canopy needs a Level Zero 1.x loader)";
+  if (!symbols.missing().empty()) {
+    result.absent_reason = "the Level Zero loader '" + library + "' has no symbol " + symbols.missing() +
+                           " (Canopy needs a Level Zero 1.x loader)";
     return result;
   }
-#define CANOPY_LEVEL_ZERO_RESOLVE_OPTIONAL(name) \
-  api->name = reinterpret_cast<decltype(api->name)>(dlsym(handle, #name));
+#define CANOPY_LEVEL_ZERO_RESOLVE_OPTIONAL(name) symbols.optional(api->name, #name);
   CANOPY_LEVEL_ZERO_OPTIONAL_FUNCTIONS(CANOPY_LEVEL_ZERO_RESOLVE_OPTIONAL)
 #undef CANOPY_LEVEL_ZERO_RESOLVE_OPTIONAL
   result.api = std::move(api);
@@ -51,14 +44,7 @@ std::string default_library() {
   return "libze_loader.so.1";
 }
 
-const LoadedApi& load_api(const std::string& library) {
-  static std::mutex mutex;
-  static std::map<std::string, LoadedApi> loaded;  // entries are never erased: references stay valid
-  std::lock_guard lock(mutex);
-  auto found = loaded.find(library);
-  if (found == loaded.end()) found = loaded.emplace(library, open_library(library)).first;
-  return found->second;
-}
+const LoadedApi& load_api(const std::string& library) { return load_once(library, open_api); }
 
 std::string result_name(ze_result_t result) {
   switch (result) {

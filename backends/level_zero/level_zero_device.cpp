@@ -12,6 +12,7 @@
 #include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/hash.hpp>
 #include "../fault_injection.hpp"
+#include "../program_cache.hpp"
 
 namespace canopy::backends::level_zero {
 
@@ -357,15 +358,12 @@ std::shared_ptr<LevelZeroProgram> LevelZeroDevice::build(std::shared_ptr<const i
   program->kernel_ = std::move(optimized);
   program->spirv_ = std::move(spirv);
   program->cache_key_ = key;
-  std::optional<std::string> binary = disk_ ? disk_->get(key) : std::nullopt;
-  if (binary && build_from_native(*program, *binary)) {
-    program->origin_ = ProgramOrigin::Disk;
-  } else {
-    build_from_spirv(*program);
-    program->origin_ = ProgramOrigin::Built;
-    if (disk_)
-      if (std::string built = native_binary(program->module_); !built.empty()) disk_->put(key, built);
-  }
+  program->origin_ = load_or_build(
+      disk_.get(), key, [&](const std::string& binary) { return build_from_native(*program, binary); },
+      [&] {
+        build_from_spirv(*program);
+        return native_binary(program->module_);
+      });
   ze_kernel_desc_t desc{};
   desc.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC;
   desc.pKernelName = program->spirv_.entry.c_str();

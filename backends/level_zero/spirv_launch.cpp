@@ -37,30 +37,6 @@ SpirvArgument buffer_argument(void* buffer) {
   return argument;
 }
 
-// The partial result at `bytes` of a reduction of `type`.
-ReductionValue partial_value(ir::ScalarType type, const unsigned char* bytes) {
-  ReductionValue value;
-  value.type = type;
-  switch (type) {
-    case ir::ScalarType::Bool: value.int_value = bytes[0] != 0; break;
-    case ir::ScalarType::I32: {
-      std::int32_t x;
-      std::memcpy(&x, bytes, sizeof x);
-      value.int_value = x;
-      break;
-    }
-    case ir::ScalarType::I64: std::memcpy(&value.int_value, bytes, sizeof(std::int64_t)); break;
-    case ir::ScalarType::F32: {
-      float x;
-      std::memcpy(&x, bytes, sizeof x);
-      value.float_value = x;
-      break;
-    }
-    case ir::ScalarType::F64: std::memcpy(&value.float_value, bytes, sizeof(double)); break;
-  }
-  return value;
-}
-
 }  // namespace
 
 std::vector<unsigned char> scalar_argument_bytes(ir::ScalarType type, const ScalarArg& arg) {

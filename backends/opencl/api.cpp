@@ -1,39 +1,32 @@
 #include "api.hpp"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
-#include <map>
-#include <mutex>
 
 #include <canopy/ir/error.hpp>
+
+#include "../library.hpp"
 
 namespace canopy::backends::opencl {
 
 namespace {
 
-LoadedApi open_library(const std::string& library) {
+LoadedApi open_api(const std::string& library) {
   LoadedApi result;
-  // RTLD_LOCAL: the driver's symbols stay out of the process's namespace.
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    result.absent_reason = "the OpenCL library '" + library + "' could not be opened (" +
-                           (why ? why : "unknown reason") +
+  const OpenedLibrary opened = open_library(library);
+  if (!opened.handle) {
+    result.absent_reason = "the OpenCL library '" + library + "' could not be opened (" + opened.error +
                            "); install an OpenCL ICD loader (ocl-icd-libopencl1) or point CANOPY_LIBOPENCL at one";
     return result;
   }
   auto api = std::make_shared<Api>();
   api->library = library;
-  std::string missing;
-#define CANOPY_OPENCL_RESOLVE(name)                                        \
-  api->name = reinterpret_cast<decltype(api->name)>(dlsym(handle, #name)); \
-  if (!api->name && missing.empty()) missing = #name;
+  SymbolTable symbols(opened.handle);
+#define CANOPY_OPENCL_RESOLVE(name) symbols.required(api->name, #name);
   CANOPY_OPENCL_FUNCTIONS(CANOPY_OPENCL_RESOLVE)
 #undef CANOPY_OPENCL_RESOLVE
-  if (!missing.empty()) {
-    result.absent_reason =
-        "the OpenCL library '" + library + "' has no symbol " + missing + " (Canopy needs an OpenCL 1.2 ICD loader)";
+  if (!symbols.missing().empty()) {
+    result.absent_reason = "the OpenCL library '" + library + "' has no symbol " + symbols.missing() +
+                           " (Canopy needs an OpenCL 1.2 ICD loader)";
     return result;
   }
   result.api = std::move(api);
@@ -47,14 +40,7 @@ std::string default_library() {
   return "libOpenCL.so.1";
 }
 
-const LoadedApi& load_api(const std::string& library) {
-  static std::mutex mutex;
-  static std::map<std::string, LoadedApi> loaded;  // entries are never erased: references stay valid
-  std::lock_guard lock(mutex);
-  auto found = loaded.find(library);
-  if (found == loaded.end()) found = loaded.emplace(library, open_library(library)).first;
-  return found->second;
-}
+const LoadedApi& load_api(const std::string& library) { return load_once(library, open_api); }
 
 std::string error_name(cl_int code) {
   switch (code) {

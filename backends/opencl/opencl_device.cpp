@@ -16,6 +16,7 @@
 #include <canopy/jit/opencl_c.hpp>
 
 #include "../fault_injection.hpp"
+#include "../program_cache.hpp"
 
 namespace canopy::backends::opencl {
 
@@ -199,29 +200,6 @@ std::vector<unsigned char> scalar_bytes(ir::ScalarType type, const ScalarArg& ar
     case ir::ScalarType::F64: return bytes_of(static_cast<cl_double>(as_float));
   }
   return {};
-}
-
-// The partial result at `bytes` of a reduction of `type`.
-ReductionValue partial_value(ir::ScalarType type, const unsigned char* bytes) {
-  ReductionValue value;
-  value.type = type;
-  switch (type) {
-    case ir::ScalarType::I32: {
-      cl_int x;
-      std::memcpy(&x, bytes, sizeof x);
-      value.int_value = x;
-      break;
-    }
-    case ir::ScalarType::F32: {
-      cl_float x;
-      std::memcpy(&x, bytes, sizeof x);
-      value.float_value = x;
-      break;
-    }
-    case ir::ScalarType::F64: std::memcpy(&value.float_value, bytes, sizeof(double)); break;
-    default: std::memcpy(&value.int_value, bytes, sizeof(std::int64_t)); break;
-  }
-  return value;
 }
 
 }  // namespace
@@ -415,15 +393,12 @@ std::shared_ptr<OpenCLProgram> OpenCLDevice::build(std::shared_ptr<const ir::Ker
   program->kernel_ = std::move(optimized);
   program->source_ = std::move(source);
   program->cache_key_ = key;
-  std::optional<std::string> binary = disk_ ? disk_->get(key) : std::nullopt;
-  if (binary && build_from_binary(*program, *binary)) {
-    program->origin_ = ProgramOrigin::Disk;
-  } else {
-    build_from_source(*program);
-    program->origin_ = ProgramOrigin::Built;
-    if (disk_)
-      if (std::string built = program_binary(program->program_); !built.empty()) disk_->put(key, built);
-  }
+  program->origin_ = load_or_build(
+      disk_.get(), key, [&](const std::string& binary) { return build_from_binary(*program, binary); },
+      [&] {
+        build_from_source(*program);
+        return program_binary(program->program_);
+      });
   cl_int status = CL_SUCCESS;
   program->entry_ = api_->clCreateKernel(program->program_, program->source_.entry.c_str(), &status);
   check(status, "clCreateKernel for kernel '" + program->kernel_->name + "'", label());
