@@ -12,7 +12,12 @@
 //               [--progress N]
 //
 // --progress N prints the running totals every N programs, so that a long run
-// that is stopped still says how far it got with how many mismatches.
+// that is stopped still says how far it got with how many mismatches. Given
+// both --programs and --seconds, it stops at whichever comes first. One
+// process should not run many more than a few thousand programs: every
+// kernel it compiles stays mapped (the CPU JIT keeps its code, PoCL its
+// kernel libraries), and Linux allows a process 65,530 mappings;
+// `tools/canopy fuzz diff` runs a fresh process every 1,000 programs.
 //
 // Deterministic from its seed: program S is the same on every run, and so is
 // the choice of its placements. Exit status 0 when nothing differed, 1 on a
@@ -45,8 +50,8 @@ namespace {
 
 struct Options {
   std::uint64_t seed = 1;
-  std::int64_t programs = 100;
-  double seconds = 0;               ///< > 0: run programs until this much time has passed
+  std::int64_t programs = 0;  ///< > 0: stop after this many programs (100 when neither this nor seconds is given)
+  double seconds = 0;         ///< > 0: stop when this much time has passed
   int placements = 3;               ///< random placements per program, besides one leaf of each backend
   std::string placement;            ///< only this placement
   std::vector<std::string> replay;  ///< program files instead of generated programs, run in order
@@ -295,7 +300,8 @@ int main(int argc, char** argv) {
     bool ok = true;
     for (;;) {
       if (options.replay.empty()) {
-        if (options.seconds > 0 ? elapsed() >= options.seconds : totals.programs >= options.programs) break;
+        const std::int64_t most = options.programs > 0 ? options.programs : options.seconds > 0 ? 0 : 100;
+        if ((options.seconds > 0 && elapsed() >= options.seconds) || (most > 0 && totals.programs >= most)) break;
       } else if (totals.programs >= std::int64_t(options.replay.size())) {
         break;
       }
