@@ -1,8 +1,12 @@
 #include "dump.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+
+#include "error.hpp"
 
 namespace canopy {
 
@@ -20,6 +24,24 @@ bool list_names(std::string_view list, std::string_view wanted) {
 }
 
 }  // namespace
+
+void check_dump_setting() {
+  static constexpr std::string_view kKinds[] = {"ir",   "llvm",   "asm",  "cost", "program",
+                                                "opencl", "cuda", "spirv", "all"};
+  const char* value = std::getenv("CANOPY_DUMP");
+  if (!value) return;
+  std::string_view list = value;
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    const std::string_view word = list.substr(0, comma);
+    if (!word.empty() && std::find(std::begin(kKinds), std::end(kKinds), word) == std::end(kKinds))
+      throw Error("CANOPY_DUMP='" + std::string(value) + "': '" + std::string(word) +
+                  "' is not something Canopy dumps; give a comma-separated list of ir, llvm, asm, cost, program, "
+                  "opencl, cuda, spirv, or all");
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+}
 
 bool dump_enabled(std::string_view kind) {
   const char* value = std::getenv("CANOPY_DUMP");

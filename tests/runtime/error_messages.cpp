@@ -21,6 +21,7 @@
 
 #include <canopy/backends/level_zero/level_zero_device.hpp>
 #include <canopy/backends/opencl/opencl_device.hpp>
+#include <canopy/ir/dump.hpp>
 #include <canopy/ir/parser.hpp>
 #include <canopy/ir/verifier.hpp>
 #include <canopy/runtime/config.hpp>
@@ -303,4 +304,15 @@ TEST_CASE("error messages: f64 on a device without double precision") {
   CHECK(error_of([&] { backends::level_zero::check_device_supports(doubles, info, {}); }) ==
         "kernel 'twice' uses f64, but Level Zero device 'Small GPU' (level_zero:0) has no double precision; use f32 "
         "or run the kernel on a device with fp64");
+}
+
+TEST_CASE("error messages: a word CANOPY_DUMP does not know stops the Runtime from starting") {
+  {
+    EnvironmentFor typo("CANOPY_DUMP", "ir,opencl,asembly");
+    CHECK(error_of([] { Runtime rt; }) ==
+          "CANOPY_DUMP='ir,opencl,asembly': 'asembly' is not something Canopy dumps; give a comma-separated list of "
+          "ir, llvm, asm, cost, program, opencl, cuda, spirv, or all");
+  }
+  EnvironmentFor every_kind("CANOPY_DUMP", "ir,llvm,asm,cost,program,opencl,cuda,spirv,all,");
+  CHECK_NOTHROW(check_dump_setting());
 }
