@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -35,12 +36,18 @@ inline std::vector<std::string> leaves_of_kind(const Hierarchy& tree, LocationKi
 }
 
 /// True when `tree` has every leaf of `names`; otherwise a MESSAGE says which
-/// is missing and why this test passes without running.
+/// is missing and why this test passes without running. Where OpenCL must be
+/// present (CANOPY_TEST_REQUIRE_OPENCL=1, which CI sets: it installs PoCL), a
+/// missing OpenCL leaf fails the test instead of skipping it.
 inline bool has_leaves(const Hierarchy& tree, const std::vector<std::string>& names) {
   for (const auto& name : names) {
     const Location* found = tree.find(name);
     if (found && found->executes()) continue;
     const bool opencl = name.rfind("opencl", 0) == 0;
+    const char* require = std::getenv("CANOPY_TEST_REQUIRE_OPENCL");
+    if (opencl && require && std::string(require) == "1")
+      FAIL_CHECK("no leaf '" << name << "', but CANOPY_TEST_REQUIRE_OPENCL=1 says OpenCL must be here; the tree is:\n"
+                             << tree.to_text());
     MESSAGE("skipped: this node has no leaf '"
             << name << "'"
             << (opencl ? " (no OpenCL device found; the test expects CANOPY_DEVICES=cpu,opencl and "
