@@ -26,7 +26,7 @@ bool list_names(std::string_view list, std::string_view wanted) {
 }  // namespace
 
 void check_dump_setting() {
-  static constexpr std::string_view kKinds[] = {"ir",   "llvm",   "asm",  "cost", "program",
+  static constexpr std::string_view kKinds[] = {"ir",     "llvm", "asm",   "cost", "program",
                                                 "opencl", "cuda", "spirv", "all"};
   const char* value = std::getenv("CANOPY_DUMP");
   if (!value) return;

@@ -917,8 +917,7 @@ RegionHandle Engine::submit(RegionRequest request) {
   auto& first = *state_->workers.at(pieces.front().leaf->name());
   const auto first_range = range_of(pieces.front());
   if (pieces.size() == 1 && first.place() == Coherence::kHost && !run->kernel->has_loops && first.idle() &&
-      run->moved.empty() &&
-      first_range.points() < run->programs.front()->inline_points() &&
+      run->moved.empty() && first_range.points() < run->programs.front()->inline_points() &&
       std::all_of(run->deps.begin(), run->deps.end(), [](const CompletionPtr& d) { return d->done(); })) {
     order_lock.unlock();
     state_->run_piece(run, 0, first_range, first);

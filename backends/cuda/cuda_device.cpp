@@ -9,8 +9,8 @@
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/verifier.hpp>
-#include <canopy/jit/cuda_c.hpp>
 #include <canopy/jit/checked_file.hpp>
+#include <canopy/jit/cuda_c.hpp>
 #include <canopy/jit/hash.hpp>
 #include "../fault_injection.hpp"
 #include "../program_cache.hpp"
@@ -548,7 +548,8 @@ std::shared_ptr<CudaProgram> CudaDevice::build(std::shared_ptr<const ir::Kernel>
   program->origin_ = load_or_build(
       disk_.get(), key, [&](const std::string& binary) { return load_module(*program, binary, false); },
       [&] {
-        NvrtcImage image = nvrtc_compile(*nvrtc_, program->source_, program->kernel_->name, traits_.architecture, label());
+        NvrtcImage image =
+            nvrtc_compile(*nvrtc_, program->source_, program->kernel_->name, traits_.architecture, label());
         load_module(*program, image.image, true);
         return std::move(image.image);
       });

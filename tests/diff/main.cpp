@@ -50,8 +50,8 @@ namespace {
 
 struct Options {
   std::uint64_t seed = 1;
-  std::int64_t programs = 0;  ///< > 0: stop after this many programs (100 when neither this nor seconds is given)
-  double seconds = 0;         ///< > 0: stop when this much time has passed
+  std::int64_t programs = 0;        ///< > 0: stop after this many programs (100 when neither this nor seconds is given)
+  double seconds = 0;               ///< > 0: stop when this much time has passed
   int placements = 3;               ///< random placements per program, besides one leaf of each backend
   std::string placement;            ///< only this placement
   std::vector<std::string> replay;  ///< program files instead of generated programs, run in order

@@ -156,6 +156,18 @@ std::int64_t split_among_last(Runtime& rt, std::size_t launches) {
 
 bool split_by_timings(const std::string& policy) { return policy == "any" || policy == "adaptive"; }
 
+// Runs `check(leaf_count)` on `rt` with each leaf set this node has.
+template <class Check>
+void on_every_leaf_set(Runtime& rt, Check&& check) {
+  const Hierarchy discovered = rt.hierarchy();
+  for (const auto& leaves : leaf_sets()) {
+    CAPTURE(joined(leaves));
+    if (!has_leaves(discovered, leaves)) continue;
+    use_leaves(rt, discovered, leaves);
+    check(leaves.size());
+  }
+}
+
 // Runs `check(rt, policy, merging)` on a runtime with each leaf set, under
 // every policy for `rows` rows: once with every split merged
 // (CANOPY_SPLIT_WRITES=merge, `merging` true), once choosing by cost.
@@ -165,16 +177,12 @@ void on_every_split(std::int64_t rows, Check&& check) {
     CAPTURE(merging);
     EnvironmentFor choice("CANOPY_SPLIT_WRITES", merging ? "merge" : "auto");
     Runtime rt;
-    const Hierarchy discovered = rt.hierarchy();
-    for (const auto& leaves : leaf_sets()) {
-      CAPTURE(joined(leaves));
-      if (!has_leaves(discovered, leaves)) continue;
-      use_leaves(rt, discovered, leaves);
-      for (const auto& policy : policies_for(rows, leaves.size())) {
+    on_every_leaf_set(rt, [&](std::size_t leaf_count) {
+      for (const auto& policy : policies_for(rows, leaf_count)) {
         CAPTURE(policy);
         check(rt, policy, merging);
       }
-    }
+    });
   }
 }
 
@@ -378,11 +386,7 @@ TEST_CASE("split writes: an element no piece adds to keeps its bits, -0 included
   // a later division by it gave -inf instead of +inf).
   EnvironmentFor choice("CANOPY_SPLIT_WRITES", "merge");
   Runtime rt;
-  const Hierarchy discovered = rt.hierarchy();
-  for (const auto& leaves : leaf_sets()) {
-    CAPTURE(joined(leaves));
-    if (!has_leaves(discovered, leaves)) continue;
-    use_leaves(rt, discovered, leaves);
+  on_every_leaf_set(rt, [&](std::size_t) {
     for (const bool explicit_merge : {false, true}) {
       CAPTURE(explicit_merge);
       auto key = rt.array<std::int32_t>(kN, at("numa0"));
@@ -397,5 +401,5 @@ TEST_CASE("split writes: an element no piece adds to keeps its bits, -0 included
       for (std::int64_t b = 0; b < kBins; ++b)
         if (b != 3) CHECK(std::signbit(got[b]));
     }
-  }
+  });
 }
