@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 namespace canopy::backends {
 
@@ -91,8 +92,8 @@ std::vector<PlannedFault> parse_plan(std::string_view text) {
 void load_from_environment(FaultPlan& p) {
   if (p.loaded) return;
   p.loaded = true;
-  const char* text = std::getenv("CANOPY_FAULT");
-  if (!text || !*text) return;
+  const std::string& text = settings().fault;
+  if (text.empty()) return;
   p.faults = parse_plan(text);
   p.active = !p.faults.empty();
 }
@@ -124,6 +125,8 @@ bool inject_fault(std::string_view backend, FaultOperation operation) {
     if (fault.backend == backend && fault.operation == operation && fault.call == call) return true;
   return false;
 }
+
+void check_fault_plan(std::string_view text) { parse_plan(text); }
 
 void set_fault_plan(std::string_view text) {
   auto faults = parse_plan(text);

@@ -43,6 +43,10 @@ bool inject_fault(std::string_view backend, FaultOperation operation);
 /// text does not parse; the plan is then unchanged.
 void set_fault_plan(std::string_view text);
 
+/// Throws canopy::Error naming CANOPY_FAULT, `text` and the syntax when
+/// `text` does not parse (the Runtime checks the variable when it is made).
+void check_fault_plan(std::string_view text);
+
 /// The plan in CANOPY_FAULT's syntax ("" when no fault is planned).
 std::string fault_plan();
 

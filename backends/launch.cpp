@@ -8,6 +8,7 @@
 #include <string>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 namespace canopy::backends {
 
@@ -71,11 +72,10 @@ ReductionValue combine(ir::ReduceOp op, const ReductionValue& a, const Reduction
 }
 
 std::size_t streaming_threshold_from_environment(std::size_t automatic) {
-  const char* value = std::getenv("CANOPY_STREAMING_STORES");
-  if (!value || !*value || std::strcmp(value, "auto") == 0) return automatic;
-  if (std::strcmp(value, "on") == 0) return 0;
-  if (std::strcmp(value, "off") == 0) return std::numeric_limits<std::size_t>::max();
-  throw Error(std::string("CANOPY_STREAMING_STORES is '") + value + "'; use on, off or auto");
+  const std::string& value = settings().streaming_stores;  // "", auto, on or off (settings.hpp checks)
+  if (value == "on") return 0;
+  if (value == "off") return std::numeric_limits<std::size_t>::max();
+  return automatic;
 }
 
 }  // namespace canopy::backends

@@ -9,13 +9,8 @@
 
 namespace canopy {
 
-/// True when CANOPY_DUMP names `kind` (or "all").
+/// True when CANOPY_DUMP names `kind` (or "all"); settings.hpp checks its words.
 bool dump_enabled(std::string_view kind);
-
-/// Throws canopy::Error naming CANOPY_DUMP, its value and the kinds allowed
-/// when it holds a word that is not a dump kind (a typo would otherwise dump
-/// nothing, silently). The Runtime checks it when it is made.
-void check_dump_setting();
 
 /// Writes `text` to <dump dir>/<name>.<kind> when dump_enabled(kind); returns
 /// the path written, or an empty string when dumping is off or the write

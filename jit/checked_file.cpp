@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 #include "hash.hpp"
 
@@ -116,18 +117,14 @@ std::atomic<std::uint64_t> temporary_counter{0};
 }  // namespace
 
 CacheSharing cache_sharing_from_environment() {
-  const char* value = std::getenv("CANOPY_CACHE_SHARED");
-  if (!value || !*value) return CacheSharing::Private;
-  if (std::string_view(value) == "group") return CacheSharing::Group;
-  throw Error(std::string("CANOPY_CACHE_SHARED='") + value +
-              "' is not understood; leave it unset for a cache only you may write, or set it to 'group' to trust a "
-              "cache directory your group may write");
+  return settings().cache_shared == "group" ? CacheSharing::Group : CacheSharing::Private;
 }
 
 std::string cache_directory(const std::string& option) {
   if (!option.empty()) return option;
-  if (const char* dir = std::getenv("CANOPY_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/canopy";
+  const Settings& s = settings();
+  if (!s.cache_dir.empty()) return s.cache_dir;
+  if (!s.home.empty()) return s.home + "/.cache/canopy";
   return "off";
 }
 

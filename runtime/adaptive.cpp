@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 #include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/hash.hpp>
 
@@ -40,22 +41,6 @@ double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-/// `name`'s value when it is set to a number in [low, high] (low excluded
-/// when `open_low`), else `fallback`.
-double fraction_from_environment(const char* name, double fallback, double low, double high, bool open_low) {
-  const char* text = std::getenv(name);
-  if (!text || !*text) return fallback;
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  const bool ok = *end == '\0' && std::isfinite(value) && value <= high && (open_low ? value > low : value >= low);
-  if (!ok) {
-    std::fprintf(stderr, "canopy: %s=%s is not a number in %s%g, %g]; using %g\n", name, text, open_low ? "(" : "[",
-                 low, high, fallback);
-    return fallback;
-  }
-  return value;
 }
 
 std::string hex64(std::uint64_t value) { return fmt::format("{:016x}", value); }
@@ -133,14 +118,10 @@ std::vector<double> balanced_points(const std::vector<double>& rate, const std::
 
 FeedbackOptions FeedbackOptions::from_environment() {
   FeedbackOptions options;
-  options.dead_band = fraction_from_environment("CANOPY_ADAPTIVE_DEAD_BAND", options.dead_band, 0, 1, false);
-  options.damping = fraction_from_environment("CANOPY_ADAPTIVE_DAMPING", options.damping, 0, 1, true);
-  if (const char* probe = std::getenv("CANOPY_ADAPTIVE_PROBE"); probe && *probe) {
-    if (std::string_view(probe) == "0" || std::string_view(probe) == "1")
-      options.probe = *probe == '1';
-    else
-      std::fprintf(stderr, "canopy: CANOPY_ADAPTIVE_PROBE=%s is neither 0 nor 1; using %d\n", probe, options.probe);
-  }
+  const Settings& s = settings();
+  options.dead_band = s.adaptive_dead_band.value_or(options.dead_band);
+  options.damping = s.adaptive_damping.value_or(options.damping);
+  options.probe = s.adaptive_probe.value_or(options.probe);
   return options;
 }
 

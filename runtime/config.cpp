@@ -1,5 +1,7 @@
-// Gecko's configuration format: Hierarchy::to_config() writes it; the loader
-// (load_config) reads it. Both live here so that the format has one home.
+// Reading Gecko's configuration format: load_config() and the loader that
+// turns configuration text into a tree bound to this node's cores and
+// devices. The line and field syntax is in internal/config_syntax.hpp; the
+// writer, Hierarchy::to_config(), in config_writer.cpp.
 #include "config.hpp"
 
 #include <fmt/format.h>
@@ -18,219 +20,16 @@
 
 #include <canopy/ir/error.hpp>
 
+#include "internal/config_syntax.hpp"
+
 namespace canopy {
 
 namespace {
 
-/// What a loctype line fixes: kind, num_cores, mem, bandwidth.
-using LoctypeKey = std::tuple<LocationKind, int, std::int64_t, double>;
-
-LoctypeKey loctype_key(const Location& location) {
-  const LocationTraits& t = location.traits();
-  return {location.kind(), t.cores, t.capacity, t.bandwidth};
-}
-
-/// "16GB", "4MB", "3000": the largest unit (of 1024) that divides exactly, as the loader reads them.
-std::string size_text(std::int64_t bytes) {
-  static constexpr std::pair<int, const char*> units[] = {{40, "TB"}, {30, "GB"}, {20, "MB"}, {10, "KB"}};
-  for (auto [shift, unit] : units) {
-    if (bytes > 0 && bytes % (std::int64_t{1} << shift) == 0) return fmt::format("{}{}", bytes >> shift, unit);
-  }
-  return fmt::format("{}", bytes);
-}
-
-std::string loctype_line(const LoctypeKey& key, const std::string& name) {
-  auto [kind, cores, capacity, bandwidth] = key;
-  std::string line = fmt::format("loctype;name,{};kind,{}", name, name_of(kind));
-  if (cores != 0) line += fmt::format(";num_cores,{}", cores);
-  if (capacity != 0) line += ";mem," + size_text(capacity);
-  if (bandwidth != 0) line += fmt::format(";bandwidth,{}", bandwidth);
-  return line + "\n";
-}
-
-/// "0,1,2": the PUs a CPU leaf is bound to.
-std::string pu_list(const std::vector<unsigned>& pus) {
-  std::string list;
-  for (unsigned pu : pus) list += fmt::format("{}{}", list.empty() ? "" : ",", pu);
-  return list;
-}
-
-/// The index after the ':' of a device id ("opencl:1" -> "1"), or empty.
-std::string device_number(const std::string& device) {
-  auto colon = device.rfind(':');
-  if (colon == std::string::npos || colon + 1 == device.size()) return {};
-  std::string number = device.substr(colon + 1);
-  bool digits = number.find_first_not_of("0123456789") == std::string::npos;
-  return digits ? number : std::string();
-}
-
-/// The fields of a location line after its type that bind it to what it was bound to.
-std::string binding_fields(const Location& location) {
-  const LocationTraits& t = location.traits();
-  std::string fields;
-  if (location.kind() == LocationKind::Cpu && !t.pus.empty()) fields += ";pus," + pu_list(t.pus);
-  if (location.kind() == LocationKind::HostMemory && t.numa_node >= 0) fields += fmt::format(";start,{}", t.numa_node);
-  if (is_device(location.kind()) && !device_number(t.device).empty()) fields += ";start," + device_number(t.device);
-  if (t.optional) fields += ";optional";
-  return fields;
-}
-
-}  // namespace
-
-std::string Hierarchy::to_config() const {
-  std::string types, locations, edges;
-  std::map<LoctypeKey, std::string> type_names;
-  std::map<LocationKind, int> types_of_kind;
-  const LoctypeKey plain_virtual{LocationKind::Virtual, 0, 0, 0.0};
-  for (const Location* location : all()) {
-    LoctypeKey key = loctype_key(*location);
-    std::string type = "virtual";
-    if (key != plain_virtual) {
-      auto [entry, added] = type_names.try_emplace(key);
-      if (added) {
-        entry->second = fmt::format("{}_type{}", name_of(location->kind()), types_of_kind[location->kind()]++);
-        types += loctype_line(key, entry->second);
-      }
-      type = entry->second;
-    }
-    locations += fmt::format("location;name,{};type,{}{}\n", location->name(), type, binding_fields(*location));
-    if (location->parent() != nullptr)
-      edges += fmt::format("hierarchy;children,+,{};parent,{}\n", location->name(), location->parent()->name());
-  }
-  return "# Canopy location hierarchy (Gecko configuration format)\n" + types + locations + edges;
-}
-
-// ------------------------------------------------------------------ reading
-
-namespace {
+using namespace config_syntax;
 
 constexpr long long kMaxCount = 4096;         // locations one location line may make
 constexpr std::size_t kMaxLocations = 65536;  // locations one text may declare
-constexpr std::size_t npos = std::string_view::npos;
-
-std::string lowercase(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
-  return text;
-}
-
-/// The pieces of `text` between `separator`s, trimmed (empty ones kept).
-std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> pieces;
-  for (std::size_t start = 0;;) {
-    std::size_t end = text.find(separator, start);
-    pieces.push_back(trim(text.substr(start, end == npos ? npos : end - start)));
-    if (end == npos) return pieces;
-    start = end + 1;
-  }
-}
-
-/// One `key,value,...` field of a line.
-struct Field {
-  std::string key;                  ///< lower case
-  std::vector<std::string> values;  ///< trimmed, as written
-};
-
-/// One line that is not blank or a comment.
-struct Line {
-  int number = 0;
-  std::vector<Field> fields;  ///< the first names the line kind
-};
-
-/// The line an error points at.
-struct Where {
-  std::string_view source;
-  int line = 0;
-};
-
-[[noreturn]] void fail(const Where& where, const std::string& problem, std::string_view expected) {
-  throw Error(fmt::format("{}:{}: {}; expected {}", where.source, where.line, problem, expected));
-}
-
-std::optional<Line> split_line(std::string_view text, int number) {
-  text = trim(text.substr(0, text.find('#')));
-  if (text.empty()) return std::nullopt;
-  Line line{number, {}};
-  for (std::string_view part : split(text, ';')) {
-    if (part.empty()) continue;
-    std::vector<std::string_view> items = split(part, ',');
-    Field field{lowercase(items.front()), {}};
-    field.values.assign(items.begin() + 1, items.end());
-    line.fields.push_back(std::move(field));
-  }
-  return line;
-}
-
-// --------------------------------------------------------- field values
-
-/// The one value of `field`; fails when it has none or several, or it is empty.
-const std::string& one_value(const Where& where, const Field& field, std::string_view what) {
-  std::size_t count = field.values.size();
-  if (count == 1 && !field.values.front().empty()) return field.values.front();
-  std::string problem = count == 0 ? "no value" : count == 1 ? "an empty value" : fmt::format("{} values", count);
-  fail(where, fmt::format("the field '{}' has {}", field.key, problem), fmt::format("{},{}", field.key, what));
-}
-
-/// The values of a list field (at least one, none empty).
-const std::vector<std::string>& list_values(const Where& where, const Field& field, std::string_view what) {
-  bool empty = std::any_of(field.values.begin(), field.values.end(), [](const auto& v) { return v.empty(); });
-  if (field.values.empty() || empty)
-    fail(where, fmt::format("the field '{}' has an empty or missing value", field.key),
-         fmt::format("{},{}[,{}...]", field.key, what, what));
-  return field.values;
-}
-
-void no_value(const Where& where, const Field& field) {
-  if (!field.values.empty())
-    fail(where, fmt::format("the field '{}' takes no value but has '{}'", field.key, field.values.front()),
-         fmt::format("'{}' alone between ';'", field.key));
-}
-
-long long integer_in(const Where& where, const Field& field, std::string_view text, long long low, long long high) {
-  long long value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < low || value > high)
-    fail(where, fmt::format("'{}' is not a valid {}", text, field.key),
-         fmt::format("a whole number from {} to {}", low, high));
-  return value;
-}
-
-long long integer_field(const Where& where, const Field& field, long long low, long long high) {
-  return integer_in(where, field, one_value(where, field, "N"), low, high);
-}
-
-std::int64_t size_field(const Where& where, const Field& field) {
-  const std::string& text = one_value(where, field, "SIZE");
-  std::int64_t bytes = parse_size(text);
-  if (bytes < 0)
-    fail(where, fmt::format("'{}' is not a size", text), "bytes, or a number with B, KB, MB, GB or TB (such as 16GB)");
-  return bytes;
-}
-
-double bandwidth_field(const Where& where, const Field& field) {
-  const std::string& text = one_value(where, field, "GBPS");
-  double value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value) || value < 0)
-    fail(where, fmt::format("'{}' is not a bandwidth", text), "a number of GB/s such as 100 or 12.5");
-  return value;
-}
-
-/// Fails when two fields of the line have the same key.
-void each_field_once(const Where& where, const Line& line) {
-  std::vector<std::string_view> keys;
-  for (auto field = line.fields.begin() + 1; field != line.fields.end(); ++field) keys.push_back(field->key);
-  std::sort(keys.begin(), keys.end());
-  auto twice = std::adjacent_find(keys.begin(), keys.end());
-  if (twice != keys.end())
-    fail(where, fmt::format("the field '{}' is given twice", *twice), "each field once per line");
-}
 
 // ----------------------------------------------------------------- kinds
 

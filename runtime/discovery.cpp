@@ -16,6 +16,7 @@
 #include <string>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 namespace canopy {
 
@@ -347,20 +348,18 @@ CpuGrain parse_cpu_grain(std::string_view text) {
   if (word == "numa") return CpuGrain::Numa;
   if (word == "l3") return CpuGrain::L3;
   if (word == "core") return CpuGrain::Core;
-  throw Error(fmt::format("CANOPY_CPU_LEAVES=\"{}\" is not a CPU leaf grain; expected numa, l3 or core", text));
+  bad_setting("CANOPY_CPU_LEAVES", text, "numa, l3 or core");
 }
 
 DiscoveryOptions DiscoveryOptions::from_environment() {
   DiscoveryOptions options;
-  if (const char* grain = std::getenv("CANOPY_CPU_LEAVES"); grain != nullptr && *grain != '\0')
-    options.cpu_grain = parse_cpu_grain(grain);
-  if (const char* devices = std::getenv("CANOPY_DEVICES"); devices != nullptr && *devices != '\0') {
-    for (const std::string& word : words_of(devices)) {
+  const Settings& s = settings();
+  if (!s.cpu_leaves.empty()) options.cpu_grain = parse_cpu_grain(s.cpu_leaves);
+  if (!s.devices.empty()) {
+    for (const std::string& word : words_of(s.devices))
       if (!is_selection_word(word))
-        throw Error(fmt::format("CANOPY_DEVICES=\"{}\" has the unknown word \"{}\"; expected {}", devices, word,
-                                kSelectionWords));
-    }
-    options.devices = devices;
+        bad_setting("CANOPY_DEVICES", s.devices, fmt::format("{} ('{}' is none of them)", kSelectionWords, word));
+    options.devices = s.devices;
   }
   return options;
 }

@@ -230,6 +230,9 @@ std::string fingerprint_of(const NodeInventory& node, const Hierarchy& tree,
                            const std::map<std::string, std::string>& drivers = {});
 /// The fingerprint of `rt`'s node and current tree.
 std::string fingerprint_of(Runtime& rt);
+
+/// The last-level cache among `caches` (the highest level), or null when there is none.
+const CacheLevel* last_level(const std::vector<CacheLevel>& caches);
 /// `cache_dir` (see CalibrationOptions::cache_dir) resolved: the directory,
 /// or "off".
 std::string machine_model_directory(const std::string& cache_dir = {});

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 #include "../library.hpp"
 
@@ -123,14 +124,11 @@ const char* known_error_name(CUresult code) {
 }  // namespace
 
 std::string default_driver_library() {
-  if (const char* path = std::getenv("CANOPY_LIBCUDA"); path && *path) return path;
-  return "libcuda.so.1";
+  const std::string& path = settings().lib_cuda;
+  return path.empty() ? "libcuda.so.1" : path;
 }
 
-std::string default_nvrtc_library() {
-  if (const char* path = std::getenv("CANOPY_NVRTC"); path && *path) return path;
-  return "";
-}
+std::string default_nvrtc_library() { return settings().nvrtc; }
 
 std::vector<std::string> nvrtc_candidates(const std::string& library) {
   if (!library.empty()) return {library};
@@ -138,7 +136,7 @@ std::vector<std::string> nvrtc_candidates(const std::string& library) {
                                            "libnvrtc.so"};
   std::vector<std::string> candidates(std::begin(kNames), std::end(kNames));
   std::vector<std::string> directories;
-  if (const char* home = std::getenv("CUDA_HOME"); home && *home) directories.push_back(std::string(home) + "/lib64");
+  if (const std::string& home = settings().cuda_home; !home.empty()) directories.push_back(home + "/lib64");
   directories.push_back("/usr/local/cuda/lib64");
   for (const auto& directory : directories) {
     std::error_code error;

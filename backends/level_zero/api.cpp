@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 #include "../library.hpp"
 
@@ -40,8 +41,8 @@ LoadedApi open_api(const std::string& library) {
 }  // namespace
 
 std::string default_library() {
-  if (const char* path = std::getenv("CANOPY_LIBZE"); path && *path) return path;
-  return "libze_loader.so.1";
+  const std::string& path = settings().lib_ze;
+  return path.empty() ? "libze_loader.so.1" : path;
 }
 
 const LoadedApi& load_api(const std::string& library) { return load_once(library, open_api); }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 #include "../library.hpp"
 
@@ -36,8 +37,8 @@ LoadedApi open_api(const std::string& library) {
 }  // namespace
 
 std::string default_library() {
-  if (const char* path = std::getenv("CANOPY_LIBOPENCL"); path && *path) return path;
-  return "libOpenCL.so.1";
+  const std::string& path = settings().lib_opencl;
+  return path.empty() ? "libOpenCL.so.1" : path;
 }
 
 const LoadedApi& load_api(const std::string& library) { return load_once(library, open_api); }

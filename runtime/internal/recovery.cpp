@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include <canopy/ir/passes/bounds_check.hpp>
+#include <canopy/ir/settings.hpp>
 
 #include "device_copies.hpp"
 
@@ -61,11 +62,7 @@ std::string message_of(std::exception_ptr error) {
 }
 
 bool bounds_checks_from_environment() {
-  const char* value = std::getenv("CANOPY_CHECK");
-  if (!value || !*value || std::strcmp(value, "off") == 0) return false;
-  if (std::strcmp(value, "bounds") == 0) return true;
-  throw Error(std::string("CANOPY_CHECK is '") + value +
-              "'; use 'bounds' (check every array index of generated code) or 'off'");
+  return settings().check == "bounds";  // "", off or bounds (settings.hpp checks)
 }
 
 CheckedOutcome run_checked(backends::Device& device, const backends::Program& program,

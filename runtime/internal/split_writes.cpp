@@ -6,6 +6,7 @@
 #include <map>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 #include "../coherence.hpp"
 
@@ -57,13 +58,10 @@ double merge_ops(const ir::AccessFootprint& writes, const Shape& shape, const Sh
 }  // namespace
 
 SplitWriteChoice split_write_choice_from_environment() {
-  const char* value = std::getenv("CANOPY_SPLIT_WRITES");
-  if (!value || !*value || std::strcmp(value, "auto") == 0) return SplitWriteChoice::Auto;
-  if (std::strcmp(value, "merge") == 0) return SplitWriteChoice::Merge;
-  if (std::strcmp(value, "one") == 0) return SplitWriteChoice::OneMemory;
-  throw Error(std::string("CANOPY_SPLIT_WRITES is '") + value +
-              "'; use auto (merge where it pays), merge (always merge what each memory wrote) or one (run such "
-              "regions on one memory)");
+  const std::string& value = settings().split_writes;  // "", auto, merge or one (settings.hpp checks)
+  if (value == "merge") return SplitWriteChoice::Merge;
+  if (value == "one") return SplitWriteChoice::OneMemory;
+  return SplitWriteChoice::Auto;
 }
 
 SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& footprint, double ops_per_point,

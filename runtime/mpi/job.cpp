@@ -14,6 +14,7 @@
 
 #include <canopy/backends/discover.hpp>
 #include <canopy/ir/passes/optimize.hpp>
+#include <canopy/ir/settings.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 #include <canopy/jit/disk_cache.hpp>
 
@@ -276,8 +277,7 @@ struct Job::State {
 
     // Divide the node: every local rank's CANOPY_DEVICES, then one
     // assignment that every rank of the node computes alike.
-    const char* selection = std::getenv("CANOPY_DEVICES");
-    const auto selections = allgather_text(node_comm, selection ? selection : "");
+    const auto selections = allgather_text(node_comm, reload_settings().devices);
     const NodeInventory whole = discover_whole_node();
     share = assign_ranks(whole, selections).at(static_cast<std::size_t>(local_rank));
     runtime = std::make_unique<Runtime>(share.options());

@@ -25,6 +25,7 @@
 #include <canopy/backends/cuda/api.hpp>
 #include <canopy/backends/cuda/cuda_device.hpp>
 #include <canopy/ir/error.hpp>
+#include "scoped_setting.hpp"
 
 namespace cuda_test {
 
@@ -137,25 +138,6 @@ std::string error_of(F&& action) {
   return "";
 }
 
-/// Sets an environment variable for the scope, restoring the old value after.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnvironment() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ScopedEnvironment = canopy::testing::ScopedSetting;
 
 }  // namespace cuda_test

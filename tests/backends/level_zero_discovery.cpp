@@ -15,6 +15,7 @@
 #include <canopy/backends/level_zero/level_zero_device.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/parser.hpp>
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 using namespace canopy::backends;
@@ -132,10 +133,11 @@ TEST_CASE("level zero: a missing loader or one without Level Zero's symbols is n
   CHECK(contains(missing.absent_reason, "CANOPY_LIBZE"));
 
   // CANOPY_LIBZE chooses the library when the options do not.
-  ::setenv("CANOPY_LIBZE", "/nonexistent/elsewhere/libze.so", 1);
+  std::optional<canopy::testing::ScopedSetting> library(std::in_place, "CANOPY_LIBZE",
+                                                        "/nonexistent/elsewhere/libze.so");
   CHECK(default_library() == "/nonexistent/elsewhere/libze.so");
   const BackendDevices from_environment = discover_level_zero({"", "off"});
-  ::unsetenv("CANOPY_LIBZE");
+  library.reset();
   CHECK(from_environment.devices.empty());
   CHECK(contains(from_environment.absent_reason, "/nonexistent/elsewhere/libze.so"));
   CHECK(default_library() == "libze_loader.so.1");

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "opencl_support.hpp"
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 using namespace opencl_test;
@@ -106,13 +107,13 @@ TEST_CASE("opencl cache: no disk cache when asked for none") {
 TEST_CASE("opencl cache: CANOPY_DUMP=opencl writes the source that was built") {
   OPENCL_DEVICE_OR_SKIP(any_device);
   const auto dir = fresh_directory("canopy-opencl-dump-test");
-  setenv("CANOPY_DUMP", "opencl", 1);
-  setenv("CANOPY_DUMP_DIR", dir.c_str(), 1);
-  auto device = first_device("off");
-  Kernel kernel("dumped_kernel", [](Out<float> a) { a[index(0)] = 1.5f; }, {"a"});
-  auto program = std::static_pointer_cast<backends::opencl::OpenCLProgram>(device->compile(optimized(kernel)));
-  unsetenv("CANOPY_DUMP");
-  unsetenv("CANOPY_DUMP_DIR");
+  std::shared_ptr<backends::opencl::OpenCLProgram> program;
+  {
+    canopy::testing::ScopedSetting dump("CANOPY_DUMP", "opencl"), dump_dir("CANOPY_DUMP_DIR", dir.c_str());
+    auto device = first_device("off");
+    Kernel kernel("dumped_kernel", [](Out<float> a) { a[index(0)] = 1.5f; }, {"a"});
+    program = std::static_pointer_cast<backends::opencl::OpenCLProgram>(device->compile(optimized(kernel)));
+  }
   std::ifstream file(dir / "dumped_kernel.opencl");
   REQUIRE(file);
   std::stringstream text;

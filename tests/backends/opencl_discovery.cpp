@@ -10,6 +10,7 @@
 #include <string>
 
 #include "opencl_support.hpp"
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 using namespace opencl_test;
@@ -20,24 +21,7 @@ bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// Sets an environment variable for the scope, restoring the old value after.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnvironment() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ScopedEnvironment = canopy::testing::ScopedSetting;
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <canopy/jit/opencl_c.hpp>
 
 #include "opencl_support.hpp"
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 using opencl_test::HostArg;
@@ -81,9 +82,10 @@ TEST_CASE("opencl streaming entry: kernels it does not suit get none") {
 
 TEST_CASE("opencl streaming entry: launches give the plain entries' results for any range") {
   // A device of its own that streams every launch.
-  setenv("CANOPY_STREAMING_STORES", "on", 1);
-  const backends::BackendDevices found = backends::opencl::discover_opencl({"", "off"});
-  unsetenv("CANOPY_STREAMING_STORES");
+  const backends::BackendDevices found = [] {
+    canopy::testing::ScopedSetting streaming("CANOPY_STREAMING_STORES", "on");
+    return backends::opencl::discover_opencl({"", "off"});
+  }();
   if (found.devices.empty()) {
     MESSAGE("skipped: no OpenCL device on this machine (" << found.absent_reason << ")");
     return;

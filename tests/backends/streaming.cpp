@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 
@@ -43,15 +44,14 @@ TEST_CASE("streaming candidates: write-only arrays stored at exactly index(0), u
 TEST_CASE("the streaming variant's stores are non-temporal and fenced") {
   const auto dir = std::filesystem::temp_directory_path() / "canopy-streaming-test";
   std::filesystem::remove_all(dir);
-  setenv("CANOPY_DUMP", "asm", 1);
-  setenv("CANOPY_DUMP_DIR", dir.c_str(), 1);
-  Kernel copy("stream_copy", [](Out<double> a, In<double> b) { a[index(0)] = b[index(0)]; });
-  jit::CpuCompiler compiler({"off"});
-  jit::CpuCompiler::CodeOptions code;
-  code.streaming_stores = {0};
-  compiler.compile(copy.ir(), code);
-  unsetenv("CANOPY_DUMP");
-  unsetenv("CANOPY_DUMP_DIR");
+  {
+    canopy::testing::ScopedSetting dump("CANOPY_DUMP", "asm"), dump_dir("CANOPY_DUMP_DIR", dir.c_str());
+    Kernel copy("stream_copy", [](Out<double> a, In<double> b) { a[index(0)] = b[index(0)]; });
+    jit::CpuCompiler compiler({"off"});
+    jit::CpuCompiler::CodeOptions code;
+    code.streaming_stores = {0};
+    compiler.compile(copy.ir(), code);
+  }
   std::ifstream file(dir / "stream_copy.streaming.asm");
   REQUIRE(file);
   std::stringstream text;
@@ -62,8 +62,8 @@ TEST_CASE("the streaming variant's stores are non-temporal and fenced") {
 }
 
 TEST_CASE("launches with streaming stores give the same results as plain stores") {
-  setenv("CANOPY_STREAMING_STORES", "on", 1);
   {
+    canopy::testing::ScopedSetting streaming("CANOPY_STREAMING_STORES", "on");
     Runtime rt;
     Kernel scale("stream_scale", [](Out<double> a, Out<float> f, In<double> b, Val<double> s) {
       Idx i = index(0);
@@ -84,5 +84,4 @@ TEST_CASE("launches with streaming stores give the same results as plain stores"
       CHECK_MESSAGE(same, "n = " << n);
     }
   }
-  unsetenv("CANOPY_STREAMING_STORES");
 }

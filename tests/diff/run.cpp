@@ -7,6 +7,7 @@
 
 #include <canopy/ir/error.hpp>
 #include <canopy/runtime/engine.hpp>
+#include "scoped_setting.hpp"
 
 namespace canopy::diff {
 
@@ -249,15 +250,8 @@ namespace {
 // A runtime made with the environment variable `name` set to `value` (it reads
 // its settings when made), the variable as it was afterwards.
 std::unique_ptr<Runtime> runtime_with(const char* name, const char* value) {
-  const char* before = std::getenv(name);
-  const std::string saved = before ? before : "";
-  setenv(name, value, 1);
-  auto rt = std::make_unique<Runtime>();
-  if (before)
-    setenv(name, saved.c_str(), 1);
-  else
-    unsetenv(name);
-  return rt;
+  canopy::testing::ScopedSetting setting(name, value);
+  return std::make_unique<Runtime>();
 }
 
 // Unchecked runs merge what each memory wrote wherever a technique fits, so

@@ -23,6 +23,7 @@
 #include <canopy/runtime/machine_model.hpp>
 
 #include "hetero_support.hpp"
+#include "scoped_setting.hpp"
 
 namespace canopy::hetero_tests {
 namespace {
@@ -30,26 +31,19 @@ namespace {
 /// CANOPY_CACHE_DIR set to a fresh directory for the test's lifetime (then
 /// restored and the directory removed).
 struct CacheDirectory {
-  std::filesystem::path path;
-  std::string previous;
-  bool had_previous = false;
-  CacheDirectory() {
-    path = std::filesystem::temp_directory_path() / ("canopy-adaptive-hetero-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-    if (const char* value = std::getenv("CANOPY_CACHE_DIR")) {
-      previous = value;
-      had_previous = true;
-    }
-    setenv("CANOPY_CACHE_DIR", path.c_str(), 1);
-  }
+  std::filesystem::path path = make_fresh();
+  canopy::testing::ScopedSetting setting{"CANOPY_CACHE_DIR", path.c_str()};
   ~CacheDirectory() {
-    if (had_previous)
-      setenv("CANOPY_CACHE_DIR", previous.c_str(), 1);
-    else
-      unsetenv("CANOPY_CACHE_DIR");
     std::error_code ignored;
     std::filesystem::remove_all(path, ignored);
+  }
+
+ private:
+  static std::filesystem::path make_fresh() {
+    auto fresh = std::filesystem::temp_directory_path() / ("canopy-adaptive-hetero-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(fresh);
+    std::filesystem::create_directories(fresh);
+    return fresh;
   }
 };
 

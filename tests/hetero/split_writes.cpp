@@ -376,8 +376,8 @@ TEST_CASE("split writes: CANOPY_SPLIT_WRITES=one keeps such regions on one memor
   }
   EnvironmentFor choice("CANOPY_SPLIT_WRITES", "sometimes");
   CHECK(error_of([] { Runtime rt; }) ==
-        "CANOPY_SPLIT_WRITES is 'sometimes'; use auto (merge where it pays), merge (always merge what each memory "
-        "wrote) or one (run such regions on one memory)");
+        "CANOPY_SPLIT_WRITES='sometimes' is not allowed; use auto (merge where it pays), merge (always merge what "
+        "each memory wrote) or one (run such regions on one memory)");
 }
 
 TEST_CASE("split writes: an element no piece adds to keeps its bits, -0 included (implicit and merge(Sum))") {

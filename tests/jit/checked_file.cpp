@@ -17,6 +17,7 @@
 #include <canopy/jit/checked_file.hpp>
 
 #include "jit_test_support.hpp"
+#include "scoped_setting.hpp"
 
 using namespace canopy::jit;
 using canopy::jit::testing::StderrCapture;
@@ -41,20 +42,7 @@ unsigned mode_of(const fs::path& path) {
   return info.st_mode & 07777;
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? ::setenv(name_, old_.c_str(), 1) : ::unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using ScopedEnv = canopy::testing::ScopedSetting;
 
 }  // namespace
 
@@ -181,7 +169,7 @@ TEST_CASE("CANOPY_CACHE_SHARED: unset is private, 'group' is group, anything els
   }
   ScopedEnv bad("CANOPY_CACHE_SHARED", "everyone");
   try {
-    cache_sharing_from_environment();
+    canopy::Settings::from_environment();
     FAIL("no error");
   } catch (const canopy::Error& e) {
     const std::string message = e.what();

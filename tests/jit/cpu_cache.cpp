@@ -19,6 +19,7 @@
 #include <canopy/jit/disk_cache.hpp>
 
 #include "jit_test_support.hpp"
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 using namespace canopy::ir;
@@ -215,14 +216,9 @@ TEST_CASE("cache directory choice: \"off\", $CANOPY_CACHE_DIR, and the target in
   CHECK(runs_correctly(kernel, compiled.entry));
 
   TempDir dir;
-  const char* previous = std::getenv("CANOPY_CACHE_DIR");
-  const std::string saved = previous ? previous : "";
-  setenv("CANOPY_CACHE_DIR", dir.str().c_str(), 1);
+  std::optional<canopy::testing::ScopedSetting> cache_dir(std::in_place, "CANOPY_CACHE_DIR", dir.str().c_str());
   CpuCompiler from_environment;
-  if (previous)
-    setenv("CANOPY_CACHE_DIR", saved.c_str(), 1);
-  else
-    unsetenv("CANOPY_CACHE_DIR");
+  cache_dir.reset();
   REQUIRE(from_environment.disk_cache() != nullptr);
   CHECK(from_environment.disk_cache()->directory() == dir.str());
 
@@ -246,11 +242,8 @@ TEST_CASE("a kernel that does not verify is refused with canopy::Error before an
 
 TEST_CASE("CANOPY_DUMP=llvm shows vectorized STREAM loops: triad's vector loads and stores, dot's vector sum") {
   TempDir cache, dumps;
-  const char* old_dump = std::getenv("CANOPY_DUMP");
-  const char* old_dir = std::getenv("CANOPY_DUMP_DIR");
-  const std::string saved_dump = old_dump ? old_dump : "", saved_dir = old_dir ? old_dir : "";
-  setenv("CANOPY_DUMP", "llvm", 1);
-  setenv("CANOPY_DUMP_DIR", dumps.str().c_str(), 1);
+  std::optional<canopy::testing::ScopedSetting> dump(std::in_place, "CANOPY_DUMP", "llvm"),
+      dump_dir(std::in_place, "CANOPY_DUMP_DIR", dumps.str().c_str());
   auto i = make_index(0);
   auto load = [&](int param) { return make_load(F64, param, {i}); };
   Kernel triad = make_kernel(
@@ -267,8 +260,8 @@ TEST_CASE("CANOPY_DUMP=llvm shows vectorized STREAM loops: triad's vector loads 
   CpuCompiler compiler(CpuCompiler::Options{cache.str()});
   auto triad_compiled = compiler.compile(triad);
   auto dot_compiled = compiler.compile(dot);
-  old_dump ? setenv("CANOPY_DUMP", saved_dump.c_str(), 1) : unsetenv("CANOPY_DUMP");
-  old_dir ? setenv("CANOPY_DUMP_DIR", saved_dir.c_str(), 1) : unsetenv("CANOPY_DUMP_DIR");
+  dump_dir.reset();
+  dump.reset();
 
   const std::string triad_ir = read_all((dumps.path() / "stream.triad.llvm").string());
   const std::string dot_ir = read_all((dumps.path() / "stream.dot.llvm").string());

@@ -20,6 +20,7 @@
 #include <canopy/jit/spirv.hpp>
 
 #include "jit_test_support.hpp"
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 using namespace canopy::jit::testing;
@@ -209,11 +210,10 @@ TEST_CASE("spirv: a kernel that does not verify is an error naming it") {
 TEST_CASE("spirv: CANOPY_DUMP=spirv writes the module and the LLVM IR beside it") {
   SPIRV_OR_SKIP();
   TempDir dir;
-  ::setenv("CANOPY_DUMP", "spirv", 1);
-  ::setenv("CANOPY_DUMP_DIR", dir.str().c_str(), 1);
-  const jit::SpirvKernel spirv = jit::spirv_of(ir::parse(kSum));
-  ::unsetenv("CANOPY_DUMP");
-  ::unsetenv("CANOPY_DUMP_DIR");
+  const jit::SpirvKernel spirv = [&] {
+    canopy::testing::ScopedSetting dump("CANOPY_DUMP", "spirv"), dump_dir("CANOPY_DUMP_DIR", dir.str().c_str());
+    return jit::spirv_of(ir::parse(kSum));
+  }();
   CHECK(read_file(dir.path() / "sum.spirv") == spirv.binary);
   const std::string text = read_file(dir.path() / "sum.spirv.ll");
   CHECK(contains(text, "define spir_kernel void @sum("));

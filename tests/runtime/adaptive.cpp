@@ -20,6 +20,7 @@
 #include <canopy/canopy.hpp>
 #include <canopy/runtime/adaptive.hpp>
 #include <canopy/runtime/policy.hpp>
+#include "scoped_setting.hpp"
 
 namespace canopy {
 namespace {
@@ -237,25 +238,37 @@ TEST_CASE("rebalance: leaves without a share keep none; a missing time or one le
   CHECK(rebalance({0.5, 0.5}, {1.0, 1.2}).changed);
 }
 
-TEST_CASE("FeedbackOptions::from_environment reads the dead band and damping, ignoring bad values") {
-  setenv("CANOPY_ADAPTIVE_DEAD_BAND", "0.2", 1);
-  setenv("CANOPY_ADAPTIVE_DAMPING", "1", 1);
-  FeedbackOptions options = FeedbackOptions::from_environment();
-  CHECK(options.dead_band == 0.2);
-  CHECK(options.damping == 1.0);
-  setenv("CANOPY_ADAPTIVE_DEAD_BAND", "-1", 1);
-  setenv("CANOPY_ADAPTIVE_DAMPING", "0", 1);
-  options = FeedbackOptions::from_environment();
-  CHECK(options.dead_band == FeedbackOptions{}.dead_band);
-  CHECK(options.damping == FeedbackOptions{}.damping);
-  unsetenv("CANOPY_ADAPTIVE_DEAD_BAND");
-  unsetenv("CANOPY_ADAPTIVE_DAMPING");
-  CHECK(FeedbackOptions::from_environment().probe);
-  setenv("CANOPY_ADAPTIVE_PROBE", "0", 1);
-  CHECK_FALSE(FeedbackOptions::from_environment().probe);
-  setenv("CANOPY_ADAPTIVE_PROBE", "no", 1);  // neither 0 nor 1: the default
-  CHECK(FeedbackOptions::from_environment().probe);
-  unsetenv("CANOPY_ADAPTIVE_PROBE");
+TEST_CASE("FeedbackOptions::from_environment reads the dead band, damping and probe; bad values are errors") {
+  using canopy::testing::ScopedSetting;
+  {
+    ScopedSetting band("CANOPY_ADAPTIVE_DEAD_BAND", "0.2"), damping("CANOPY_ADAPTIVE_DAMPING", "1"),
+        probe("CANOPY_ADAPTIVE_PROBE", "0");
+    const FeedbackOptions options = FeedbackOptions::from_environment();
+    CHECK(options.dead_band == 0.2);
+    CHECK(options.damping == 1.0);
+    CHECK_FALSE(options.probe);
+  }
+  const FeedbackOptions defaults = FeedbackOptions::from_environment();
+  CHECK(defaults.dead_band == FeedbackOptions{}.dead_band);
+  CHECK(defaults.damping == FeedbackOptions{}.damping);
+  CHECK(defaults.probe);
+  const std::pair<const char*, const char*> bad[] = {{"CANOPY_ADAPTIVE_DEAD_BAND", "-1"},
+                                                     {"CANOPY_ADAPTIVE_DEAD_BAND", "0.1x"},
+                                                     {"CANOPY_ADAPTIVE_DAMPING", "0"},
+                                                     {"CANOPY_ADAPTIVE_DAMPING", "nan"},
+                                                     {"CANOPY_ADAPTIVE_PROBE", "no"}};
+  for (const auto& [name, value] : bad) {
+    ScopedSetting setting(name, value);
+    const std::string named = std::string(name) + "='" + value + "' is not allowed; use ";
+    std::string message;
+    try {
+      Runtime rt;
+    } catch (const canopy::Error& e) {
+      message = e.what();
+    }
+    CHECK(message.rfind(named, 0) == 0);
+    CHECK(FeedbackOptions::from_environment().dead_band == FeedbackOptions{}.dead_band);  // the last good settings
+  }
 }
 
 TEST_CASE("split: adaptive cuts the range by the context's shares over every leaf, never dropping a row") {
@@ -629,9 +642,8 @@ namespace canopy {
 TEST_CASE("CANOPY_DUMP=cost writes each kernel's cost per point when it is first compiled") {
   const auto dir = std::filesystem::temp_directory_path() / ("canopy-dump-cost-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  setenv("CANOPY_DUMP", "cost", 1);
-  setenv("CANOPY_DUMP_DIR", dir.c_str(), 1);
   {
+    canopy::testing::ScopedSetting dump("CANOPY_DUMP", "cost"), dump_dir("CANOPY_DUMP_DIR", dir.c_str());
     Runtime rt;
     Kernel scale("dump_cost_scale",
                  [](Out<double> a, In<double> b) {
@@ -643,8 +655,6 @@ TEST_CASE("CANOPY_DUMP=cost writes each kernel's cost per point when it is first
     rt.region(scale).over(1000).launch(a, b);
     rt.pause();
   }
-  unsetenv("CANOPY_DUMP");
-  unsetenv("CANOPY_DUMP_DIR");
   std::ifstream in(dir / "dump_cost_scale.cost");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::filesystem::remove_all(dir);

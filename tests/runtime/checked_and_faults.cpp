@@ -179,7 +179,7 @@ TEST_CASE("checked mode: an in-bounds kernel gives the same bits checked and unc
 TEST_CASE("checked mode: CANOPY_CHECK takes bounds or off, and says so otherwise") {
   EnvironmentFor check("CANOPY_CHECK", "everything");
   CHECK(error_of([] { Runtime rt; }) ==
-        "CANOPY_CHECK is 'everything'; use 'bounds' (check every array index of generated code) or 'off'");
+        "CANOPY_CHECK='everything' is not allowed; use bounds (check every array index of generated code) or off");
 }
 
 TEST_CASE("faults: CANOPY_FAULT entries that do not parse are refused with the fix") {

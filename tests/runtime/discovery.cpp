@@ -19,6 +19,7 @@
 #include <canopy/canopy.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/runtime/discovery.hpp>
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 
@@ -33,21 +34,7 @@ std::string error_of(auto&& action) {
   return "no error";
 }
 
-/// Sets an environment variable for one scope, then puts back what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? setenv(name, value, 1) : unsetenv(name);
-  }
-  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ScopedEnv = canopy::testing::ScopedSetting;
 
 std::vector<std::string> leaf_names(const Hierarchy& tree) {
   std::vector<std::string> names;
@@ -319,13 +306,13 @@ TEST_CASE("discovery: options from the environment") {
   {
     ScopedEnv grain("CANOPY_CPU_LEAVES", "socket");
     CHECK(error_of([] { DiscoveryOptions::from_environment(); }) ==
-          "CANOPY_CPU_LEAVES=\"socket\" is not a CPU leaf grain; expected numa, l3 or core");
+          "CANOPY_CPU_LEAVES='socket' is not allowed; use numa, l3 or core");
   }
   {
     ScopedEnv devices("CANOPY_DEVICES", "cpu,opencl:x");
     CHECK(error_of([] { DiscoveryOptions::from_environment(); }) ==
-          "CANOPY_DEVICES=\"cpu,opencl:x\" has the unknown word \"opencl:x\"; expected a comma-separated list of all, "
-          "cpu, gpu, opencl, cuda, level_zero, or a device id such as opencl:0");
+          "CANOPY_DEVICES='cpu,opencl:x' is not allowed; use a comma-separated list of all, cpu, gpu, opencl, cuda, "
+          "level_zero, or a device id such as opencl:0 ('opencl:x' is none of them)");
   }
   CHECK(parse_cpu_grain(" NUMA ") == CpuGrain::Numa);
   CHECK_THROWS_AS(parse_cpu_grain(""), canopy::Error);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine_trees.hpp"
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 using namespace canopy::engine_tests;
@@ -43,29 +44,7 @@ const Kernel<void(Out<std::int64_t>, Val<std::int64_t>)>& fill_scaled() {
   return kernel;
 }
 
-/// Sets an environment variable for one scope and puts back what was there.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnvironment() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ScopedEnvironment = canopy::testing::ScopedSetting;
 
 }  // namespace
 
@@ -113,46 +92,50 @@ TEST_CASE("engine: pause(location) above both leaves waits for both") {
   CHECK(right[kQueued - 1] == (kQueued - 1) * 30);
 }
 
-TEST_CASE("engine: policy 'runtime' reads CANOPY_POLICY when each region is launched") {
+TEST_CASE("engine: policy 'runtime' takes CANOPY_POLICY as it was when the Runtime was made") {
+  // The pieces of one launch of policy 'runtime' on a runtime made with CANOPY_POLICY = `policy`.
+  auto pieces_with = [](const char* policy) {
+    ScopedEnvironment setting("CANOPY_POLICY", policy);
+    Runtime rt;
+    use_tree(rt, two_leaf_tree());
+    auto x = rt.array<std::int64_t>(1000, at("numa0"));
+    rt.region(fill_scaled()).over(1000).policy("runtime").launch(x, 2);
+    rt.pause();
+    CHECK(x.host()[999] == 999 * 2);
+    std::string text = last_region(rt).policy;
+    for (const std::string& piece : pieces_of(last_region(rt))) text += " " + piece;
+    return text;
+  };
+  CHECK(pieces_with("percentage:[25,75]") == "percentage:[25,75] cpuA[0,250) cpuB[250,1000)");
+  CHECK(pieces_with(" range:[10, 20, 30, 940] ") ==
+        "range:[10,20,30,940] cpuA[0,10) cpuB[10,30) cpuA[30,60) cpuB[60,1000)");
+
   Runtime rt;
   use_tree(rt, two_leaf_tree());
   auto x = rt.array<std::int64_t>(1000, at("numa0"));
   {
-    ScopedEnvironment policy("CANOPY_POLICY", "percentage:[25,75]");
-    rt.region(fill_scaled()).over(1000).policy("runtime").launch(x, 2);
-    rt.pause();
-    CHECK(last_region(rt).policy == "percentage:[25,75]");
-    CHECK(pieces_of(last_region(rt)) == std::vector<std::string>{"cpuA[0,250)", "cpuB[250,1000)"});
-  }
-  {
-    ScopedEnvironment policy("CANOPY_POLICY", " range:[10, 20, 30, 940] ");
-    rt.region(fill_scaled()).over(1000).policy("runtime").launch(x, 3);
-    rt.pause();
-    CHECK(last_region(rt).policy == "range:[10,20,30,940]");
-    CHECK(pieces_of(last_region(rt)) ==
-          std::vector<std::string>{"cpuA[0,10)", "cpuB[10,30)", "cpuA[30,60)", "cpuB[60,1000)"});
-  }
-  {
-    ScopedEnvironment policy("CANOPY_POLICY", nullptr);
+    // Read once: changing the variable later does not change this runtime's regions.
+    ScopedEnvironment later("CANOPY_POLICY", "percentage:[25,75]");
     CHECK(error_of([&] { rt.region(fill_scaled()).over(1000).policy("runtime").launch(x, 4); }) ==
           "policy 'runtime' takes the policy from CANOPY_POLICY, which is not set; set CANOPY_POLICY to one of "
           "static, flatten, percentage:[...], range:[...], any or adaptive");
   }
   {
     ScopedEnvironment policy("CANOPY_POLICY", "evenly");
-    CHECK(error_of([&] { rt.region(fill_scaled()).over(1000).policy("runtime").launch(x, 4); }) ==
-          "CANOPY_POLICY: invalid policy \"evenly\" at character 1: expected a policy name (static, flatten, "
-          "percentage, range, any, runtime or adaptive), found 'evenly'");
+    CHECK(error_of([] { Runtime bad; }) ==
+          "CANOPY_POLICY='evenly' is not allowed; use static, flatten, percentage:[...], range:[...], any or adaptive "
+          "(CANOPY_POLICY: invalid policy \"evenly\" at character 1: expected a policy name (static, flatten, "
+          "percentage, range, any, runtime or adaptive), found 'evenly')");
   }
   {
     ScopedEnvironment policy("CANOPY_POLICY", "range:[10,20]");
-    CHECK(error_of([&] { rt.region(fill_scaled()).over(1000).policy("runtime").launch(x, 4); }) ==
+    Runtime short_range;
+    use_tree(short_range, two_leaf_tree());
+    auto y = short_range.array<std::int64_t>(1000, at("numa0"));
+    CHECK(error_of([&] { short_range.region(fill_scaled()).over(1000).policy("runtime").launch(y, 4); }) ==
           "region of kernel 'fill_scaled': policy range:[10,20] lists 30 iterations but the region's range has 1000; "
-          "make the numbers sum to the "
-          "range's length");
+          "make the numbers sum to the range's length");
+    CHECK(short_range.stats().regions == 0);  // the refused launch changed nothing
   }
-  // The refused launches changed nothing.
-  auto h = x.host();
-  CHECK(h[999] == 999 * 3);
-  CHECK(rt.stats().regions == 2);
+  CHECK(rt.stats().regions == 0);
 }

@@ -13,6 +13,7 @@
 
 #include <canopy/canopy.hpp>
 #include <canopy/runtime/discovery.hpp>
+#include "scoped_setting.hpp"
 
 namespace canopy::engine_tests {
 
@@ -78,30 +79,7 @@ inline RegionStats last_region(const Runtime& rt) {
   return stats.recent.back();
 }
 
-/// Sets (or clears, with null) an environment variable while it lives, and
-/// puts back what was there: a runtime reads its settings when it is made.
-class EnvironmentFor {
- public:
-  EnvironmentFor(const char* name, const char* value) : name_(name) {
-    if (const char* before = std::getenv(name)) before_ = before;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvironmentFor() {
-    if (before_)
-      setenv(name_, before_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  EnvironmentFor(const EnvironmentFor&) = delete;
-  EnvironmentFor& operator=(const EnvironmentFor&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> before_;
-};
+using EnvironmentFor = canopy::testing::ScopedSetting;
 
 /// The message of the canopy::Error `action` throws, or "no error".
 template <class Action>

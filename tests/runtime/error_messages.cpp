@@ -28,28 +28,14 @@
 #include <canopy/runtime/policy.hpp>
 
 #include "engine_trees.hpp"
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 using namespace canopy::engine_tests;
 
 namespace {
 
-/// Sets an environment variable for the life of the object, then restores it.
-/// Only used while no Runtime is alive, so no worker reads the environment meanwhile.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? setenv(name, value, 1) : unsetenv(name);
-  }
-  ~ScopedVariable() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-  ScopedVariable(const ScopedVariable&) = delete;
-  ScopedVariable& operator=(const ScopedVariable&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ScopedVariable = canopy::testing::ScopedSetting;
 
 /// 8 cores on 2 NUMA nodes, two CUDA GPUs near the second, made up.
 NodeInventory made_up_node() {
@@ -135,18 +121,17 @@ TEST_CASE("error messages: policy strings name the text, the character and what 
 TEST_CASE("error messages: environment variables name the variable, its value and the values it takes") {
   {
     ScopedVariable v("CANOPY_DEVICES", "cpu,fpga");
-    CHECK(error_of([] { DiscoveryOptions::from_environment(); }) ==
-          "CANOPY_DEVICES=\"cpu,fpga\" has the unknown word \"fpga\"; expected a comma-separated list of all, cpu, "
-          "gpu, opencl, cuda, level_zero, or a device id such as opencl:0");
+    CHECK(error_of([] { Runtime rt; }) ==
+          "CANOPY_DEVICES='cpu,fpga' is not allowed; use a comma-separated list of all, cpu, gpu, opencl, cuda, "
+          "level_zero, or a device id such as opencl:0 ('fpga' is none of them)");
   }
   {
     ScopedVariable v("CANOPY_CPU_LEAVES", "socket");
-    CHECK(error_of([] { DiscoveryOptions::from_environment(); }) ==
-          "CANOPY_CPU_LEAVES=\"socket\" is not a CPU leaf grain; expected numa, l3 or core");
+    CHECK(error_of([] { Runtime rt; }) == "CANOPY_CPU_LEAVES='socket' is not allowed; use numa, l3 or core");
   }
   {
     ScopedVariable v("CANOPY_STREAMING_STORES", "maybe");
-    CHECK(error_of([] { Runtime rt; }) == "CANOPY_STREAMING_STORES is 'maybe'; use on, off or auto");
+    CHECK(error_of([] { Runtime rt; }) == "CANOPY_STREAMING_STORES='maybe' is not allowed; use auto, on or off");
   }
   {
     ScopedVariable v("CANOPY_CONFIG", "/nonexistent/site.conf");
@@ -155,12 +140,10 @@ TEST_CASE("error messages: environment variables name the variable, its value an
   }
   {
     ScopedVariable v("CANOPY_POLICY", "percentage:[60,30]");
-    Runtime rt;
-    use_tree(rt, two_leaf_tree());
-    auto x = rt.array<std::int64_t>(10, at("numa0") | named("counts"));
-    CHECK(error_of([&] { rt.region(increment()).over(10).policy("runtime").launch(x); }) ==
-          "CANOPY_POLICY: invalid policy \"percentage:[60,30]\" at character 12: the percentages sum to 90, not 100; "
-          "make them sum to 100 (within 0.01)");
+    CHECK(error_of([] { Runtime rt; }) ==
+          "CANOPY_POLICY='percentage:[60,30]' is not allowed; use static, flatten, percentage:[...], range:[...], any "
+          "or adaptive (CANOPY_POLICY: invalid policy \"percentage:[60,30]\" at character 12: the percentages sum "
+          "to 90, not 100; make them sum to 100 (within 0.01))");
   }
   {
     ScopedVariable v("CANOPY_POLICY", nullptr);
@@ -310,9 +293,9 @@ TEST_CASE("error messages: a word CANOPY_DUMP does not know stops the Runtime fr
   {
     EnvironmentFor typo("CANOPY_DUMP", "ir,opencl,asembly");
     CHECK(error_of([] { Runtime rt; }) ==
-          "CANOPY_DUMP='ir,opencl,asembly': 'asembly' is not something Canopy dumps; give a comma-separated list of "
-          "ir, llvm, asm, cost, program, opencl, cuda, spirv, or all");
+          "CANOPY_DUMP='ir,opencl,asembly' is not allowed; use a comma-separated list of ir, llvm, asm, cost, "
+          "program, opencl, cuda, spirv, or all ('asembly' is none of them)");
   }
   EnvironmentFor every_kind("CANOPY_DUMP", "ir,llvm,asm,cost,program,opencl,cuda,spirv,all,");
-  CHECK_NOTHROW(check_dump_setting());
+  CHECK_NOTHROW(Settings::from_environment());
 }

@@ -1,0 +1,153 @@
+// Engine::State: what the engine holds, shared by the files that each do one
+// part of its work (the walk of one launch is in docs/DESIGN.md):
+//
+//   runtime/engine.cpp              making the engine, arrays, the tree, pauses, copies
+//   runtime/submit.cpp              the submit pipeline: check, place, split, queue
+//   runtime/internal/leaves.cpp     the leaf workers and the devices behind them
+//   runtime/internal/piece_run.cpp  running one piece: arrays current, run, record writes, recover
+//   runtime/internal/kernel_cache.* compiling a kernel once per engine and device
+//   runtime/internal/statistics.*   what stats() reports
+//
+// Locks, in the order they may be taken: tree_mutex (shared by launches,
+// exclusive to reconfigure), order_mutex, then the short ones (flight,
+// policies, arrays, fallbacks, and those inside KernelCache and StatsBook).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <canopy/ir/settings.hpp>
+
+#include "../adaptive.hpp"
+#include "../engine.hpp"
+#include "../machine_model.hpp"
+#include "../policy.hpp"
+#include "device_copies.hpp"
+#include "kernel_cache.hpp"
+#include "leaf_worker.hpp"
+#include "recovery.hpp"
+#include "region_run.hpp"
+#include "split_writes.hpp"
+#include "statistics.hpp"
+
+namespace canopy::runtime {
+
+struct Engine::State {
+  NodeInventory inventory;
+  /// The devices the backends found, by id ("opencl:0"), and where each keeps
+  /// its copies of arrays (coherence places: 0 is the host copy).
+  std::map<std::string, std::shared_ptr<backends::Device>> devices;
+  std::map<std::string, int> places;
+  std::shared_ptr<TransferTotals> totals = std::make_shared<TransferTotals>();
+
+  mutable std::shared_mutex tree_mutex;  // shared: submit; exclusive: reconfigure
+  Hierarchy tree;
+  std::unordered_map<std::string, std::unique_ptr<LeafWorker>> workers;  // guarded by tree_mutex
+
+  RecoveryLog recoveries;
+  /// CANOPY_CHECK=bounds: kernels are compiled with bounds checks (read once).
+  KernelCache kernels{bounds_checks_from_environment(), recoveries};
+  /// CANOPY_POLICY: the policy of regions launched with policy "runtime" (read once).
+  const std::string runtime_policy = settings().policy;
+  /// CANOPY_SPLIT_WRITES: how regions whose pieces may write one element split (read once).
+  const SplitWriteChoice split_write_choice = split_write_choice_from_environment();
+  StatsBook book;
+
+  std::mutex policies_mutex;
+  std::unordered_map<std::string, Policy> policies;
+
+  std::mutex arrays_mutex;
+  std::vector<std::weak_ptr<ArrayStorage>> arrays;
+
+  std::mutex flight_mutex;
+  /// Regions (and copies) not yet waited for by pause(), with the record of
+  /// where their pieces run (null for a copy: it may touch any leaf).
+  struct InFlight {
+    CompletionPtr completion;
+    std::shared_ptr<RegionStats> record;
+  };
+  std::vector<InFlight> in_flight;
+
+  // Held from a region's (or copy's) first add_use to its last push: queues
+  // then hold work in the order its dependencies were recorded, so a piece
+  // never waits for one queued behind it (two threads launching on a shared
+  // array could otherwise deadlock two leaves).
+  std::mutex order_mutex;
+
+  /// The adaptive and any policies' model, learned splits and history; the
+  /// model comes from model_source the first time one of them is used.
+  AdaptivePlacement adaptive;
+  std::function<MachineModel()> model_source;
+  std::once_flag model_once;
+
+  // The leaves a failed piece of a region at a location may run on instead,
+  // per location, until the workers change.
+  std::mutex fallbacks_mutex;
+  std::unordered_map<std::string, std::shared_ptr<const std::vector<Executor>>> fallbacks_known;
+
+  // --- engine.cpp
+  /// Gets the machine model from model_source once (before the tree lock: a
+  /// calibration launches regions), leaving its regions out of stats().
+  void ensure_model();
+  Policy policy_named(const std::string& text);
+  void register_array(const std::shared_ptr<ArrayStorage>& array);
+  std::vector<std::shared_ptr<ArrayStorage>> live_arrays();
+  std::string location_of_new_array(const MemoryTraits& traits);
+  /// Keeps `completion` for pause() (with where its pieces run, for pause(location)).
+  void track(const CompletionPtr& completion, std::shared_ptr<RegionStats> record = nullptr);
+
+  // --- internal/leaves.cpp
+  /// Adds what one backend found, leaving out devices another backend already drives.
+  void add_backend(backends::BackendDevices discovered);
+  /// The device a leaf runs on, or null when this node has none for it.
+  std::shared_ptr<backends::Device> device_of(const Location& leaf) const;
+  /// True when `worker` no longer matches `leaf` (gone, other cores, other device).
+  bool stale(const LeafWorker& worker, const Location* leaf) const;
+  /// Workers for exactly the tree's executing leaves (tree_mutex held
+  /// exclusively, after draining the stale ones).
+  void sync_workers();
+  /// Device copies made for `place` go back to the host and are freed.
+  void release_place(int place);
+  /// Where a failed piece of a region at `at` may run instead (tree_mutex held).
+  std::shared_ptr<const std::vector<Executor>> fallbacks_below(const Location& at);
+
+  // --- internal/piece_run.cpp
+  /// What a piece writes, per parameter: the elements it may write, and for
+  /// an array in Changed mode at a device, the twin of its copy of them.
+  struct PieceWrites {
+    std::vector<IntervalSet> written;
+    std::vector<std::optional<Bytes>> twins;
+  };
+  PieceWrites prepare_arrays(const RegionRun& run, const backends::Range& range, const Executor& worker);
+  void record_writes(const RegionRun& run, const PieceWrites& piece, const Executor& worker);
+  /// Runs piece `piece` (on its leaf, or where it moved), records its time,
+  /// and finishes the region when it is the last.
+  void run_piece(const std::shared_ptr<RegionRun>& run, std::size_t piece, const backends::Range& range,
+                 const Executor& leaf);
+  std::vector<backends::ReductionValue> launch_piece(RegionRun& run, const backends::Program& program,
+                                                     const backends::Range& range, const Executor& worker);
+  bool recover_piece(RegionRun& run, std::size_t piece, const backends::Range& range, const Executor& failed,
+                     std::exception_ptr error);
+  std::shared_ptr<backends::Program> program_for_piece(RegionRun& run, std::size_t piece, const LeafWorker& worker);
+
+  // --- submit.cpp
+  const Location& region_location(const RegionRequest& request, const ir::Kernel& kernel);
+  std::vector<Piece> choose_pieces(RegionRun& run, const RegionRequest& request, const Policy& policy,
+                                   const Location& at);
+  void plan_writes(RegionRun& run, const RegionRequest& request, std::vector<Piece>& pieces);
+  void record_uses(RegionRun& run, RegionRequest& request, const Policy& policy, const Location& at,
+                   const std::vector<Piece>& pieces);
+  void dispatch(const std::shared_ptr<RegionRun>& run, const std::vector<Piece>& pieces, const Shape& range,
+                std::unique_lock<std::mutex>& order_lock);
+
+ private:
+  std::vector<Executor> find_fallbacks(const Location& at) const;
+};
+
+}  // namespace canopy::runtime

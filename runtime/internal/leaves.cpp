@@ -1,0 +1,90 @@
+// The leaf workers and the devices behind them: which devices the engine
+// uses, one worker (a thread and its queue) per executing leaf of the tree,
+// kept in step with the tree when it changes, and the leaves a failed piece
+// may run on instead.
+#include "engine_state.hpp"
+
+namespace canopy::runtime {
+
+void Engine::State::add_backend(backends::BackendDevices discovered) {
+  std::vector<backends::DeviceInfo> known;
+  for (const auto& [id, device] : devices) known.push_back(device->info());
+  const auto found = without_duplicates(std::move(discovered), known);
+  add_backend_devices(inventory, found);
+  for (const auto& device : found.devices) {
+    devices[device->info().id] = device;
+    if (!device->info().host_memory) places.emplace(device->info().id, static_cast<int>(places.size()) + 1);
+  }
+}
+
+std::shared_ptr<backends::Device> Engine::State::device_of(const Location& leaf) const {
+  auto it = devices.find(leaf.traits().device);
+  return it == devices.end() ? nullptr : it->second;
+}
+
+bool Engine::State::stale(const LeafWorker& worker, const Location* leaf) const {
+  if (!leaf || !leaf->executes()) return true;
+  if (leaf->kind() == LocationKind::Cpu)
+    return worker.place() != Coherence::kHost || leaf->traits().pus != worker.pus();
+  return worker.device() != device_of(*leaf);
+}
+
+void Engine::State::sync_workers() {
+  {
+    std::lock_guard lock(fallbacks_mutex);
+    fallbacks_known.clear();
+  }
+  std::vector<std::string> gone;
+  for (auto& [name, worker] : workers)
+    if (stale(*worker, tree.find(name))) gone.push_back(name);
+  for (auto& name : gone) workers.erase(name);
+  if (!tree.root()) return;
+  for (auto* leaf : tree.leaves(*tree.root())) {
+    if (workers.count(leaf->name())) continue;
+    if (leaf->kind() == LocationKind::Cpu) {
+      workers.emplace(leaf->name(), std::make_unique<LeafWorker>(leaf->name(), leaf->traits().pus));
+    } else if (auto device = device_of(*leaf)) {
+      workers.emplace(leaf->name(), std::make_unique<LeafWorker>(leaf->name(), device, places.at(device->info().id)));
+    }
+  }
+}
+
+// Each array's copies go back after the regions in flight that use it: one
+// running on a leaf that stays may be writing host elements that the
+// directory still calls current only at `place` (a piece records its writes
+// when it ends), and the flush would land on them.
+void Engine::State::release_place(int place) {
+  for (auto& array : live_arrays()) {
+    array->wait_idle();
+    auto& copies = array->copies();
+    std::lock_guard lock(copies.mutex);
+    copies.release(place);
+  }
+}
+
+// Those below `at`, then every CPU leaf; kept per location until the workers
+// change, so a launch pays a lookup only.
+std::shared_ptr<const std::vector<Executor>> Engine::State::fallbacks_below(const Location& at) {
+  std::lock_guard lock(fallbacks_mutex);
+  auto& known = fallbacks_known[at.name()];
+  if (!known) known = std::make_shared<const std::vector<Executor>>(find_fallbacks(at));
+  return known;
+}
+
+std::vector<Executor> Engine::State::find_fallbacks(const Location& at) const {
+  std::vector<Executor> found;
+  auto add = [&](const Location* leaf) {
+    auto it = workers.find(leaf->name());
+    if (it == workers.end()) return;
+    for (const auto& e : found)
+      if (e.name() == leaf->name()) return;
+    found.emplace_back(*it->second);
+  };
+  for (const auto* leaf : tree.leaves(at)) add(leaf);
+  if (tree.root())
+    for (const auto* leaf : tree.leaves(*tree.root()))
+      if (leaf->kind() == LocationKind::Cpu) add(leaf);
+  return found;
+}
+
+}  // namespace canopy::runtime

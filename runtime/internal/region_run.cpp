@@ -1,0 +1,79 @@
+#include "region_run.hpp"
+
+#include "../coherence.hpp"
+#include "device_copies.hpp"
+
+namespace canopy::runtime {
+
+namespace {
+
+// The reductions of a finished region: each piece's partials combined in piece order.
+void combine_partials(RegionRun& run) {
+  const auto& kernel = *run.kernel->optimized;
+  std::vector<const ir::Param*> reductions;
+  for (const auto& p : kernel.params)
+    if (p.is_reduction()) reductions.push_back(&p);
+  run.results->clear();
+  for (std::size_t r = 0; r < reductions.size(); ++r) {
+    auto total = backends::identity_value(reductions[r]->reduce, reductions[r]->type);
+    for (const auto& piece : run.partials)
+      if (r < piece.size()) total = backends::combine(reductions[r]->reduce, total, piece[r]);
+    run.results->push_back(total);
+  }
+}
+
+// The private copies of the arrays the region's device pieces added into,
+// summed into the host copies now that every piece is done.
+void combine_added_arrays(RegionRun& run) {
+  for (std::size_t p = 0; p < run.args.size(); ++p) {
+    if (run.writes.mode(p) != WriteMode::Added) continue;
+    auto& copies = std::get<std::shared_ptr<ArrayStorage>>(run.args[p])->copies();
+    std::lock_guard lock(copies.mutex);
+    copies.combine_merges();
+  }
+}
+
+}  // namespace
+
+std::vector<backends::KernelArg> kernel_args(const std::vector<ArgRef>& refs, const Executor& worker) {
+  std::vector<backends::KernelArg> args;
+  args.reserve(refs.size());
+  for (const auto& ref : refs) {
+    if (auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&ref)) {
+      backends::ArrayArg array;
+      if (worker.place() == Coherence::kHost) {
+        array.data = (*storage)->host_data();
+      } else {
+        auto& copies = (*storage)->copies();
+        std::lock_guard lock(copies.mutex);
+        array.data = copies.buffer(worker.place(), worker.device()).handle;
+      }
+      array.extents = (*storage)->shape().extents();
+      args.emplace_back(array);
+    } else if (auto* scalar = std::get_if<backends::ScalarArg>(&ref)) {
+      args.emplace_back(*scalar);
+    } else {
+      args.emplace_back(backends::ReductionArg{});
+    }
+  }
+  return args;
+}
+
+void finish_region(RegionRun& run) {
+  combine_partials(run);
+  std::exception_ptr error;
+  {
+    std::lock_guard lock(run.error_mutex);
+    try {
+      combine_added_arrays(run);
+    } catch (...) {
+      if (!run.error) run.error = std::current_exception();
+    }
+    error = run.error;
+  }
+  for (auto& array : run.per_region_arrays) array->release_contents();
+  if (run.adaptive && !error) run.adaptive->finished(*run.record);
+  run.completion->finish(error);
+}
+
+}  // namespace canopy::runtime

@@ -1,0 +1,72 @@
+// A region between Engine::submit and the end of its last piece: what every
+// piece shares (the compiled kernel, the arguments, the dependencies, how
+// the pieces write each array) and what they leave behind (partial
+// reductions, the first error). The piece that finishes last calls
+// finish_region, which combines the reductions and the private copies, frees
+// the per-region arrays, tells the adaptive policy how long the pieces took
+// and completes the region.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include <canopy/backends/device.hpp>
+#include <canopy/backends/launch.hpp>
+
+#include "../adaptive.hpp"
+#include "../array.hpp"
+#include "../completion.hpp"
+#include "../engine.hpp"
+#include "../stats.hpp"
+#include "kernel_cache.hpp"
+#include "recovery.hpp"
+#include "split_writes.hpp"
+
+namespace canopy::runtime {
+
+struct RegionRun {
+  std::shared_ptr<const CompiledKernel> kernel;
+  std::vector<std::shared_ptr<backends::Program>> programs;  // per piece, for its leaf's device
+  std::vector<ArgRef> args;
+  std::vector<CompletionPtr> deps;
+  std::vector<std::vector<backends::ReductionValue>> partials;  // per piece
+  std::atomic<int> pieces_left{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  CompletionPtr completion = std::make_shared<Completion>();
+  std::shared_ptr<std::vector<backends::ReductionValue>> results =
+      std::make_shared<std::vector<backends::ReductionValue>>();
+  std::shared_ptr<RegionStats> record;
+  std::vector<std::shared_ptr<ArrayStorage>> per_region_arrays;
+  /// Where a piece may run again when its leaf fails: the leaves below the
+  /// region's location, then the CPU leaves (the host).
+  std::shared_ptr<const std::vector<Executor>> fallbacks;
+  /// Pieces whose leaf could not compile the kernel run on another leaf's device.
+  std::vector<std::optional<Executor>> moved;
+  std::shared_ptr<const AdaptivePlan> adaptive;  ///< adaptive and any launches: learns from the pieces' times
+  /// How pieces in different memories write each array (split_writes.hpp).
+  SplitWritePlan writes;
+  /// When the pieces were queued: each piece's finishing time counts from here.
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
+
+  /// Keeps the first error of any piece (later ones are dropped).
+  void fail(std::exception_ptr e) {
+    std::lock_guard lock(error_mutex);
+    if (!error) error = std::move(e);
+  }
+};
+
+/// The arguments as `worker`'s device sees them: its copy of each array (the
+/// host copy for CPU leaves).
+std::vector<backends::KernelArg> kernel_args(const std::vector<ArgRef>& refs, const Executor& worker);
+
+/// After the last piece: reductions and private copies combined, the region completed.
+void finish_region(RegionRun& run);
+
+}  // namespace canopy::runtime

@@ -1,0 +1,262 @@
+// The submit pipeline: what Engine::submit does with a region, in order.
+//   1. check the request against the kernel (ranks, extents, arguments);
+//   2. compile the kernel (once, internal/kernel_cache.hpp) and refuse a
+//      launch whose range takes a sure access outside its array;
+//   3. find where it runs (its location, or the Most Common Descendant of
+//      its arrays') and split its range over the leaves below by its policy;
+//   4. plan how pieces in different memories write each array, and compile
+//      every piece's program, so that a device that cannot fails the launch;
+//   5. record its uses of each array (its dependencies) and statistics;
+//   6. run a small piece on an idle CPU leaf inline, else queue the pieces.
+// Steps 1 to 4 may throw and leave nothing behind; from step 5 on, later
+// regions depend on this one and nothing may throw.
+#include <algorithm>
+#include <canopy/ir/settings.hpp>
+#include <cstdlib>
+
+#include "internal/engine_state.hpp"
+#include "launch_bounds.hpp"
+#include "mcd.hpp"
+
+namespace canopy::runtime {
+
+namespace {
+
+void check_shape(const ir::Kernel& kernel, const Shape& range) {
+  if (range.rank() != kernel.dims)
+    throw Error("kernel '" + kernel.name + "' has " + std::to_string(kernel.dims) +
+                " index dimension(s) but the region is over " + std::to_string(range.rank()) + " (" +
+                range.to_string() + "); give over() " + std::to_string(kernel.dims) + " extent(s)");
+  for (int d = 0; d < range.rank(); ++d)
+    if (range[d] < 0)
+      throw Error("kernel '" + kernel.name + "': the region's extents cannot be negative (" + range.to_string() +
+                  "); give over() extents of 0 or more");
+}
+
+void check_arguments(const ir::Kernel& kernel, const std::vector<ArgRef>& args) {
+  if (args.size() != kernel.params.size()) {
+    std::string names;
+    for (const auto& param : kernel.params) names += (names.empty() ? "" : ", ") + param.name;
+    throw Error("kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) + " arguments, " +
+                std::to_string(args.size()) + " were given; pass one per parameter (" + names + ")");
+  }
+  for (std::size_t p = 0; p < kernel.params.size(); ++p) {
+    const auto& param = kernel.params[p];
+    auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&args[p]);
+    if (param.is_array() != (storage != nullptr) ||
+        (storage && ((*storage)->type() != param.type || (*storage)->shape().rank() != param.rank))) {
+      const std::string given = storage ? (*storage)->describe() : "a value";
+      const std::string wanted = param.is_array() ? "an array of " + std::string(ir::name_of(param.type)) + " with " +
+                                                        std::to_string(param.rank) + " dimension(s)"
+                                                  : "a value of type " + std::string(ir::name_of(param.type));
+      throw Error("kernel '" + kernel.name + "': argument " + std::to_string(p) + " (" + given +
+                  ") does not match parameter '" + param.name + "'; pass " + wanted);
+    }
+    if (storage && param.writes() && (*storage)->traits().read_only)
+      throw Error("kernel '" + kernel.name + "' writes parameter '" + param.name + "' but " + (*storage)->describe() +
+                  " is read-only; pass a writable array");
+  }
+}
+
+// The location `levels` above `at` (the root when the tree is not that deep).
+const Location& ancestor(const Location& at, int levels) {
+  const Location* l = &at;
+  for (int i = 0; i < levels && l->parent(); ++i) l = l->parent();
+  return *l;
+}
+
+backends::Range range_of(const Piece& piece, const Shape& region) {
+  backends::Range range;
+  range.dims = region.rank();
+  range.begin[0] = piece.begin;
+  range.end[0] = piece.end;
+  for (int d = 1; d < range.dims; ++d) range.end[static_cast<std::size_t>(d)] = region[d];
+  return range;
+}
+
+}  // namespace
+
+RegionHandle Engine::submit(RegionRequest request) {
+  const auto& kernel = *request.kernel;
+  check_shape(kernel, request.range);
+  check_arguments(kernel, request.args);
+  const std::string policy_text = request.policy.empty() ? "static" : request.policy;
+  const Policy policy = resolve_runtime_policy(state_->policy_named(policy_text), state_->runtime_policy.c_str());
+
+  auto run = std::make_shared<RegionRun>();
+  run->kernel = state_->kernels.compiled(request.kernel);
+  check_launch_bounds(kernel, run->kernel->sure_accesses, request.range, request.args);
+  if (policy.kind == Policy::Kind::Adaptive || policy.kind == Policy::Kind::Any) state_->ensure_model();
+
+  std::shared_lock tree_lock(state_->tree_mutex);
+  const Location& at = state_->region_location(request, kernel);
+  const std::vector<Piece> pieces = state_->choose_pieces(*run, request, policy, at);
+
+  std::unique_lock order_lock(state_->order_mutex);
+  state_->record_uses(*run, request, policy, at, pieces);
+  RegionHandle handle{run->completion, run->results};
+  if (pieces.empty())
+    finish_region(*run);
+  else
+    state_->dispatch(run, pieces, run->record->range, order_lock);
+  return handle;
+}
+
+// Its explicit location, else the Most Common Descendant of its placed
+// arrays' locations (the root when it has none).
+const Location& Engine::State::region_location(const RegionRequest& request, const ir::Kernel& kernel) {
+  std::vector<const Location*> locations;
+  std::vector<std::string> labels;
+  for (std::size_t p = 0; p < request.args.size(); ++p) {
+    auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
+    if (!storage || (*storage)->traits().distance) continue;
+    const auto name = (*storage)->location();
+    auto* location = tree.find(name);
+    if (!location) location = tree.root();
+    locations.push_back(location);
+    labels.push_back("argument '" + kernel.params[p].name + "', " + (*storage)->describe() + ",");
+  }
+  if (!request.location.empty()) {
+    auto* found = tree.find(request.location);
+    if (!found) {
+      try {
+        tree.at(request.location);
+      } catch (const Error& e) {
+        throw Error("region of kernel '" + kernel.name + "': " + e.what());
+      }
+    }
+    const auto& at = *found;
+    for (std::size_t i = 0; i < locations.size(); ++i)
+      if (!Hierarchy::is_above_or_same(*locations[i], at))
+        throw Error("region of kernel '" + kernel.name + "' at '" + at.name() + "': " + labels[i] +
+                    " is not visible there; memory is visible at its location and below it; move the array or "
+                    "run the region below '" +
+                    locations[i]->name() + "'");
+    return at;
+  }
+  if (locations.empty()) return *tree.root();
+  if (auto* mcd = most_common_descendant(locations)) return *mcd;
+  throw Error("region of kernel '" + kernel.name + "': " + explain_no_common_descendant(locations, labels));
+}
+
+// The pieces of the region at `at` by its policy, with how they write each
+// array and every piece's program (compiled now, on this thread, so that a
+// kernel a device cannot build fails the launch, naming the device).
+std::vector<Piece> Engine::State::choose_pieces(RegionRun& run, const RegionRequest& request, const Policy& policy,
+                                                const Location& at) {
+  const auto& kernel = *request.kernel;
+  SplitContext context;
+  context.idle = [&](const Location& leaf) {
+    auto it = workers.find(leaf.name());
+    return it != workers.end() && it->second->idle();
+  };
+  context.load = [&](const Location& leaf) {
+    auto it = workers.find(leaf.name());
+    return it == workers.end() ? 1e300 : double(it->second->outstanding());
+  };
+  if (policy.kind == Policy::Kind::Adaptive)
+    context.shares = [&](const std::vector<const Location*>& leaves) {
+      run.adaptive = adaptive.plan(run.kernel->adaptive, at, leaves, request.range);
+      return run.adaptive->shares;
+    };
+  if (policy.kind == Policy::Kind::Any)
+    context.predicted_seconds = [&](const Location& leaf) {
+      return adaptive.predict_seconds(run.kernel->adaptive, leaf, request.range);
+    };
+  std::vector<Piece> pieces;
+  try {
+    pieces = split(at, policy, 0, request.range[0], context);
+  } catch (const Error& e) {
+    throw Error("region of kernel '" + kernel.name + "': " + e.what());
+  }
+  if (policy.kind == Policy::Kind::Any && pieces.size() == 1)
+    run.adaptive = adaptive.plan_any(run.kernel->adaptive, *pieces.front().leaf, request.range);
+  plan_writes(run, request, pieces);
+  run.fallbacks = fallbacks_below(at);
+  for (auto& piece : pieces) {
+    auto worker = workers.find(piece.leaf->name());
+    if (worker == workers.end())
+      throw Error("region of kernel '" + kernel.name + "': leaf '" + piece.leaf->name() + "' (" +
+                  std::string(name_of(piece.leaf->kind())) + ") has no device this build can run on");
+    run.programs.push_back(program_for_piece(run, run.programs.size(), *worker->second));
+  }
+  return pieces;
+}
+
+// How the pieces write each array when they run in different memories
+// (split_writes.hpp); a region that cannot be split over memories keeps only
+// its pieces in one memory, and stats() says why, once per reason.
+void Engine::State::plan_writes(RegionRun& run, const RegionRequest& request, std::vector<Piece>& pieces) {
+  if (pieces.size() < 2) return;  // one piece writes in one memory
+  std::vector<PlacedPiece> placed;
+  std::vector<int> piece_places;
+  for (const auto& piece : pieces) {
+    auto worker = workers.find(piece.leaf->name());
+    piece_places.push_back(worker == workers.end() ? 0 : worker->second->place());
+    placed.push_back({piece_places.back(), piece.begin, piece.end});
+  }
+  run.writes = plan_split_writes(*run.kernel->optimized, run.kernel->footprint, run.kernel->ops_per_point, request.args,
+                                 request.range, placed, split_write_choice);
+  if (run.writes.one_memory) {
+    pieces = on_one_memory(pieces, piece_places, request.range[0]);
+    run.adaptive = nullptr;  // its shares were for the pieces it planned
+  }
+  book.split_planned(run.writes);
+}
+
+// The region's record, its per-distance arrays placed, its uses of each array
+// added (which makes it depend on earlier users), and it kept for pause().
+void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Policy& policy, const Location& at,
+                                const std::vector<Piece>& pieces) {
+  const auto& kernel = *request.kernel;
+  run.record = std::make_shared<RegionStats>();
+  run.record->kernel = kernel.name;
+  run.record->location = at.name();
+  run.record->policy = policy.text();
+  run.record->range = request.range;
+  for (std::size_t p = 0; p < kernel.params.size(); ++p) {
+    auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
+    if (!storage) continue;
+    const auto& traits = (*storage)->traits();
+    if (traits.distance) (*storage)->set_location(ancestor(at, *traits.distance).name());
+    // A region without pieces touches no array and finishes at once, before
+    // the regions it would follow: recorded as a user, it would stand in for
+    // them and let later regions skip the wait (and free per-region memory
+    // still in use).
+    if (pieces.empty()) continue;
+    if (traits.lifetime == Lifetime::PerRegion) run.per_region_arrays.push_back(*storage);
+    auto deps = (*storage)->add_use(run.completion, kernel.params[p].reads(), kernel.params[p].writes());
+    run.deps.insert(run.deps.end(), deps.begin(), deps.end());
+  }
+  run.args = std::move(request.args);
+  run.partials.resize(pieces.size());
+  run.pieces_left.store(static_cast<int>(pieces.size()));
+  for (auto& piece : pieces) run.record->pieces.push_back({piece.leaf->name(), piece.begin, piece.end, 0.0});
+  if (run.adaptive) run.adaptive->annotate(*run.record);
+  run.submitted = std::chrono::steady_clock::now();
+  book.remember(run.record);
+  track(run.completion, run.record);
+}
+
+// A small region for an idle leaf runs here and now: handing it to the
+// worker would cost more than the work. Order is kept, since the leaf has
+// nothing queued before it and later launches start after this one returns.
+void Engine::State::dispatch(const std::shared_ptr<RegionRun>& run, const std::vector<Piece>& pieces,
+                             const Shape& range, std::unique_lock<std::mutex>& order_lock) {
+  auto& first = *workers.at(pieces.front().leaf->name());
+  const auto first_range = range_of(pieces.front(), range);
+  if (pieces.size() == 1 && first.place() == Coherence::kHost && !run->kernel->has_loops && first.idle() &&
+      run->moved.empty() && first_range.points() < run->programs.front()->inline_points() &&
+      std::all_of(run->deps.begin(), run->deps.end(), [](const CompletionPtr& d) { return d->done(); })) {
+    order_lock.unlock();
+    run_piece(run, 0, first_range, first);
+    return;
+  }
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    workers.at(pieces[i].leaf->name())
+        ->push([state = this, run, i, piece = range_of(pieces[i], range)](LeafWorker& worker) {
+          state->run_piece(run, i, piece, worker);
+        });
+}
+
+}  // namespace canopy::runtime
