@@ -92,7 +92,7 @@ TEST_CASE("opencl golden: sum reduction, chunked (CPU devices) and strided (GPUs
   check_golden("sum_strided.cl", strided.text);
 }
 
-TEST_CASE("opencl golden: the golden sources build and compute on the device") {
+TEST_CASE("opencl golden: the golden sources build and compute on the device" * doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   battery::Random random(4141);
   // The triad and the stencil, through the golden files' own text.

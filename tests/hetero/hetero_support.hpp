@@ -17,6 +17,7 @@
 
 #include <canopy/canopy.hpp>
 
+#include "common/skip.hpp"
 #include "runtime/engine_trees.hpp"
 
 namespace canopy::hetero_tests {
@@ -35,26 +36,21 @@ inline std::vector<std::string> leaves_of_kind(const Hierarchy& tree, LocationKi
   return names;
 }
 
-/// True when `tree` has every leaf of `names`; otherwise a MESSAGE says which
-/// is missing and why this test passes without running. Where OpenCL must be
-/// present (CANOPY_TEST_REQUIRE_OPENCL=1, which CI sets: it installs PoCL), a
-/// missing OpenCL leaf fails the test instead of skipping it.
+/// True when `tree` has every leaf of `names`; otherwise the test is skipped,
+/// saying which leaf is missing (tests/common/skip.hpp), and the caller
+/// returns. Where OpenCL must be present (CANOPY_TEST_REQUIRE_OPENCL=1, which
+/// CI sets: it installs PoCL), a missing OpenCL leaf fails the test instead.
 inline bool has_leaves(const Hierarchy& tree, const std::vector<std::string>& names) {
   for (const auto& name : names) {
     const Location* found = tree.find(name);
     if (found && found->executes()) continue;
     const bool opencl = name.rfind("opencl", 0) == 0;
-    const char* require = std::getenv("CANOPY_TEST_REQUIRE_OPENCL");
-    if (opencl && require && std::string(require) == "1")
-      FAIL_CHECK("no leaf '" << name << "', but CANOPY_TEST_REQUIRE_OPENCL=1 says OpenCL must be here; the tree is:\n"
-                             << tree.to_text());
-    MESSAGE("skipped: this node has no leaf '"
-            << name << "'"
-            << (opencl ? " (no OpenCL device found; the test expects CANOPY_DEVICES=cpu,opencl and "
-                         "POCL_DEVICES=\"pthread pthread\" with PoCL installed)"
-                       : "")
-            << "; the tree is:\n"
-            << tree.to_text());
+    canopy_test::skip("this node has no leaf '" + name + "'" +
+                          (opencl ? " (no OpenCL device found; the test expects CANOPY_DEVICES=cpu,opencl and "
+                                    "POCL_DEVICES=\"pthread pthread\" with PoCL installed)"
+                                  : "") +
+                          "; the tree is:\n" + tree.to_text(),
+                      opencl ? canopy_test::Needs::OpenCL : canopy_test::Needs::Other);
     return false;
   }
   return true;
