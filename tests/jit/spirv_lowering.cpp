@@ -62,7 +62,7 @@ std::string read_file(const std::filesystem::path& path) {
 /// Compares `text` with golden file `name` under tests/jit/golden/ (or
 /// rewrites it when CANOPY_UPDATE_GOLDEN=1).
 void check_golden(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::path(__FILE__).parent_path() / "golden" / name;
+  const auto path = std::filesystem::path(CANOPY_TEST_SOURCE_DIR) / "jit" / "golden" / name;
   if (const char* update = std::getenv("CANOPY_UPDATE_GOLDEN"); update && std::string(update) == "1") {
     std::filesystem::create_directories(path.parent_path());
     std::ofstream(path, std::ios::binary) << text;
