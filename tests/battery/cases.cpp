@@ -65,7 +65,7 @@ HostArray shaped(const std::vector<V>& values, std::array<i64, 3> extents, int r
   return HostArray::of<T>(values, extents, rank);
 }
 
-// ---- operators (battery_ops.cpp) -------------------------------------------
+// ---- operators on every type they apply to ----------------------------------
 
 template <class T>
 void add_arithmetic(CaseList& list) {
@@ -221,7 +221,7 @@ void add_operators(CaseList& list) {
            [](const Results& got) { CHECK(values_of<i64>(got.arrays[3])[kPoints - 1] == (kPoints - 1) * 3 - 2); });
 }
 
-// ---- conversions and math (battery_math.cpp) ---------------------------------
+// ---- conversions and math functions -----------------------------------------
 
 template <class F>
 std::vector<F> near_integer_limits() {
@@ -374,7 +374,7 @@ void add_conversions_and_math(CaseList& list) {
            });
 }
 
-// ---- control flow (battery_control.cpp) ---------------------------------------
+// ---- control flow, loops and scalar parameters ------------------------------
 
 void add_control_flow(CaseList& list) {
   using namespace canopy;
@@ -603,7 +603,7 @@ void add_control_flow(CaseList& list) {
              });
 }
 
-// ---- reductions and atomics (battery_reduce.cpp) ------------------------------
+// ---- reductions and atomic adds ---------------------------------------------
 
 template <class T>
 void add_reductions(CaseList& list) {
@@ -820,7 +820,7 @@ void add_reductions_and_atomics(CaseList& list) {
   }
 }
 
-// ---- shapes (battery_shapes.cpp) -------------------------------------------
+// ---- 1-D, 2-D and 3-D index spaces, access patterns and pieces --------------
 
 void add_shapes(CaseList& list) {
   using namespace canopy;
