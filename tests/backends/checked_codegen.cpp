@@ -71,12 +71,10 @@ TEST_CASE("checked codegen: the CUDA C of bounds-checked kernels compiles with N
 
 TEST_CASE("checked codegen: the SPIR-V of bounds-checked kernels passes spirv-val") {
   if (!jit::spirv_available()) {
-    MESSAGE("skipped: " << jit::spirv_unavailable_reason());
-    return;
+    CANOPY_TEST_SKIP(Other, jit::spirv_unavailable_reason());
   }
   if (!level_zero_test::have_tool("spirv-val")) {
-    MESSAGE("skipped: spirv-val is not installed (Debian package spirv-tools)");
-    return;
+    CANOPY_TEST_SKIP(Other, "spirv-val is not installed (Debian package spirv-tools)");
   }
   for (const auto& kernel : checked_kernels()) {
     const jit::SpirvKernel spirv = jit::spirv_of(kernel);

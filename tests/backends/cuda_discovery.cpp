@@ -35,8 +35,7 @@ bool driver_present() { return backends::cuda::load_driver("libcuda.so.1").api !
 
 TEST_CASE("cuda discovery: without the driver library there are no devices, and the reason names libcuda.so.1") {
   if (driver_present()) {
-    MESSAGE("skipped: this machine has a CUDA driver (libcuda.so.1 loads)");
-    return;
+    CANOPY_TEST_SKIP(Other, "this machine has a CUDA driver (libcuda.so.1 loads)");
   }
   ScopedEnvironment no_override("CANOPY_LIBCUDA", "");
   const std::string reason = absent_reason();
@@ -109,12 +108,11 @@ TEST_CASE("cuda discovery: the NVRTC search covers the usual names and the toolk
 TEST_CASE("cuda discovery: the toolkit's stub libcuda loads, but cuInit fails and is named") {
   const char* stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
   if (!std::filesystem::exists(stub)) {
-    MESSAGE("skipped: no stub library at " << stub);
-    return;
+    CANOPY_TEST_SKIP(Other, "no stub library at " << stub);
   }
   if (!nvrtc().api) {
-    MESSAGE("skipped: NVRTC is not available, so discovery stops before cuInit (" << nvrtc().absent_reason << ")");
-    return;
+    CANOPY_TEST_SKIP(Other,
+                     "NVRTC is not available, so discovery stops before cuInit (" << nvrtc().absent_reason << ")");
   }
   const auto& driver = backends::cuda::load_driver(stub);
   REQUIRE_MESSAGE(driver.api != nullptr, driver.absent_reason);
@@ -124,11 +122,10 @@ TEST_CASE("cuda discovery: the toolkit's stub libcuda loads, but cuInit fails an
   CHECK(contains(reason, "not a driver: install the NVIDIA driver"));
 }
 
-TEST_CASE("cuda discovery: a real device, where there is one, has sane traits") {
+TEST_CASE("cuda discovery: a real device, where there is one, has sane traits" * doctest::test_suite("cuda-device")) {
   const auto found = discover_cuda({"", "", "off"});
   if (found.devices.empty()) {
-    MESSAGE("skipped: no CUDA device (" << found.absent_reason << ")");
-    return;
+    CANOPY_TEST_SKIP(Other, "no CUDA device (" << found.absent_reason << ")");
   }
   CHECK(found.absent_reason.empty());
   int index = 0;

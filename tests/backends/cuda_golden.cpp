@@ -41,7 +41,7 @@ constexpr const char* kSum = R"(kernel $sum(in f64[1] x, sum f64 total) dims 1 {
 })";
 
 std::filesystem::path golden_path(const std::string& name) {
-  return std::filesystem::path(__FILE__).parent_path() / "golden" / name;
+  return std::filesystem::path(CANOPY_TEST_SOURCE_DIR) / "backends" / "golden" / name;
 }
 
 std::string read_file(const std::filesystem::path& path) {

@@ -1,9 +1,8 @@
 // Shared by the CUDA backend tests (tests/backends/cuda_*.cpp), which need
 // no GPU: NVRTC as the backend loads it (through its function table), the
 // toolkit's ptxas run as a subprocess to assemble the PTX NVRTC makes, and
-// small helpers. Where NVRTC or ptxas is missing (CI has no CUDA toolkit),
-// the tests that need them say why with a MESSAGE and pass without checking
-// anything.
+// small helpers. Where NVRTC is missing (CI has no CUDA toolkit), the tests
+// that need it are skipped, saying why (tests/common/skip.hpp).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -27,6 +26,8 @@
 #include <canopy/ir/error.hpp>
 #include "scoped_setting.hpp"
 
+#include "common/skip.hpp"
+
 namespace cuda_test {
 
 /// NVRTC as discovery loads it ($CANOPY_NVRTC or the usual names and places).
@@ -34,13 +35,12 @@ inline const canopy::backends::cuda::LoadedNvrtc& nvrtc() {
   return canopy::backends::cuda::load_nvrtc(canopy::backends::cuda::default_nvrtc_library());
 }
 
-/// Declares `name` as the NVRTC table, or ends the test with a message
-/// saying why there is none.
-#define NVRTC_OR_SKIP(name)                                                                  \
-  const auto* name = cuda_test::nvrtc().api.get();                                           \
-  if (!name) {                                                                               \
-    MESSAGE("skipped: NVRTC is not available (" << cuda_test::nvrtc().absent_reason << ")"); \
-    return;                                                                                  \
+/// Declares `name` as the NVRTC table, or skips the test saying why there is none.
+#define NVRTC_OR_SKIP(name)                                                                 \
+  const auto* name = cuda_test::nvrtc().api.get();                                          \
+  if (!name) {                                                                              \
+    canopy_test::skip("NVRTC is not available (" + cuda_test::nvrtc().absent_reason + ")"); \
+    return;                                                                                 \
   }
 
 /// The toolkit's ptxas: $CUDA_HOME/bin/ptxas, /usr/local/cuda/bin/ptxas, or

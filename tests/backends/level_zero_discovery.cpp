@@ -17,6 +17,8 @@
 #include <canopy/ir/parser.hpp>
 #include "scoped_setting.hpp"
 
+#include "common/skip.hpp"
+
 using namespace canopy;
 using namespace canopy::backends;
 using namespace canopy::backends::level_zero;
@@ -115,17 +117,22 @@ TEST_CASE("level zero: the loader without a driver gives no devices, no exceptio
     MESSAGE("Level Zero here: " << found.absent_reason);
   } else if (found.devices.empty()) {
     CHECK_FALSE(found.absent_reason.empty());
-  } else {
-    for (const auto& device : found.devices) {
-      CHECK(device->info().backend == "level_zero");
-      CHECK(device->info().compute_units > 0);
-      CHECK(contains(device->info().fingerprint, "level_zero|"));
-    }
+  }
+}
+
+TEST_CASE("level zero: a real device, where there is one, has sane traits" * doctest::test_suite("level-zero-device")) {
+  const BackendDevices found = discover_level_zero({"", "off"});
+  if (found.devices.empty()) CANOPY_TEST_SKIP(Other, "no Level Zero device (" << found.absent_reason << ")");
+  for (const auto& device : found.devices) {
+    CHECK(device->info().backend == "level_zero");
+    CHECK(device->info().compute_units > 0);
+    CHECK(contains(device->info().fingerprint, "level_zero|"));
   }
 }
 
 TEST_CASE("level zero: a missing loader or one without Level Zero's symbols is named in the reason") {
-  if (!jit::spirv_available()) return;  // the reason is then about SPIR-V (above)
+  // Without SPIR-V the reason is about SPIR-V (above).
+  if (!jit::spirv_available()) CANOPY_TEST_SKIP(Other, jit::spirv_unavailable_reason());
   BackendDevices missing;
   CHECK_NOTHROW(missing = discover_level_zero({"/nonexistent/libze_loader.so.1", "off"}));
   CHECK(missing.devices.empty());

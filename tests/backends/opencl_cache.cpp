@@ -48,7 +48,7 @@ double run_scale(backends::opencl::OpenCLDevice& device, const std::shared_ptr<c
 
 }  // namespace
 
-TEST_CASE("opencl cache: a kernel compiled twice gives one program") {
+TEST_CASE("opencl cache: a kernel compiled twice gives one program" * doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   const auto kernel = optimized(scale_kernel());
   const auto first = device->compile(kernel);
@@ -57,7 +57,8 @@ TEST_CASE("opencl cache: a kernel compiled twice gives one program") {
   CHECK(&first->kernel() == kernel.get());
 }
 
-TEST_CASE("opencl cache: a second device on the same cache directory loads the binary") {
+TEST_CASE("opencl cache: a second device on the same cache directory loads the binary" *
+          doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(any_device);
   const auto dir = fresh_directory("canopy-opencl-cache-test");
   const auto kernel = optimized(scale_kernel());
@@ -99,12 +100,12 @@ TEST_CASE("opencl cache: a second device on the same cache directory loads the b
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("opencl cache: no disk cache when asked for none") {
+TEST_CASE("opencl cache: no disk cache when asked for none" * doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   CHECK(device->disk_cache() == nullptr);  // the tests' devices use "off"
 }
 
-TEST_CASE("opencl cache: CANOPY_DUMP=opencl writes the source that was built") {
+TEST_CASE("opencl cache: CANOPY_DUMP=opencl writes the source that was built" * doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(any_device);
   const auto dir = fresh_directory("canopy-opencl-dump-test");
   std::shared_ptr<backends::opencl::OpenCLProgram> program;

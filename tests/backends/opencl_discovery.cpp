@@ -25,7 +25,7 @@ using ScopedEnvironment = canopy::testing::ScopedSetting;
 
 }  // namespace
 
-TEST_CASE("opencl discovery: the devices found have sane traits") {
+TEST_CASE("opencl discovery: the devices found have sane traits" * doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(first);
   CHECK(found().backend == "opencl");
   CHECK(found().absent_reason.empty());
@@ -96,13 +96,11 @@ TEST_CASE("opencl discovery: a library without OpenCL's symbols leaves the backe
   CHECK(&backends::opencl::load_api("libm.so.6") == &loaded);
 }
 
-TEST_CASE("opencl discovery: device count as a parent process expects it") {
-  // Run by the next test in a child process with POCL_DEVICES set.
+// Run by the next test in a child process with POCL_DEVICES set (with
+// --no-skip: doctest lists it as skipped in every other run).
+TEST_CASE("opencl discovery: device count as a parent process expects it" * doctest::skip()) {
   const char* expected = std::getenv("CANOPY_TEST_EXPECT_OPENCL_DEVICES");
-  if (!expected) {
-    MESSAGE("skipped: run by 'opencl discovery: PoCL asked for two devices gives two' in a child process");
-    return;
-  }
+  REQUIRE(expected);
   const auto devices = backends::opencl::discover_opencl({"", "off"});
   REQUIRE(devices.devices.size() == static_cast<std::size_t>(std::atoi(expected)));
   // Each device runs a kernel of its own.
@@ -115,15 +113,14 @@ TEST_CASE("opencl discovery: device count as a parent process expects it") {
   CHECK(devices.devices[1]->info().id == "opencl:1");
 }
 
-TEST_CASE("opencl discovery: PoCL asked for two devices gives two") {
+TEST_CASE("opencl discovery: PoCL asked for two devices gives two" * doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
-  if (!contains(device->traits().platform_name, "Portable Computing Language")) {
-    MESSAGE("skipped: the OpenCL platform is not PoCL");
-    return;
-  }
+  if (!contains(device->traits().platform_name, "Portable Computing Language"))
+    CANOPY_TEST_SKIP(Other, "the OpenCL platform is not PoCL");
   // PoCL reads POCL_DEVICES once per process: ask a child process.
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const std::string command = "POCL_DEVICES='pthread pthread' CANOPY_TEST_EXPECT_OPENCL_DEVICES=2 '" + self +
-                              "' -tc='opencl discovery: device count as a parent process expects it' > /dev/null 2>&1";
+  const std::string command =
+      "POCL_DEVICES='pthread pthread' CANOPY_TEST_EXPECT_OPENCL_DEVICES=2 '" + self +
+      "' --no-skip -tc='opencl discovery: device count as a parent process expects it' > /dev/null 2>&1";
   CHECK(std::system(command.c_str()) == 0);
 }

@@ -37,7 +37,8 @@ Kernel<void(Out<double>, In<double>)> copy_kernel() {
 
 }  // namespace
 
-TEST_CASE("opencl errors: a kernel that does not build shows the device, the build log and the numbered source") {
+TEST_CASE("opencl errors: a kernel that does not build shows the device, the build log and the numbered source" *
+          doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   const auto kernel = optimized(copy_kernel());
   auto source = jit::opencl_c_source(*kernel, device->code_options());
@@ -61,7 +62,7 @@ TEST_CASE("opencl errors: a kernel that does not build shows the device, the bui
   CHECK(values_of<double>(got.arrays[0])[9] == 2.5);
 }
 
-TEST_CASE("opencl errors: fp64 and 64-bit atomics on a device without them") {
+TEST_CASE("opencl errors: fp64 and 64-bit atomics on a device without them" * doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   backends::DeviceInfo info = device->info();
   backends::opencl::OpenCLTraits traits = device->traits();
@@ -91,7 +92,8 @@ TEST_CASE("opencl errors: fp64 and 64-bit atomics on a device without them") {
     CHECK(device->compile(std::make_shared<const ir::Kernel>(doubles)) != nullptr);
 }
 
-TEST_CASE("opencl errors: kernels that do not verify are refused before any code is generated") {
+TEST_CASE("opencl errors: kernels that do not verify are refused before any code is generated" *
+          doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   ir::Kernel broken = ir::parse("kernel fine(out f64[1] a) dims 1 {\n  a[index(0)] = 1:f64\n}");
   broken.dims = 4;
@@ -100,7 +102,8 @@ TEST_CASE("opencl errors: kernels that do not verify are refused before any code
   CHECK(contains(error_of([&] { jit::opencl_c_source(broken); }), "dims is 4"));
 }
 
-TEST_CASE("opencl errors: allocations the device cannot hold name the device and the size") {
+TEST_CASE("opencl errors: allocations the device cannot hold name the device and the size" *
+          doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   const auto too_big = static_cast<std::size_t>(device->info().max_allocation) + 1;
   const std::string message = error_of([&] { device->allocate(too_big); });
@@ -114,7 +117,7 @@ TEST_CASE("opencl errors: allocations the device cannot hold name the device and
   device->free(backends::Buffer{});
 }
 
-TEST_CASE("opencl errors: copies and fills past a buffer's end") {
+TEST_CASE("opencl errors: copies and fills past a buffer's end" * doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   auto buffer = device->allocate(64);
   std::vector<unsigned char> host(128, 7);
@@ -137,7 +140,7 @@ TEST_CASE("opencl errors: copies and fills past a buffer's end") {
   device->free(buffer);
 }
 
-TEST_CASE("opencl errors: runs with arguments, programs or ranges that do not fit") {
+TEST_CASE("opencl errors: runs with arguments, programs or ranges that do not fit" * doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   const auto kernel = optimized(copy_kernel());
   const auto program = device->compile(kernel);

@@ -41,7 +41,7 @@ constexpr const char* kSum = R"(kernel $sum(in f64[1] x, sum f64 total) dims 1 {
 })";
 
 std::filesystem::path golden_path(const std::string& name) {
-  return std::filesystem::path(__FILE__).parent_path() / "golden" / name;
+  return std::filesystem::path(CANOPY_TEST_SOURCE_DIR) / "backends" / "golden" / name;
 }
 
 std::string read_file(const std::filesystem::path& path) {
@@ -92,7 +92,7 @@ TEST_CASE("opencl golden: sum reduction, chunked (CPU devices) and strided (GPUs
   check_golden("sum_strided.cl", strided.text);
 }
 
-TEST_CASE("opencl golden: the golden sources build and compute on the device") {
+TEST_CASE("opencl golden: the golden sources build and compute on the device" * doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   battery::Random random(4141);
   // The triad and the stencil, through the golden files' own text.

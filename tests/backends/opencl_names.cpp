@@ -67,7 +67,8 @@ TEST_CASE("opencl names: words of OpenCL C and collisions are renamed, other nam
   CHECK(contains(source.text, "double INFINITY_ = "));
 }
 
-TEST_CASE("opencl names: a kernel full of awkward names builds and computes what the CPU does") {
+TEST_CASE("opencl names: a kernel full of awkward names builds and computes what the CPU does" *
+          doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   const ir::Kernel kernel = ir::parse(kAwkward);
   battery::Random random(5151);
@@ -79,7 +80,7 @@ TEST_CASE("opencl names: a kernel full of awkward names builds and computes what
           range_of({3}, {n}), {{}, {{0, 1e-5}}});  // a float sum, in another order: n·u·Σ|x| < 1e-5
 }
 
-TEST_CASE("opencl names: kernels without parameters and empty bodies") {
+TEST_CASE("opencl names: kernels without parameters and empty bodies" * doctest::test_suite("opencl")) {
   OPENCL_DEVICE_OR_SKIP(device);
   for (const char* text : {"kernel nothing() dims 1 {\n}", "kernel nothing3() dims 3 {\n}",
                            "kernel count_only(sum i32 n) dims 2 {\n  reduce n <- 1:i32\n}"}) {

@@ -80,20 +80,19 @@ TEST_CASE("opencl streaming entry: kernels it does not suit get none") {
   }
 }
 
-TEST_CASE("opencl streaming entry: launches give the plain entries' results for any range") {
+TEST_CASE("opencl streaming entry: launches give the plain entries' results for any range" *
+          doctest::test_suite("opencl")) {
   // A device of its own that streams every launch.
   const backends::BackendDevices found = [] {
     canopy::testing::ScopedSetting streaming("CANOPY_STREAMING_STORES", "on");
     return backends::opencl::discover_opencl({"", "off"});
   }();
   if (found.devices.empty()) {
-    MESSAGE("skipped: no OpenCL device on this machine (" << found.absent_reason << ")");
-    return;
+    CANOPY_TEST_SKIP(OpenCL, "no OpenCL device on this machine (" << found.absent_reason << ")");
   }
   auto& device = static_cast<backends::opencl::OpenCLDevice&>(*found.devices[0]);
   if (!device.traits().streaming_entry) {
-    MESSAGE("skipped: " << device.info().name << " takes no streaming entry (not a CPU device)");
-    return;
+    CANOPY_TEST_SKIP(Other, device.info().name << " takes no streaming entry (not a CPU device)");
   }
   Kernel scale("stream_scale", [](Out<double> a, InOut<double> b, In<double> c, Val<double> s) {
     Idx i = index(0);

@@ -1,12 +1,12 @@
 // Shared by the OpenCL backend tests (tests/backends/opencl_*.cpp): the
 // OpenCL device they run on, and a harness that runs one kernel through the
 // Device API on that device and on the CPU device (backends::cpu::CpuDevice)
-// with the same inputs, so that every OpenCL result is checked against what
-// Canopy's CPU code computes. Inputs come from the JIT battery's generators
-// (tests/jit/battery_support.hpp): edge values of every type, then random ones.
+// with the same inputs, so that an OpenCL result can be checked against what
+// Canopy's CPU code computes. Arguments are the battery's (tests/battery/).
 //
 // Where this machine has no OpenCL platform, device() is null and each test
-// says why with a MESSAGE and passes without checking anything.
+// is skipped, saying so (tests/common/skip.hpp): a failure where
+// CANOPY_TEST_REQUIRE_OPENCL=1.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -22,12 +22,21 @@
 #include <canopy/backends/opencl/opencl_device.hpp>
 #include <canopy/ir/passes/optimize.hpp>
 
-#include "jit/battery_support.hpp"
+#include "battery/battery.hpp"
+#include "common/skip.hpp"
 
 namespace opencl_test {
 
+using battery::HostArg;
+using battery::HostArray;
 using battery::i32;
 using battery::i64;
+using battery::optimized;
+using battery::range_of;
+using battery::Results;
+using battery::SameArrayAs;
+using battery::scalar;
+using battery::values_of;
 using canopy::backends::ArrayArg;
 using canopy::backends::Range;
 using canopy::backends::ReductionArg;
@@ -48,91 +57,19 @@ inline canopy::backends::opencl::OpenCLDevice* device() {
                                  : static_cast<canopy::backends::opencl::OpenCLDevice*>(found().devices[0].get());
 }
 
-/// Declares `name` as the test device, or ends the test with a message
-/// saying why there is none.
-#define OPENCL_DEVICE_OR_SKIP(name)                                                                      \
-  auto* name = opencl_test::device();                                                                    \
-  if (!name) {                                                                                           \
-    MESSAGE("skipped: no OpenCL device on this machine (" << opencl_test::found().absent_reason << ")"); \
-    return;                                                                                              \
-  }
-
-/// The values of one array argument as bytes, with the array's element type and extents.
-struct HostArray {
-  ScalarType type = ScalarType::F64;
-  int rank = 1;
-  std::array<i64, 3> extents{0, 1, 1};
-  std::vector<unsigned char> bytes;
-
-  i64 size() const { return extents[0] * extents[1] * extents[2]; }
-
-  /// An array of T holding `values` (bool as one byte per element).
-  template <class T, class V>
-  static HostArray of(const std::vector<V>& values, std::array<i64, 3> extents = {-1, 1, 1}, int rank = 1) {
-    HostArray array;
-    array.type = canopy::ir::scalar_type_of<T>();
-    array.rank = rank;
-    array.extents = extents;
-    if (array.extents[0] < 0) array.extents[0] = static_cast<i64>(values.size());
-    REQUIRE(array.size() == static_cast<i64>(values.size()));
-    array.bytes.resize(values.size() * canopy::ir::size_of(array.type));
-    for (std::size_t k = 0; k < values.size(); ++k) {
-      const auto value = static_cast<battery::host_t<T>>(values[k]);
-      std::memcpy(array.bytes.data() + k * sizeof value, &value, sizeof value);
-    }
-    return array;
-  }
-  /// `count` elements of T set to `value`.
-  template <class T>
-  static HostArray filled(i64 count, T value, std::array<i64, 3> extents = {-1, 1, 1}, int rank = 1) {
-    return of<T>(std::vector<battery::host_t<T>>(static_cast<std::size_t>(count), value), extents, rank);
-  }
-  /// The elements as T.
-  template <class T>
-  std::vector<battery::host_t<T>> values() const {
-    std::vector<battery::host_t<T>> out(bytes.size() / sizeof(battery::host_t<T>));
-    // An empty vector's data() may be null, which memcpy must not be given.
-    if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(battery::host_t<T>));
-    return out;
-  }
-};
-
-/// The elements of `array` as T (a free function: no `.template` in templates).
-template <class T>
-std::vector<battery::host_t<T>> values_of(const HostArray& array) {
-  return array.values<T>();
+/// Skips the running test, saying there is no OpenCL device (a failure
+/// where CANOPY_TEST_REQUIRE_OPENCL=1).
+inline void skip_without_opencl() {
+  canopy_test::skip("no OpenCL device on this machine (" + found().absent_reason + ")", canopy_test::Needs::OpenCL);
 }
 
-/// An array argument that is the same array as argument `param` (an array
-/// passed twice, say as Out and In).
-struct SameArrayAs {
-  int param = 0;
-};
-
-using HostArg = std::variant<HostArray, ScalarArg, ReductionArg, SameArrayAs>;
-
-/// What one run left: every argument's array after the run (empty for
-/// scalars and reductions), and the reductions' values.
-struct Results {
-  std::vector<HostArray> arrays;
-  std::vector<ReductionValue> reductions;
-};
-
-/// A range of `dims` dimensions from `begin` to `end`.
-inline Range range_of(std::initializer_list<i64> begin, std::initializer_list<i64> end) {
-  Range range;
-  range.dims = static_cast<int>(begin.size());
-  std::copy(begin.begin(), begin.end(), range.begin.begin());
-  std::copy(end.begin(), end.end(), range.end.begin());
-  return range;
-}
-/// The range [0, n).
-inline Range range_of(i64 n) { return range_of({0}, {n}); }
-
-/// The kernel as the backends get it: after the IR's optimization pipeline.
-inline std::shared_ptr<const canopy::ir::Kernel> optimized(const canopy::KernelBase& kernel) {
-  return std::make_shared<const canopy::ir::Kernel>(canopy::ir::optimize(kernel.ir()));
-}
+/// Declares `name` as the test device, or skips the test saying why there is none.
+#define OPENCL_DEVICE_OR_SKIP(name)     \
+  auto* name = opencl_test::device();   \
+  if (!name) {                          \
+    opencl_test::skip_without_opencl(); \
+    return;                             \
+  }
 
 /// Runs `kernel` on the CPU device (one thread) over `range`.
 inline Results run_on_cpu(const std::shared_ptr<const canopy::ir::Kernel>& kernel, const std::vector<HostArg>& args,
@@ -163,37 +100,7 @@ inline Results run_on_cpu(const std::shared_ptr<const canopy::ir::Kernel>& kerne
 inline Results run_on_opencl(canopy::backends::opencl::OpenCLDevice& device,
                              const std::shared_ptr<const canopy::ir::Kernel>& kernel, const std::vector<HostArg>& args,
                              const Range& range) {
-  const auto program = device.compile(kernel);
-  Results results;
-  results.arrays.resize(args.size());
-  std::vector<canopy::backends::Buffer> buffers(args.size());
-  std::vector<canopy::backends::KernelArg> launch;
-  for (std::size_t p = 0; p < args.size(); ++p) {
-    if (const auto* array = std::get_if<HostArray>(&args[p])) {
-      buffers[p] = device.allocate(array->bytes.size());
-      device.copy_in(buffers[p], 0, array->bytes.data(), array->bytes.size());
-      launch.push_back(ArrayArg{buffers[p].handle, array->extents});
-      results.arrays[p] = *array;
-    } else if (const auto* scalar = std::get_if<ScalarArg>(&args[p])) {
-      launch.push_back(*scalar);
-    } else if (const auto* same = std::get_if<SameArrayAs>(&args[p])) {
-      launch.push_back(launch.at(static_cast<std::size_t>(same->param)));
-    } else {
-      launch.push_back(ReductionArg{});
-    }
-  }
-  try {
-    results.reductions = device.run(*program, launch, range);
-  } catch (...) {
-    for (auto& buffer : buffers) device.free(buffer);
-    throw;
-  }
-  for (std::size_t p = 0; p < args.size(); ++p) {
-    if (!buffers[p]) continue;
-    device.copy_out(buffers[p], 0, results.arrays[p].bytes.data(), results.arrays[p].bytes.size());
-    device.free(buffers[p]);
-  }
-  return results;
+  return battery::run_program(device, *device.compile(kernel), args, range);
 }
 
 /// How closely the OpenCL results must match the CPU's.
@@ -293,12 +200,6 @@ inline std::pair<Results, Results> compare(canopy::backends::opencl::OpenCLDevic
   check_arrays(cpu, got, tolerance, label);
   check_reductions(cpu, got, tolerance, label);
   return {std::move(cpu), std::move(got)};
-}
-
-/// A scalar argument.
-template <class T>
-ScalarArg scalar(T value) {
-  return canopy::backends::scalar_arg(value);
 }
 
 }  // namespace opencl_test

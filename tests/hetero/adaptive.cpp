@@ -114,7 +114,8 @@ std::string shares_text(const std::vector<double>& shares) {
 
 }  // namespace
 
-TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known speed; a restart starts learned") {
+TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known speed; a restart starts learned" *
+          doctest::test_suite("opencl")) {
   CacheDirectory cache;
   // Noiseless leaves: cpu0 runs a row in 1 ns, opencl0 in 3 ns, so the
   // balanced split gives cpu0 3/4 of the rows.
@@ -184,7 +185,8 @@ TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known s
   CHECK(first.pieces[0].share == doctest::Approx(learned[0]).epsilon(1e-5));
 }
 
-TEST_CASE("hetero: adaptive with measured times keeps every row once while the split moves") {
+TEST_CASE("hetero: adaptive with measured times keeps every row once while the split moves" *
+          doctest::test_suite("opencl")) {
   CacheDirectory cache;
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
@@ -205,7 +207,8 @@ TEST_CASE("hetero: adaptive with measured times keeps every row once while the s
                                                       << ", last imbalance " << splits[0].last_imbalance);
 }
 
-TEST_CASE("hetero: any puts a region on the idle leaf the machine model predicts fastest") {
+TEST_CASE("hetero: any puts a region on the idle leaf the machine model predicts fastest" *
+          doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
   if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;

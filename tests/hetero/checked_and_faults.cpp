@@ -116,7 +116,8 @@ RecoveryStats survive(const std::string& plan, const std::vector<std::string>& l
 
 }  // namespace
 
-TEST_CASE("hetero checked mode: a read past the end on opencl0 raises kernel, array, index and extent") {
+TEST_CASE("hetero checked mode: a read past the end on opencl0 raises kernel, array, index and extent" *
+          doctest::test_suite("opencl")) {
   EnvironmentFor check("CANOPY_CHECK", "bounds");
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
@@ -139,7 +140,8 @@ TEST_CASE("hetero checked mode: a read past the end on opencl0 raises kernel, ar
   CHECK(view[999] == 0.0);
 }
 
-TEST_CASE("hetero checked mode: an in-bounds stencil split over opencl0 and opencl1 gives the CPU's bits") {
+TEST_CASE("hetero checked mode: an in-bounds stencil split over opencl0 and opencl1 gives the CPU's bits" *
+          doctest::test_suite("opencl")) {
   {
     Runtime probe;
     if (!has_leaves(probe.hierarchy(), {"cpu0", "opencl0", "opencl1"})) return;
@@ -159,7 +161,8 @@ TEST_CASE("hetero checked mode: an in-bounds stencil split over opencl0 and open
   CHECK(checked == cpu);
 }
 
-TEST_CASE("hetero faults: a launch, copy or compile failing once over opencl0 + opencl1 ends in the right values") {
+TEST_CASE("hetero faults: a launch, copy or compile failing once over opencl0 + opencl1 ends in the right values" *
+          doctest::test_suite("opencl")) {
   {
     Runtime probe;
     if (!has_leaves(probe.hierarchy(), {"opencl0", "opencl1"})) return;
@@ -182,7 +185,8 @@ TEST_CASE("hetero faults: a launch, copy or compile failing once over opencl0 + 
   }
 }
 
-TEST_CASE("hetero faults: OpenCL failing on every attempt, the piece runs on the host CPU leaf") {
+TEST_CASE("hetero faults: OpenCL failing on every attempt, the piece runs on the host CPU leaf" *
+          doctest::test_suite("opencl")) {
   {
     Runtime probe;
     if (!has_leaves(probe.hierarchy(), {"cpu0", "opencl0"})) return;
@@ -193,7 +197,7 @@ TEST_CASE("hetero faults: OpenCL failing on every attempt, the piece runs on the
   CHECK(r.launches == 1);
 }
 
-TEST_CASE("hetero faults: a copy back to the host that fails once is retried") {
+TEST_CASE("hetero faults: a copy back to the host that fails once is retried" * doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
   if (!has_leaves(discovered, {"opencl0"})) return;
@@ -216,7 +220,8 @@ TEST_CASE("hetero faults: a copy back to the host that fails once is retried") {
   CHECK(rt.stats().recoveries.copies == 1);
 }
 
-TEST_CASE("hetero faults: opencl.alloc fails the region with the device's error; every other array is intact") {
+TEST_CASE("hetero faults: opencl.alloc fails the region with the device's error; every other array is intact" *
+          doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
   if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;

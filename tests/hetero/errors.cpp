@@ -53,7 +53,8 @@ std::pair<int, std::string> run_command(const std::string& command) {
 
 }  // namespace
 
-TEST_CASE("hetero: a kernel the OpenCL device cannot build fails the launch, naming the device") {
+TEST_CASE("hetero: a kernel the OpenCL device cannot build fails the launch, naming the device" *
+          doctest::test_suite("opencl")) {
   // Canopy generates valid OpenCL C, so the build is broken from outside:
   // PoCL adds POCL_EXTRA_BUILD_FLAGS to every clBuildProgram, here a macro
   // that turns the kernel's name into a number (a syntax error). PoCL reads it once per process,
@@ -62,8 +63,7 @@ TEST_CASE("hetero: a kernel the OpenCL device cannot build fails the launch, nam
   Runtime rt;
   if (!has_leaves(rt.hierarchy(), {"cpu0", "opencl0"})) return;
   if (first_platform() != "Portable Computing Language") {
-    MESSAGE("skipped: opencl:0 is not a PoCL device, so POCL_EXTRA_BUILD_FLAGS cannot break its builds");
-    return;
+    CANOPY_TEST_SKIP(Other, "opencl:0 is not a PoCL device, so POCL_EXTRA_BUILD_FLAGS cannot break its builds");
   }
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const auto [status, output] =
@@ -75,7 +75,7 @@ TEST_CASE("hetero: a kernel the OpenCL device cannot build fails the launch, nam
 }
 
 TEST_CASE("hetero child: a broken OpenCL build moves the piece, or fails the launch where nothing else compiles" *
-          doctest::skip()) {
+          doctest::test_suite("opencl") * doctest::skip()) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
   REQUIRE(has_leaves(discovered, {"cpu0", "opencl0"}));
@@ -117,7 +117,7 @@ TEST_CASE("hetero child: a broken OpenCL build moves the piece, or fails the lau
   CHECK(wrong == 0);
 }
 
-TEST_CASE("hetero: a read-only array is read on the devices and refused as an output") {
+TEST_CASE("hetero: a read-only array is read on the devices and refused as an output" * doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
   if (!has_leaves(discovered, {"cpu0", "opencl0", "opencl1"})) return;
@@ -147,7 +147,8 @@ TEST_CASE("hetero: a read-only array is read on the devices and refused as an ou
   CHECK(changed == 0);
 }
 
-TEST_CASE("hetero: an array larger than the device's largest buffer fails the region, naming the device") {
+TEST_CASE("hetero: an array larger than the device's largest buffer fails the region, naming the device" *
+          doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
   if (!has_leaves(discovered, {"opencl0"})) return;

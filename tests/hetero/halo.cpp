@@ -117,7 +117,8 @@ void check_halo_traffic(const std::string& first, const std::string& second, con
 
 }  // namespace
 
-TEST_CASE("hetero: a stencil iterated over cpu0 and opencl0 moves one halo row each way per iteration") {
+TEST_CASE("hetero: a stencil iterated over cpu0 and opencl0 moves one halo row each way per iteration" *
+          doctest::test_suite("opencl")) {
   // cpu0 runs rows [0,H) in host memory, opencl0 rows [H,R) in its own.
   // Iteration 1 (scratch = S(grid)): cpu0 reads grid rows [0,H+1), current on
   // the host (H+1 rows avoided); opencl0 reads grid rows [H-1,R), none of
@@ -139,7 +140,8 @@ TEST_CASE("hetero: a stencil iterated over cpu0 and opencl0 moves one halo row e
   check_halo_traffic("cpu0", "opencl0", e);
 }
 
-TEST_CASE("hetero: a stencil iterated over opencl0 and opencl1 moves one halo row each way per iteration") {
+TEST_CASE("hetero: a stencil iterated over opencl0 and opencl1 moves one halo row each way per iteration" *
+          doctest::test_suite("opencl")) {
   // opencl0 runs rows [0,H), opencl1 rows [H,R), each in its own memory;
   // device-only data goes to the other device through the host (2 copies).
   // Iteration 1: opencl0 copies grid rows [0,H+1) in, opencl1 rows [H-1,R):

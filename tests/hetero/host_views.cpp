@@ -56,7 +56,8 @@ std::int64_t differing(const View& view, std::int64_t count, F value) {
 
 }  // namespace
 
-TEST_CASE("hetero: host_read() pulls back only stale ranges and keeps the device copies current") {
+TEST_CASE("hetero: host_read() pulls back only stale ranges and keeps the device copies current" *
+          doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
   if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
@@ -102,7 +103,8 @@ TEST_CASE("hetero: host_read() pulls back only stale ranges and keeps the device
   CHECK(differing(view, kN, [](std::int64_t i) { return std::int32_t(i * 3 + (i < kN / 4 ? -5 : 7)); }) == 0);
 }
 
-TEST_CASE("hetero: host() brings the data back and the next device region copies the array in again") {
+TEST_CASE("hetero: host() brings the data back and the next device region copies the array in again" *
+          doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
   if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;

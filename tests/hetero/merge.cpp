@@ -116,11 +116,13 @@ void check_histogram(const std::string& first, const std::string& second) {
 
 }  // namespace
 
-TEST_CASE("hetero: a merge(sum) histogram over opencl0 and opencl1 gives the serial counts under every policy") {
+TEST_CASE("hetero: a merge(sum) histogram over opencl0 and opencl1 gives the serial counts under every policy" *
+          doctest::test_suite("opencl")) {
   check_histogram("opencl0", "opencl1");
 }
 
-TEST_CASE("hetero: a merge(sum) histogram over cpu0 and opencl0 gives the serial counts under every policy") {
+TEST_CASE("hetero: a merge(sum) histogram over cpu0 and opencl0 gives the serial counts under every policy" *
+          doctest::test_suite("opencl")) {
   check_histogram("cpu0", "opencl0");
 }
 

@@ -340,7 +340,8 @@ class Sequence {
 
 }  // namespace
 
-TEST_CASE("hetero: random regions, policies, host reads and writes match a plain C++ model exactly") {
+TEST_CASE("hetero: random regions, policies, host reads and writes match a plain C++ model exactly" *
+          doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
   if (!has_leaves(discovered, {"cpu0", "opencl0", "opencl1"})) return;

@@ -278,11 +278,13 @@ void check_split(const std::string& first, const std::string& second) {
 
 }  // namespace
 
-TEST_CASE("hetero: regions split over cpu0 and opencl0 give the CPU leaf's results under every policy") {
+TEST_CASE("hetero: regions split over cpu0 and opencl0 give the CPU leaf's results under every policy" *
+          doctest::test_suite("opencl")) {
   check_split("cpu0", "opencl0");
 }
 
-TEST_CASE("hetero: regions split over opencl0 and opencl1 give the CPU leaf's results under every policy") {
+TEST_CASE("hetero: regions split over opencl0 and opencl1 give the CPU leaf's results under every policy" *
+          doctest::test_suite("opencl")) {
   check_split("opencl0", "opencl1");
 }
 
@@ -315,7 +317,7 @@ const Kernel<void(Out<std::int32_t>, In<std::int32_t>)>& copy_int() {
 
 }  // namespace
 
-TEST_CASE("hetero: a region over an empty range keeps the regions around it in order") {
+TEST_CASE("hetero: a region over an empty range keeps the regions around it in order" * doctest::test_suite("opencl")) {
   // A slow region writes x on opencl1; an empty region that writes x comes
   // next; a region on opencl0 then reads x. It must see the slow region's
   // values: the empty region has no pieces, but it cannot end before the

@@ -295,7 +295,8 @@ TEST_CASE("split writes: a transposed 2-D write under every split") {
   });
 }
 
-TEST_CASE("split writes: atomic adds to an array the kernel also reads run on one memory, said once") {
+TEST_CASE("split writes: atomic adds to an array the kernel also reads run on one memory, said once" *
+          doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
   if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
@@ -322,7 +323,8 @@ TEST_CASE("split writes: atomic adds to an array the kernel also reads run on on
         "reads, or what it stores, in another array to let the region split)");
 }
 
-TEST_CASE("split writes: by cost, a memory-bound scatter runs on one memory and a heavy one splits and merges") {
+TEST_CASE("split writes: by cost, a memory-bound scatter runs on one memory and a heavy one splits and merges" *
+          doctest::test_suite("opencl")) {
   EnvironmentFor choice("CANOPY_SPLIT_WRITES", "auto");
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
@@ -357,7 +359,8 @@ TEST_CASE("split writes: by cost, a memory-bound scatter runs on one memory and 
   }
 }
 
-TEST_CASE("split writes: CANOPY_SPLIT_WRITES=one keeps such regions on one memory; a bad value says what it takes") {
+TEST_CASE("split writes: CANOPY_SPLIT_WRITES=one keeps such regions on one memory; a bad value says what it takes" *
+          doctest::test_suite("opencl")) {
   {
     EnvironmentFor choice("CANOPY_SPLIT_WRITES", "one");
     Runtime rt;

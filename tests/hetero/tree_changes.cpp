@@ -32,7 +32,8 @@ const Kernel<void(Out<std::int32_t>, Val<std::int32_t>, Val<std::int32_t>)>& slo
 
 }  // namespace
 
-TEST_CASE("hetero: a device leaving the tree gives its data back without overwriting a running region's writes") {
+TEST_CASE("hetero: a device leaving the tree gives its data back without overwriting a running region's writes" *
+          doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
   if (!has_leaves(discovered, {"cpu0", "opencl0", "opencl1"})) return;

@@ -19,6 +19,7 @@
 #include <canopy/ir/parser.hpp>
 #include <canopy/jit/spirv.hpp>
 
+#include "common/skip.hpp"
 #include "jit_test_support.hpp"
 #include "scoped_setting.hpp"
 
@@ -62,7 +63,7 @@ std::string read_file(const std::filesystem::path& path) {
 /// Compares `text` with golden file `name` under tests/jit/golden/ (or
 /// rewrites it when CANOPY_UPDATE_GOLDEN=1).
 void check_golden(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::path(__FILE__).parent_path() / "golden" / name;
+  const auto path = std::filesystem::path(CANOPY_TEST_SOURCE_DIR) / "jit" / "golden" / name;
   if (const char* update = std::getenv("CANOPY_UPDATE_GOLDEN"); update && std::string(update) == "1") {
     std::filesystem::create_directories(path.parent_path());
     std::ofstream(path, std::ios::binary) << text;
@@ -73,11 +74,11 @@ void check_golden(const std::string& name, const std::string& text) {
   CHECK(text == golden);
 }
 
+// Without SPIR-V, lowering says so with an error, and the test is skipped.
 #define SPIRV_OR_SKIP()                                               \
   if (!jit::spirv_available()) {                                      \
-    MESSAGE("skipped: " << jit::spirv_unavailable_reason());          \
     CHECK_THROWS_AS(jit::spirv_of(ir::parse(kTriad)), canopy::Error); \
-    return;                                                           \
+    CANOPY_TEST_SKIP(Other, jit::spirv_unavailable_reason());         \
   }
 
 }  // namespace

@@ -21,6 +21,8 @@
 #include <canopy/runtime/discovery.hpp>
 #include "scoped_setting.hpp"
 
+#include "common/skip.hpp"
+
 using namespace canopy;
 
 namespace {
@@ -385,10 +387,7 @@ TEST_CASE("discovery: this machine, whatever it is") {
 
 TEST_CASE("discovery: a runtime keeps to the cores its thread may run on (taskset), unless given processing units") {
   const NodeInventory node = discover_node();
-  if (node.cores.size() < 2) {
-    MESSAGE("one core here: no affinity mask leaves some cores out");
-    return;
-  }
+  if (node.cores.size() < 2) CANOPY_TEST_SKIP(Other, "one core here: no affinity mask leaves some cores out");
   ScopedEnv devices("CANOPY_DEVICES", "cpu");
   ScopedEnv grain("CANOPY_CPU_LEAVES", "core");
   ScopedEnv config("CANOPY_CONFIG", nullptr);

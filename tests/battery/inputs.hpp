@@ -1,13 +1,8 @@
-// Shared by the battery tests (tests/jit/battery_*.cpp): DSL kernels
-// JIT-compiled and run through the public runtime, each compared element by
-// element with plain C++ that computes the same thing. This header holds what
-// every file of the battery needs: one Runtime for the executable, seeded
-// random inputs (with the edge values that matter per type), uploading host
-// data, the IR's run-time semantics written in plain C++ (ir/expr.hpp), and
-// the comparisons (exact, ULP-bounded, or within a summation error bound).
+// The battery's inputs (tests/battery/battery.hpp): seeded random values
+// with the edge values that matter per type (zero, one, the extremes, and for
+// floats NaN, infinities, signed zeros, denormals and numbers just past the
+// integer limits), and the few words for printing and comparing them.
 #pragma once
-
-#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -27,13 +22,6 @@ namespace battery {
 
 using i32 = std::int32_t;
 using i64 = std::int64_t;
-
-/// The runtime every battery test launches on (one per process: its worker
-/// and thread pool start once).
-inline canopy::Runtime& shared_runtime() {
-  static canopy::Runtime rt;
-  return rt;
-}
 
 /// The lengths the 1-D tests run over: empty, shorter than a vector, not a
 /// multiple of any vector width, and large enough that several threads share
@@ -174,104 +162,6 @@ std::pair<std::vector<host_t<T>>, std::vector<host_t<T>>> operand_pairs(Random& 
   return {std::move(a), std::move(b)};
 }
 
-/// A new array of `shape` holding `values` (row-major).
-template <class T, int Rank = 1, class V>
-canopy::Array<T, Rank> upload(canopy::Shape shape, const std::vector<V>& values) {
-  auto array = shared_runtime().array<T, Rank>(shape);
-  auto host = array.host();
-  REQUIRE(static_cast<i64>(values.size()) == host.size());
-  for (std::size_t k = 0; k < values.size(); ++k) host.data()[k] = static_cast<T>(values[k]);
-  return array;
-}
-template <class T, class V>
-canopy::Array<T> upload(const std::vector<V>& values) {
-  return upload<T, 1>(canopy::Shape(static_cast<i64>(values.size())), values);
-}
-
-// ---- the IR's semantics in plain C++ (see ir/expr.hpp) -------------------
-
-template <class T>
-using unsigned_of = std::make_unsigned_t<T>;
-
-template <class T>
-T wrap_add(T a, T b) {
-  return static_cast<T>(static_cast<unsigned_of<T>>(a) + static_cast<unsigned_of<T>>(b));
-}
-template <class T>
-T wrap_sub(T a, T b) {
-  return static_cast<T>(static_cast<unsigned_of<T>>(a) - static_cast<unsigned_of<T>>(b));
-}
-template <class T>
-T wrap_mul(T a, T b) {
-  return static_cast<T>(static_cast<unsigned_of<T>>(a) * static_cast<unsigned_of<T>>(b));
-}
-template <class T>
-T wrap_neg(T a) {
-  return wrap_sub<T>(0, a);
-}
-/// x / 0 == 0 and MIN / -1 == MIN.
-template <class T>
-T ir_div(T a, T b) {
-  if (b == 0) return 0;
-  if (a == std::numeric_limits<T>::min() && b == -1) return a;
-  return a / b;
-}
-/// x % 0 == 0 and MIN % -1 == 0.
-template <class T>
-T ir_rem(T a, T b) {
-  if (b == 0 || (a == std::numeric_limits<T>::min() && b == -1)) return 0;
-  return a % b;
-}
-/// Shift amounts are taken modulo the bit width; >> is arithmetic.
-template <class T>
-T ir_shl(T a, T b) {
-  const int amount = static_cast<int>(b & (sizeof(T) * 8 - 1));
-  return static_cast<T>(static_cast<unsigned_of<T>>(a) << amount);
-}
-template <class T>
-T ir_shr(T a, T b) {
-  const int amount = static_cast<int>(b & (sizeof(T) * 8 - 1));
-  return static_cast<T>(a >> amount);
-}
-/// abs(MIN) wraps to MIN.
-template <class T>
-T ir_abs(T a) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::fabs(a);
-  else
-    return a < 0 ? wrap_neg(a) : a;
-}
-
-/// The IR's cast from F to T: floats to integers round toward zero and
-/// saturate, NaN gives 0; to bool compares with zero; bool gives 0 or 1.
-template <class T, class F>
-T ir_cast(F x) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return x != F(0);  // NaN != 0 is true
-  } else if constexpr (std::is_integral_v<T> && std::is_floating_point_v<F>) {
-    if (std::isnan(x)) return 0;
-    // The limits of T as F: MIN is a power of two (exact); MAX + 1 is too.
-    const F low = static_cast<F>(std::numeric_limits<T>::min());
-    const F high = -low;  // 2^(bits-1), one above MAX
-    if (x <= low) return std::numeric_limits<T>::min();
-    if (x >= high) return std::numeric_limits<T>::max();
-    return static_cast<T>(x);
-  } else {
-    return static_cast<T>(x);
-  }
-}
-
-// ---- comparisons ----------------------------------------------------------
-
-/// Equal values, or NaN both (its sign and payload are not compared); +0 == -0.
-template <class T>
-bool same_value(T got, T want) {
-  if constexpr (std::is_floating_point_v<T>)
-    return got == want || (std::isnan(got) && std::isnan(want));
-  else
-    return got == want;
-}
-
 /// The distance in units in the last place between two floats of type F
 /// (0 for equal values and for two NaNs; the largest value for a NaN and a number).
 template <class F>
@@ -299,62 +189,6 @@ std::string show(T value) {
   else
     out << value;
   return out.str();
-}
-
-/// Checks every element of `array` against `want` (same value, NaN matching
-/// NaN); reports how many differ and the first that does.
-template <class T, int Rank, class W>
-void check_elements(const canopy::Array<T, Rank>& array, const std::vector<W>& want, const std::string& what) {
-  auto got = array.host();
-  REQUIRE(got.size() == static_cast<i64>(want.size()));
-  i64 wrong = 0, first = -1;
-  for (i64 k = 0; k < got.size(); ++k)
-    if (!same_value<T>(got.data()[k], static_cast<T>(want[static_cast<std::size_t>(k)]))) {
-      if (first < 0) first = k;
-      ++wrong;
-    }
-  std::string where;
-  if (wrong > 0)
-    where = "first at element " + std::to_string(first) + ": got " + show(got.data()[first]) + ", want " +
-            show(static_cast<T>(want[static_cast<std::size_t>(first)]));
-  INFO(what, ": ", wrong, " wrong element(s) of ", got.size(), "; ", where);
-  CHECK(wrong == 0);
-}
-
-/// Checks every element of a float array against `want` within `max_ulp` units
-/// in the last place; returns the largest distance seen.
-template <class T, int Rank>
-std::uint64_t check_ulp(const canopy::Array<T, Rank>& array, const std::vector<T>& want, std::uint64_t max_ulp,
-                        const std::string& what) {
-  auto got = array.host();
-  REQUIRE(got.size() == static_cast<i64>(want.size()));
-  std::uint64_t worst = 0;
-  i64 worst_at = -1;
-  for (i64 k = 0; k < got.size(); ++k) {
-    const auto d = ulp_distance(got.data()[k], want[static_cast<std::size_t>(k)]);
-    if (d > worst || worst_at < 0) {
-      worst = d;
-      worst_at = k;
-    }
-  }
-  std::string where;
-  if (worst_at >= 0)
-    where = "worst at element " + std::to_string(worst_at) + ": got " + show(got.data()[worst_at]) + ", want " +
-            show(want[static_cast<std::size_t>(worst_at)]);
-  INFO(what, ": largest error ", worst, " ulp (bound ", max_ulp, "); ", where);
-  CHECK(worst <= max_ulp);
-  return worst;
-}
-
-/// A bound on the error of any order of summing `values` in type F: n·u·Σ|x|
-/// (u the unit roundoff of F), the classic bound for recursive summation,
-/// which also covers per-thread partial sums combined afterwards.
-template <class F, class V>
-long double summation_bound(const std::vector<V>& values) {
-  long double magnitude = 0;
-  for (auto v : values) magnitude += std::fabs(static_cast<long double>(v));
-  const long double unit = std::numeric_limits<F>::epsilon() / 2;
-  return static_cast<long double>(values.size()) * unit * magnitude;
 }
 
 }  // namespace battery
