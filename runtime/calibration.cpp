@@ -22,6 +22,7 @@
 #include <canopy/jit/c_source.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
+#include "internal/engine_access.hpp"
 #include "machine_model.hpp"
 #include "runtime.hpp"
 
@@ -314,7 +315,7 @@ void measure_leaves(Runtime& rt, MachineModel& model, const Kernels& k, const Ar
 std::string fingerprint_of(Runtime& rt) {
   std::map<std::string, std::string> drivers;
   for (const auto& d : rt.node().devices)
-    if (auto device = rt.engine().device(d.id)) drivers[d.id] = device->info().fingerprint;
+    if (auto device = runtime::engine_of(rt).device(d.id)) drivers[d.id] = device->info().fingerprint;
   return fingerprint_of(rt.node(), rt.hierarchy(), drivers);
 }
 
@@ -328,7 +329,8 @@ MachineModel MachineModel::calibrate(Runtime& rt, const CalibrationOptions& opti
   for (const Location* leaf : tree.leaves(*tree.root())) {
     LeafModel m = describe_leaf(rt.node(), *leaf);
     if (!m.device.empty())
-      if (auto device = rt.engine().device(m.device)) m.streaming_threshold = device->info().streaming_threshold;
+      if (auto device = runtime::engine_of(rt).device(m.device))
+        m.streaming_threshold = device->info().streaming_threshold;
     model.leaves.push_back(std::move(m));
   }
   if (model.leaves.empty()) return model;

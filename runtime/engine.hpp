@@ -15,13 +15,17 @@
 #include <canopy/backends/launch.hpp>
 #include <canopy/ir/kernel.hpp>
 
-#include "adaptive.hpp"
 #include "array.hpp"
 #include "completion.hpp"
 #include "discovery.hpp"
 #include "hierarchy.hpp"
 #include "shape.hpp"
 #include "stats.hpp"
+
+namespace canopy {
+class AdaptivePlacement;  // adaptive.hpp
+class MachineModel;       // machine_model.hpp
+}  // namespace canopy
 
 namespace canopy::runtime {
 

@@ -24,6 +24,10 @@
 
 namespace canopy {
 
+namespace runtime {
+struct EngineAccess;  // internal/engine_access.hpp
+}
+
 class Runtime {
  public:
   /// Discovers this node's cores and devices and starts a worker per leaf.
@@ -98,9 +102,9 @@ class Runtime {
   /// What Canopy found on this node and will use, as text.
   std::string describe() const;
 
-  runtime::Engine& engine() { return *engine_; }
-
  private:
+  friend struct runtime::EngineAccess;
+
   template <class T, int Rank>
   static void check_rank(const Shape& shape) {
     if (shape.rank() != Rank)

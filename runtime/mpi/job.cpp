@@ -19,6 +19,7 @@
 #include <canopy/jit/disk_cache.hpp>
 
 #include "../internal/device_copies.hpp"
+#include "../internal/engine_access.hpp"
 
 namespace canopy::mpi {
 
@@ -292,7 +293,7 @@ struct Job::State {
     for (const Location* leaf : tree.leaves(*tree.root())) {
       const std::string& id = leaf->traits().device;
       if (id.empty()) continue;
-      auto device = runtime->engine().device(id);
+      auto device = runtime::engine_of(*runtime).device(id);
       if (!device || device->info().host_memory) continue;
       const auto& info = device->info();
       std::string fingerprint =

@@ -7,6 +7,7 @@
 
 #include <canopy/ir/error.hpp>
 #include <canopy/runtime/engine.hpp>
+#include <canopy/runtime/internal/engine_access.hpp>
 #include "scoped_setting.hpp"
 
 namespace canopy::diff {
@@ -328,7 +329,7 @@ class Run {
 
   std::optional<Mismatch> go() {
     tree_ = placed_;
-    rt_.engine().reconfigure([&](Hierarchy& h) { h = tree_; });
+    canopy::runtime::engine_of(rt_).reconfigure([&](Hierarchy& h) { h = tree_; });
     for (const auto& spec : program_.arrays) arrays_.push_back(make_array(spec));
     for (std::size_t s = 0; s < program_.steps.size(); ++s) {
       std::optional<std::string> problem;
@@ -354,7 +355,7 @@ class Run {
     Shape shape = spec.extents.size() == 1   ? Shape(spec.extents[0])
                   : spec.extents.size() == 2 ? Shape(spec.extents[0], spec.extents[1])
                                              : Shape(spec.extents[0], spec.extents[1], spec.extents[2]);
-    auto array = rt_.engine().allocate(spec.type, shape, named(spec.name));
+    auto array = canopy::runtime::engine_of(rt_).allocate(spec.type, shape, named(spec.name));
     write_all(*array, spec, initial_contents(spec));
     return array;
   }
@@ -395,7 +396,7 @@ class Run {
       case StepKind::Pause: rt_.pause(); return std::nullopt;
       case StepKind::Tree:
         change_tree(tree_, step, placed_, rt_.node());
-        rt_.engine().reconfigure([&](Hierarchy& h) { h = tree_; });
+        canopy::runtime::engine_of(rt_).reconfigure([&](Hierarchy& h) { h = tree_; });
         return std::nullopt;
     }
     return std::nullopt;
@@ -427,7 +428,7 @@ class Run {
       region.location = at->name();
     }
     region.policy = policy_text(placement_.policy.value_or(step.policy), step, tree_, *at);
-    runtime::RegionHandle handle = rt_.engine().submit(std::move(region));
+    runtime::RegionHandle handle = canopy::runtime::engine_of(rt_).submit(std::move(region));
     const auto& want = expected_.reductions[s];
     if (want.empty()) return std::nullopt;
     handle.completion->wait();
@@ -444,7 +445,7 @@ class Run {
 
   std::optional<std::string> refused(const Step& step) {
     try {
-      rt_.engine().submit(request(step));
+      canopy::runtime::engine_of(rt_).submit(request(step));
     } catch (const Error&) {
       return std::nullopt;
     }
@@ -456,7 +457,7 @@ class Run {
   std::optional<std::string> faulty(const Step& step) {
     if (!placement_.checked) return std::nullopt;
     const std::string name = program_.kernels[std::size_t(step.kernel)]->name;
-    rt_.engine().submit(request(step));
+    canopy::runtime::engine_of(rt_).submit(request(step));
     try {
       rt_.pause();
     } catch (const Error& e) {

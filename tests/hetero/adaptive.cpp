@@ -22,6 +22,7 @@
 #include <canopy/runtime/adaptive.hpp>
 #include <canopy/runtime/machine_model.hpp>
 
+#include <canopy/runtime/internal/engine_access.hpp>
 #include "hetero_support.hpp"
 #include "scoped_setting.hpp"
 
@@ -129,7 +130,7 @@ TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known s
     const Hierarchy discovered = rt.hierarchy();
     if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
     use_leaves(rt, discovered, {"cpu0", "opencl0"});
-    rt.engine().adaptive().set_time_source(synthetic);
+    canopy::runtime::engine_of(rt).adaptive().set_time_source(synthetic);
     constexpr int kLaunches = 12;
     const std::vector<double> cpu_share = run_adaptive(rt, kLaunches);
     CHECK(rt.stats().to_text().find("(share ") != std::string::npos);
@@ -137,7 +138,7 @@ TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known s
     // directory); its regions are the runtime's and stay out of the statistics.
     CHECK(rt.stats().regions == kLaunches);
     for (const RegionStats& region : rt.stats().recent) CHECK(region.kernel == "adaptive_accumulate");
-    const std::vector<AdaptiveSplit> splits = rt.engine().adaptive().splits();
+    const std::vector<AdaptiveSplit> splits = canopy::runtime::engine_of(rt).adaptive().splits();
     REQUIRE(splits.size() == 1);
     CHECK(splits[0].leaves == std::vector<std::string>{"cpu0", "opencl0"});
     CHECK(splits[0].launches == kLaunches);
@@ -172,7 +173,7 @@ TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known s
   auto b = rt.array<double>(kRows, named("b"));
   rt.region(accumulate_kernel()).over(kRows).policy("adaptive").launch(a, b);
   rt.pause();
-  const std::vector<AdaptiveSplit> splits = rt.engine().adaptive().splits();
+  const std::vector<AdaptiveSplit> splits = canopy::runtime::engine_of(rt).adaptive().splits();
   REQUIRE(splits.size() == 1);
   CHECK(splits[0].key == key);
   CHECK(splits[0].from_file);
@@ -193,7 +194,7 @@ TEST_CASE("hetero: adaptive with measured times keeps every row once while the s
   if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
   use_leaves(rt, discovered, {"cpu0", "opencl0"});
   const std::vector<double> cpu_share = run_adaptive(rt, 10);
-  const std::vector<AdaptiveSplit> splits = rt.engine().adaptive().splits();
+  const std::vector<AdaptiveSplit> splits = canopy::runtime::engine_of(rt).adaptive().splits();
   REQUIRE(splits.size() == 1);
   CHECK(splits[0].launches == 10);
   // Timings on a shared machine (or under TSan, which slows one leaf far

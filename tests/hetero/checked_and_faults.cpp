@@ -17,6 +17,7 @@
 
 #include <canopy/backends/fault_injection.hpp>
 
+#include <canopy/runtime/internal/engine_access.hpp>
 #include "hetero_support.hpp"
 
 using namespace canopy;
@@ -241,7 +242,7 @@ TEST_CASE("hetero faults: opencl.alloc fails the region with the device's error;
     // `out` has no buffer on opencl0 yet: its allocation is the first.
     FaultPlanFor faults("opencl.alloc:1");
     rt.region(kernel).over(n).at("opencl0").launch(out, in);
-    const auto info = rt.engine().device("opencl:0")->info();
+    const auto info = canopy::runtime::engine_of(rt).device("opencl:0")->info();
     char memory[64];
     std::snprintf(memory, sizeof memory, "%lld bytes (%.2f GiB)", static_cast<long long>(info.global_memory),
                   static_cast<double>(info.global_memory) / (1 << 30));

@@ -13,6 +13,8 @@
 
 #include <canopy/canopy.hpp>
 #include <canopy/runtime/discovery.hpp>
+#include <canopy/runtime/internal/engine_access.hpp>
+
 #include "scoped_setting.hpp"
 
 namespace canopy::engine_tests {
@@ -61,7 +63,7 @@ inline Hierarchy two_leaf_tree() {
 
 /// Replaces the runtime's tree by `tree` (a reconfiguration like any other).
 inline void use_tree(Runtime& rt, const Hierarchy& tree) {
-  rt.engine().reconfigure([&](Hierarchy& h) { h = tree; });
+  canopy::runtime::engine_of(rt).reconfigure([&](Hierarchy& h) { h = tree; });
 }
 
 /// "leaf[begin,end)" for each piece of a region, in order.

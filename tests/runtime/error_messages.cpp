@@ -27,6 +27,7 @@
 #include <canopy/runtime/config.hpp>
 #include <canopy/runtime/policy.hpp>
 
+#include <canopy/runtime/internal/engine_access.hpp>
 #include "engine_trees.hpp"
 #include "scoped_setting.hpp"
 
@@ -195,7 +196,7 @@ TEST_CASE("error messages: kernel arguments that do not match the kernel's param
   use_tree(rt, two_leaf_tree());
   auto x = rt.array<double>(100, at("numa0") | named("x"));
   auto y = rt.array<double>(100, at("numa0") | named("y"));
-  auto& engine = rt.engine();
+  auto& engine = canopy::runtime::engine_of(rt);
   CHECK(error_of([&] {
           engine.submit(scale_request({y.storage(), x.storage()}));
         }) == "kernel 'scale' takes 3 arguments, 2 were given; pass one per parameter (y, x, factor)");

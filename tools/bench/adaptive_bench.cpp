@@ -58,6 +58,7 @@
 #include <canopy/runtime/adaptive.hpp>
 #include <canopy/runtime/machine_model.hpp>
 
+#include <canopy/runtime/internal/engine_access.hpp>
 #include "report.hpp"
 
 namespace canopy::bench {
@@ -177,7 +178,7 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
     };
     auto adaptive_launch = [&] {
       double same_split = NAN;  // the split the adaptive launch is about to take, as a fixed percentage
-      for (const AdaptiveSplit& split : rt.engine().adaptive().splits())
+      for (const AdaptiveSplit& split : canopy::runtime::engine_of(rt).adaptive().splits())
         if (split.kernel == name) {
           const std::string fixed = percentage_policy(split.shares[0] * 100);
           seconds_of(rt, [&] { launch(fixed); });
@@ -280,7 +281,7 @@ Outcome compare(Runtime& rt, const std::string& name, const std::pair<std::strin
       tail, outcome.best_sweep_tail * 1e3, outcome.best_percent_tail, leaves.first.c_str(), outcome.steady * 1e3,
       median(fixed_tail) * 1e3, outcome.steady / outcome.best_sweep_tail, outcome.paired,
       outcome.paired <= 1.10 ? "within 10%" : "NOT within 10%");
-  for (const AdaptiveSplit& split : rt.engine().adaptive().splits())
+  for (const AdaptiveSplit& split : canopy::runtime::engine_of(rt).adaptive().splits())
     if (split.kernel == name)
       std::printf("learned split: %s %.1f%%, %s %.1f%% (model: %.1f%%, %d changes in %d launches, %d probes%s)\n",
                   split.leaves[0].c_str(), split.shares[0] * 100, split.leaves[1].c_str(), split.shares[1] * 100,

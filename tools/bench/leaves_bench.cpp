@@ -10,6 +10,7 @@
 #include <canopy/backends/cpu/cpu_device.hpp>
 #include <canopy/ir/passes/optimize.hpp>
 
+#include <canopy/runtime/internal/engine_access.hpp>
 #include "../../examples/stream/babelstream.hpp"
 #include "report.hpp"
 
@@ -22,7 +23,7 @@ void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
 // Replaces every CPU leaf by one leaf per core, below the same parent.
 std::vector<unsigned> split_into_one_core_leaves(Runtime& rt) {
   std::vector<unsigned> pus;
-  rt.engine().reconfigure([&](Hierarchy& tree) {
+  canopy::runtime::engine_of(rt).reconfigure([&](Hierarchy& tree) {
     for (auto* leaf : tree.leaves(*tree.root())) {
       if (leaf->kind() != LocationKind::Cpu) continue;
       const std::string name = leaf->name(), parent = leaf->parent() ? leaf->parent()->name() : "";

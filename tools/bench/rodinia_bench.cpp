@@ -12,6 +12,7 @@
 
 #include <canopy/backends/opencl/opencl_device.hpp>
 
+#include <canopy/runtime/internal/engine_access.hpp>
 #include "report.hpp"
 #include "rodinia/workload.hpp"
 
@@ -109,7 +110,7 @@ int rodinia_command(int argc, char** argv) {
     Runtime rt;
     backends::opencl::OpenCLDevice* opencl = nullptr;
     if (device == "opencl") {
-      opencl = dynamic_cast<backends::opencl::OpenCLDevice*>(rt.engine().device("opencl:0").get());
+      opencl = dynamic_cast<backends::opencl::OpenCLDevice*>(canopy::runtime::engine_of(rt).device("opencl:0").get());
       if (!opencl) fail("--device opencl: this node has no OpenCL device");
     }
     rodinia::Placement where;

@@ -14,6 +14,7 @@
 #include <canopy/jit/cpu_compiler.hpp>
 #include <canopy/runtime/host_memory.hpp>
 
+#include <canopy/runtime/internal/engine_access.hpp>
 #include "../../examples/stream/babelstream.hpp"
 #include "baselines.hpp"
 #include "report.hpp"
@@ -177,7 +178,8 @@ int run(const Args& args) {
   std::unique_ptr<Baseline> baseline;
   if (compare && device == "cpu") baseline = std::make_unique<OpenMpStream<T>>(n);
   if (compare && device == "opencl") {
-    auto* opencl = dynamic_cast<backends::opencl::OpenCLDevice*>(rt.engine().device("opencl:0").get());
+    auto* opencl =
+        dynamic_cast<backends::opencl::OpenCLDevice*>(canopy::runtime::engine_of(rt).device("opencl:0").get());
     if (!opencl) fail("--device opencl: this node has no OpenCL device (" + rt.node().absent.front().reason + ")");
     baseline = std::make_unique<OpenClStream<T>>(*opencl, n);
   }
