@@ -20,11 +20,12 @@
 
 #include <canopy/ir/error.hpp>
 
+#include "internal/config_loader.hpp"
 #include "internal/config_syntax.hpp"
 
 namespace canopy {
 
-namespace {
+namespace config_loader {
 
 using namespace config_syntax;
 
@@ -32,16 +33,6 @@ constexpr long long kMaxCount = 4096;         // locations one location line may
 constexpr std::size_t kMaxLocations = 65536;  // locations one text may declare
 
 // ----------------------------------------------------------------- kinds
-
-/// A location type: a kind and the traits its locations get.
-struct LocType {
-  LocationKind kind = LocationKind::Virtual;
-  bool any_accelerator = false;  ///< "gpu": binds to any device kind
-  int cores = 0;                 ///< num_cores; 0: not given
-  std::int64_t capacity = 0;     ///< mem; 0: not given
-  double bandwidth = 0;          ///< GB/s; 0: not given
-  bool optional = false;
-};
 
 constexpr const char* kKindWords =
     "x32, x64, NVIDIA, Unified_Memory, Permanent_Storage, virtual, cpu, opencl, cuda, level_zero, gpu, host_memory, "
@@ -70,72 +61,6 @@ std::optional<LocType> kind_type(std::string_view word) {
   }
   return std::nullopt;
 }
-
-// --------------------------------------------------------------- loader
-
-/// A location while the text is read: declared, linked, then bound.
-struct Staged {
-  std::string name;
-  LocType type;           ///< for locations of the tree being changed: only the kind
-  int line = 0;           ///< the declaring line; 0 for a location of the tree being changed
-  bool existing = false;  ///< of the tree being changed (keeps its traits)
-  bool alive = true;      ///< false once removed or left out
-  bool optional = false;  ///< may be left out when the node lacks it
-  std::optional<long long> start;
-  std::vector<unsigned> pus;                  ///< CPU locations bound by PU
-  int cores_wanted = 0;                       ///< CPU locations: cores to take, 0 for all that are left
-  LocationKind kind = LocationKind::Virtual;  ///< after binding
-  LocationTraits traits;                      ///< after binding
-  int parent = -1;
-  std::vector<int> children;
-};
-
-/// Reads a configuration text into staged locations, binds them to the node,
-/// and builds the tree.
-class Loader {
- public:
-  Loader(std::string_view source, const NodeInventory& node)
-      : source_(source),
-        node_(node),
-        core_used_(node.cores.size()),
-        numa_used_(node.numa_nodes.size()),
-        device_used_(node.devices.size()) {}
-
-  void adopt(const Hierarchy& tree);
-  void read(std::string_view text);
-  Hierarchy finish();
-
- private:
-  void read_line(const Line& line);
-  void read_loctype(const Line& line);
-  void read_location(const Line& line);
-  void read_hierarchy(const Line& line);
-  LocType type_named(const Where& where, const std::string& name) const;
-  int all_count(const Where& where, const LocType& type, long long start) const;
-  void declare(const Where& where, std::string name, const LocType& type, const Staged& pattern);
-  std::vector<int> children_named(const Where& where, const std::string& name) const;
-  void attach(const Where& where, int child, int parent);
-  void detach(const Where& where, int child, int parent);
-  void kill(int index);
-  void mark_existing_units();
-  bool bind(Staged& location);
-  bool bind_memory(Staged& location);
-  bool bind_device(Staged& location);
-  bool bind_cpu(Staged& location);
-  std::string need_of(const Staged& location) const;
-  void bind_all(bool cpus);
-  int root() const;
-  Hierarchy build(int root) const;
-
-  std::string_view source_;
-  const NodeInventory& node_;
-  int last_line_ = 1;
-  std::map<std::string, std::pair<LocType, int>, std::less<>> types_;            // name -> type, line
-  std::map<std::string, std::pair<std::vector<int>, int>, std::less<>> groups_;  // name -> members, line
-  std::vector<Staged> locations_;
-  std::unordered_map<std::string, int> index_of_;  // living locations only
-  std::vector<bool> core_used_, numa_used_, device_used_;
-};
 
 void Loader::adopt(const Hierarchy& tree) {
   for (const Location* location : tree.all()) {
@@ -427,175 +352,10 @@ void Loader::kill(int index) {
   }
 }
 
-// -------------------------------------------------------------- binding
+}  // namespace config_loader
 
-/// The units the tree being changed uses already.
-void Loader::mark_existing_units() {
-  for (const Staged& location : locations_) {
-    if (!location.alive || !location.existing) continue;
-    const LocationTraits& t = location.traits;
-    for (std::size_t i = 0; i < node_.cores.size(); ++i) {
-      if (std::find(t.pus.begin(), t.pus.end(), node_.cores[i].pu) != t.pus.end()) core_used_[i] = true;
-    }
-    for (std::size_t i = 0; i < node_.numa_nodes.size(); ++i) {
-      if (location.kind == LocationKind::HostMemory && node_.numa_nodes[i].index == t.numa_node) numa_used_[i] = true;
-    }
-    for (std::size_t i = 0; i < node_.devices.size(); ++i) {
-      if (!t.device.empty() && node_.devices[i].id == t.device) device_used_[i] = true;
-    }
-  }
-}
-
-/// The type's own traits over what binding found.
-void apply_type(LocationTraits& traits, const LocType& type) {
-  if (type.cores != 0 && type.kind != LocationKind::Cpu) traits.cores = type.cores;
-  if (type.capacity != 0) traits.capacity = type.capacity;
-  if (type.bandwidth != 0) traits.bandwidth = type.bandwidth;
-}
-
-bool Loader::bind(Staged& location) {
-  bool bound = true;
-  if (location.kind == LocationKind::HostMemory) bound = bind_memory(location);
-  if (executes(location.kind) && location.kind != LocationKind::Cpu) bound = bind_device(location);
-  if (location.kind == LocationKind::Cpu) bound = bind_cpu(location);
-  if (bound) apply_type(location.traits, location.type);
-  location.traits.optional = location.optional;
-  return bound;
-}
-
-bool Loader::bind_memory(Staged& location) {
-  for (std::size_t i = 0; i < node_.numa_nodes.size(); ++i) {
-    const NumaInfo& numa = node_.numa_nodes[i];
-    if (numa_used_[i] || (location.start && numa.index != *location.start)) continue;
-    numa_used_[i] = true;
-    location.traits.capacity = numa.capacity;
-    location.traits.numa_node = numa.index;
-    return true;
-  }
-  return false;
-}
-
-bool Loader::bind_device(Staged& location) {
-  long long candidate = 0;
-  for (std::size_t i = 0; i < node_.devices.size(); ++i) {
-    const DiscoveredDevice& device = node_.devices[i];
-    bool kind = location.type.any_accelerator ? is_device(device.kind) : device.kind == location.kind;
-    if (!kind) continue;
-    long long number = location.type.any_accelerator ? candidate++ : device.index;
-    if (device_used_[i] || (location.start && number != *location.start)) continue;
-    device_used_[i] = true;
-    location.kind = device.kind;
-    location.traits = device_leaf_traits(node_, device);
-    return true;
-  }
-  return false;
-}
-
-bool Loader::bind_cpu(Staged& location) {
-  std::vector<std::size_t> chosen;
-  if (!location.pus.empty()) {
-    for (unsigned pu : location.pus) {
-      auto core = std::find_if(node_.cores.begin(), node_.cores.end(), [&](const CoreInfo& c) { return c.pu == pu; });
-      std::size_t i = static_cast<std::size_t>(core - node_.cores.begin());
-      if (core == node_.cores.end() || core_used_[i] || std::count(chosen.begin(), chosen.end(), i)) return false;
-      chosen.push_back(i);
-    }
-  } else {
-    std::size_t first = static_cast<std::size_t>(location.start.value_or(0));
-    for (std::size_t i = first; i < node_.cores.size(); ++i) {
-      if (location.cores_wanted != 0 && chosen.size() == static_cast<std::size_t>(location.cores_wanted)) break;
-      if (core_used_[i] && location.start) return false;
-      if (!core_used_[i]) chosen.push_back(i);
-    }
-    if (chosen.empty() ||
-        (location.cores_wanted != 0 && chosen.size() < static_cast<std::size_t>(location.cores_wanted)))
-      return false;
-  }
-  std::vector<CoreInfo> cores;
-  for (std::size_t i : chosen) {
-    core_used_[i] = true;
-    cores.push_back(node_.cores[i]);
-  }
-  location.traits = cpu_leaf_traits(node_, cores);
-  return true;
-}
-
-/// "a cuda device", "NUMA node 1", "4 cores from core 0": what binding looked for.
-std::string Loader::need_of(const Staged& location) const {
-  std::string from = location.start ? fmt::format(" {}", *location.start) : std::string();
-  if (location.kind == LocationKind::HostMemory) return location.start ? "NUMA node" + from : "a NUMA node";
-  if (location.kind == LocationKind::Cpu && !location.pus.empty()) {
-    std::string pus;
-    for (unsigned pu : location.pus) pus += fmt::format("{}{}", pus.empty() ? "" : ",", pu);
-    return "the cores of PUs " + pus;
-  }
-  if (location.kind == LocationKind::Cpu) {
-    std::string count = location.cores_wanted > 1 ? fmt::format("{} cores", location.cores_wanted) : "a core";
-    return count + (location.start ? " from core" + from : std::string());
-  }
-  if (location.type.any_accelerator) return location.start ? "accelerator" + from : "an accelerator";
-  return location.start ? fmt::format("{} device{}", name_of(location.kind), from)
-                        : fmt::format("a {} device", name_of(location.kind));
-}
-
-/// Binds every living new location (CPU ones, or the others); leaves out the
-/// optional ones the node cannot serve, with their subtrees.
-void Loader::bind_all(bool cpus) {
-  for (std::size_t i = 0; i < locations_.size(); ++i) {
-    Staged& location = locations_[i];
-    if (!location.alive || location.existing || (location.kind == LocationKind::Cpu) != cpus) continue;
-    if (bind(location)) continue;
-    if (!location.optional)
-      fail(Where{source_, location.line},
-           fmt::format("location '{}' needs {}, which this node does not have free (discovered: {})", location.name,
-                       need_of(location), inventory_summary(node_)),
-           "fewer such locations, or 'optional' on its location line");
-    kill(static_cast<int>(i));
-  }
-}
-
-int Loader::root() const {
-  std::vector<int> roots;
-  for (std::size_t i = 0; i < locations_.size(); ++i) {
-    if (locations_[i].alive && locations_[i].parent == -1) roots.push_back(static_cast<int>(i));
-  }
-  if (roots.empty())
-    fail(Where{source_, last_line_}, "no location is left to be the root",
-         "at least one location line (and not all of them optional and absent)");
-  if (roots.size() == 1) return roots.front();
-  std::string names;
-  int line = 0;
-  for (int index : roots) {
-    const Staged& location = locations_[index];
-    std::string where = location.line == 0 ? "in the hierarchy" : fmt::format("line {}", location.line);
-    names += fmt::format("{}'{}' ({})", names.empty() ? "" : ", ", location.name, where);
-    line = std::max(line, location.line);
-  }
-  fail(Where{source_, line == 0 ? last_line_ : line}, "several locations have no parent: " + names,
-       "exactly one root; attach the others with hierarchy lines");
-}
-
-Hierarchy Loader::build(int root) const {
-  Hierarchy tree;
-  std::vector<int> stack{root};
-  while (!stack.empty()) {
-    const Staged& location = locations_[stack.back()];
-    stack.pop_back();
-    std::string_view parent = location.parent == -1 ? std::string_view() : locations_[location.parent].name;
-    tree.add(location.name, location.kind, location.traits, parent);
-    stack.insert(stack.end(), location.children.rbegin(), location.children.rend());
-  }
-  return tree;
-}
-
-Hierarchy Loader::finish() {
-  mark_existing_units();
-  bind_all(false);
-  bind_all(true);
-  return build(root());
-}
-
-}  // namespace
+using namespace config_syntax;
+using config_loader::Loader;
 
 std::int64_t parse_size(std::string_view text) {
   text = trim(text);

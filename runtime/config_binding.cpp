@@ -1,0 +1,183 @@
+// Binding a configuration to this node: each declared location takes the
+// cores, the NUMA memory or the device it asks for (or the next free one),
+// optional locations the node lacks are left out, and the tree is built from
+// what remains.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include <canopy/ir/error.hpp>
+
+#include "internal/config_loader.hpp"
+
+namespace canopy::config_loader {
+
+using namespace config_syntax;
+
+/// The units the tree being changed uses already.
+void Loader::mark_existing_units() {
+  for (const Staged& location : locations_) {
+    if (!location.alive || !location.existing) continue;
+    const LocationTraits& t = location.traits;
+    for (std::size_t i = 0; i < node_.cores.size(); ++i) {
+      if (std::find(t.pus.begin(), t.pus.end(), node_.cores[i].pu) != t.pus.end()) core_used_[i] = true;
+    }
+    for (std::size_t i = 0; i < node_.numa_nodes.size(); ++i) {
+      if (location.kind == LocationKind::HostMemory && node_.numa_nodes[i].index == t.numa_node) numa_used_[i] = true;
+    }
+    for (std::size_t i = 0; i < node_.devices.size(); ++i) {
+      if (!t.device.empty() && node_.devices[i].id == t.device) device_used_[i] = true;
+    }
+  }
+}
+
+/// The type's own traits over what binding found.
+void apply_type(LocationTraits& traits, const LocType& type) {
+  if (type.cores != 0 && type.kind != LocationKind::Cpu) traits.cores = type.cores;
+  if (type.capacity != 0) traits.capacity = type.capacity;
+  if (type.bandwidth != 0) traits.bandwidth = type.bandwidth;
+}
+
+bool Loader::bind(Staged& location) {
+  bool bound = true;
+  if (location.kind == LocationKind::HostMemory) bound = bind_memory(location);
+  if (executes(location.kind) && location.kind != LocationKind::Cpu) bound = bind_device(location);
+  if (location.kind == LocationKind::Cpu) bound = bind_cpu(location);
+  if (bound) apply_type(location.traits, location.type);
+  location.traits.optional = location.optional;
+  return bound;
+}
+
+bool Loader::bind_memory(Staged& location) {
+  for (std::size_t i = 0; i < node_.numa_nodes.size(); ++i) {
+    const NumaInfo& numa = node_.numa_nodes[i];
+    if (numa_used_[i] || (location.start && numa.index != *location.start)) continue;
+    numa_used_[i] = true;
+    location.traits.capacity = numa.capacity;
+    location.traits.numa_node = numa.index;
+    return true;
+  }
+  return false;
+}
+
+bool Loader::bind_device(Staged& location) {
+  long long candidate = 0;
+  for (std::size_t i = 0; i < node_.devices.size(); ++i) {
+    const DiscoveredDevice& device = node_.devices[i];
+    bool kind = location.type.any_accelerator ? is_device(device.kind) : device.kind == location.kind;
+    if (!kind) continue;
+    long long number = location.type.any_accelerator ? candidate++ : device.index;
+    if (device_used_[i] || (location.start && number != *location.start)) continue;
+    device_used_[i] = true;
+    location.kind = device.kind;
+    location.traits = device_leaf_traits(node_, device);
+    return true;
+  }
+  return false;
+}
+
+bool Loader::bind_cpu(Staged& location) {
+  std::vector<std::size_t> chosen;
+  if (!location.pus.empty()) {
+    for (unsigned pu : location.pus) {
+      auto core = std::find_if(node_.cores.begin(), node_.cores.end(), [&](const CoreInfo& c) { return c.pu == pu; });
+      std::size_t i = static_cast<std::size_t>(core - node_.cores.begin());
+      if (core == node_.cores.end() || core_used_[i] || std::count(chosen.begin(), chosen.end(), i)) return false;
+      chosen.push_back(i);
+    }
+  } else {
+    std::size_t first = static_cast<std::size_t>(location.start.value_or(0));
+    for (std::size_t i = first; i < node_.cores.size(); ++i) {
+      if (location.cores_wanted != 0 && chosen.size() == static_cast<std::size_t>(location.cores_wanted)) break;
+      if (core_used_[i] && location.start) return false;
+      if (!core_used_[i]) chosen.push_back(i);
+    }
+    if (chosen.empty() ||
+        (location.cores_wanted != 0 && chosen.size() < static_cast<std::size_t>(location.cores_wanted)))
+      return false;
+  }
+  std::vector<CoreInfo> cores;
+  for (std::size_t i : chosen) {
+    core_used_[i] = true;
+    cores.push_back(node_.cores[i]);
+  }
+  location.traits = cpu_leaf_traits(node_, cores);
+  return true;
+}
+
+/// "a cuda device", "NUMA node 1", "4 cores from core 0": what binding looked for.
+std::string Loader::need_of(const Staged& location) const {
+  std::string from = location.start ? fmt::format(" {}", *location.start) : std::string();
+  if (location.kind == LocationKind::HostMemory) return location.start ? "NUMA node" + from : "a NUMA node";
+  if (location.kind == LocationKind::Cpu && !location.pus.empty()) {
+    std::string pus;
+    for (unsigned pu : location.pus) pus += fmt::format("{}{}", pus.empty() ? "" : ",", pu);
+    return "the cores of PUs " + pus;
+  }
+  if (location.kind == LocationKind::Cpu) {
+    std::string count = location.cores_wanted > 1 ? fmt::format("{} cores", location.cores_wanted) : "a core";
+    return count + (location.start ? " from core" + from : std::string());
+  }
+  if (location.type.any_accelerator) return location.start ? "accelerator" + from : "an accelerator";
+  return location.start ? fmt::format("{} device{}", name_of(location.kind), from)
+                        : fmt::format("a {} device", name_of(location.kind));
+}
+
+/// Binds every living new location (CPU ones, or the others); leaves out the
+/// optional ones the node cannot serve, with their subtrees.
+void Loader::bind_all(bool cpus) {
+  for (std::size_t i = 0; i < locations_.size(); ++i) {
+    Staged& location = locations_[i];
+    if (!location.alive || location.existing || (location.kind == LocationKind::Cpu) != cpus) continue;
+    if (bind(location)) continue;
+    if (!location.optional)
+      fail(Where{source_, location.line},
+           fmt::format("location '{}' needs {}, which this node does not have free (discovered: {})", location.name,
+                       need_of(location), inventory_summary(node_)),
+           "fewer such locations, or 'optional' on its location line");
+    kill(static_cast<int>(i));
+  }
+}
+
+int Loader::root() const {
+  std::vector<int> roots;
+  for (std::size_t i = 0; i < locations_.size(); ++i) {
+    if (locations_[i].alive && locations_[i].parent == -1) roots.push_back(static_cast<int>(i));
+  }
+  if (roots.empty())
+    fail(Where{source_, last_line_}, "no location is left to be the root",
+         "at least one location line (and not all of them optional and absent)");
+  if (roots.size() == 1) return roots.front();
+  std::string names;
+  int line = 0;
+  for (int index : roots) {
+    const Staged& location = locations_[index];
+    std::string where = location.line == 0 ? "in the hierarchy" : fmt::format("line {}", location.line);
+    names += fmt::format("{}'{}' ({})", names.empty() ? "" : ", ", location.name, where);
+    line = std::max(line, location.line);
+  }
+  fail(Where{source_, line == 0 ? last_line_ : line}, "several locations have no parent: " + names,
+       "exactly one root; attach the others with hierarchy lines");
+}
+
+Hierarchy Loader::build(int root) const {
+  Hierarchy tree;
+  std::vector<int> stack{root};
+  while (!stack.empty()) {
+    const Staged& location = locations_[stack.back()];
+    stack.pop_back();
+    std::string_view parent = location.parent == -1 ? std::string_view() : locations_[location.parent].name;
+    tree.add(location.name, location.kind, location.traits, parent);
+    stack.insert(stack.end(), location.children.rbegin(), location.children.rend());
+  }
+  return tree;
+}
+
+Hierarchy Loader::finish() {
+  mark_existing_units();
+  bind_all(false);
+  bind_all(true);
+  return build(root());
+}
+
+}  // namespace canopy::config_loader
