@@ -81,4 +81,13 @@ void Visitor::visit(const For& node) {
   walk(node.body);
 }
 
+bool has_loops(const Kernel& kernel) {
+  struct Finder : Visitor {
+    bool found = false;
+    void visit(const For&) override { found = true; }
+  } finder;
+  finder.walk(kernel.body);
+  return finder.found;
+}
+
 }  // namespace canopy::ir

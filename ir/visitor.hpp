@@ -40,4 +40,7 @@ class Visitor {
   virtual void visit(const For& node);
 };
 
+/// True when the kernel's body has a For loop: a point may then do any amount of work.
+bool has_loops(const Kernel& kernel);
+
 }  // namespace canopy::ir

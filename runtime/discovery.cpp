@@ -17,6 +17,7 @@
 
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/settings.hpp>
+#include "internal/config_syntax.hpp"
 
 namespace canopy {
 
@@ -296,17 +297,8 @@ NodeInventory discover_node_xml(const std::string& path) {
 
 namespace {
 
-std::string lowercase(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
-  return text;
-}
+using config_syntax::lowercase;
+using config_syntax::trim;
 
 /// The non-empty, trimmed, lower-case words of a comma-separated list.
 std::vector<std::string> words_of(std::string_view list) {

@@ -16,16 +16,6 @@ namespace canopy::backends::cpu {
 
 namespace {
 
-// True when the kernel's body has loops: each point may then be a lot of work.
-bool has_loops(const ir::Kernel& kernel) {
-  struct Finder : ir::Visitor {
-    bool found = false;
-    void visit(const ir::For&) override { found = true; }
-  } finder;
-  finder.walk(kernel.body);
-  return finder.found;
-}
-
 // Writes a scalar argument into its slot as the ABI says.
 jit::ArgSlot slot_of(const ScalarArg& arg) {
   jit::ArgSlot slot;
@@ -88,7 +78,7 @@ std::shared_ptr<CpuProgram> CpuDevice::compile_program(std::shared_ptr<const ir:
   program->layout = jit::cpu_arg_layout(*optimized);
   // A point with a loop may be any amount of work: spread every range of two
   // points or more over the threads.
-  program->inline_below = has_loops(*optimized) ? 2 : 16384;
+  program->inline_below = ir::has_loops(*optimized) ? 2 : 16384;
   bool reduces = false;
   for (const auto& p : optimized->params) reduces = reduces || p.is_reduction();
   if (auto candidates = jit::streaming_candidates(*optimized); !candidates.empty() && !reduces) {

@@ -10,20 +10,6 @@
 
 namespace canopy::runtime {
 
-namespace {
-
-// True when the kernel's body has a For loop.
-bool body_has_loops(const ir::Kernel& kernel) {
-  struct Finder : ir::Visitor {
-    bool found = false;
-    void visit(const ir::For&) override { found = true; }
-  } finder;
-  finder.walk(kernel.body);
-  return finder.found;
-}
-
-}  // namespace
-
 std::shared_ptr<backends::Program> CompiledKernel::program_for(backends::Device& device) const {
   std::lock_guard lock(programs_mutex);
   if (device.info().host_memory) {
@@ -58,7 +44,7 @@ std::shared_ptr<CompiledKernel> KernelCache::compile(const std::shared_ptr<const
     // Compiled again when a CPU leaf needs it; the devices may run it meanwhile.
     recoveries_.recovered(RecoveryKind::Compile, "cpu", std::string(e.what()) + "; compiling again where needed");
   }
-  compiled->has_loops = body_has_loops(*compiled->optimized);
+  compiled->has_loops = ir::has_loops(*compiled->optimized);
   compiled->footprint = ir::footprint_of(*compiled->optimized);
   compiled->ops_per_point = cost.flops + cost.int_ops + cost.accesses();
   // Checked kernels guard every access; the refusal reads the unguarded form.
