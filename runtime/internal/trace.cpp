@@ -1,0 +1,353 @@
+// The trace recorder behind trace.hpp: events in memory under one mutex,
+// tracks named as they first appear, and the JSON written at a Session's end.
+#include "trace.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <unistd.h>
+
+#include <canopy/ir/error.hpp>
+
+namespace canopy::runtime::trace {
+
+std::atomic<bool> recording{false};
+
+namespace {
+
+// What a track holds, which also orders the tracks in a viewer: the threads
+// that launched and paused first, then the leaves, then the copies.
+enum class TrackKind { Thread = 0, Leaf = 1, Copies = 2 };
+
+struct Track {
+  std::string name;
+  TrackKind kind;
+};
+
+// One event as the Trace Event Format has it: ph "X" (complete, with a
+// duration) or "C" (counter); times in microseconds since the trace began.
+struct Event {
+  char phase;
+  int track;
+  const char* category;
+  std::string name;
+  double ts;
+  double dur;
+  std::string args;  ///< a JSON object
+};
+
+// `text` as a JSON string, quotes included.
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+          out += escaped;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", value);
+  return text;
+}
+
+// The JSON object of `fields`, each a key and an already-encoded JSON value.
+std::string object(std::initializer_list<std::pair<const char*, std::string>> fields) {
+  std::string out = "{";
+  for (const auto& [key, value] : fields) {
+    if (out.size() > 1) out += ",";
+    out += json_string(key) + ":" + value;
+  }
+  return out + "}";
+}
+
+// The process-wide recorder (trace.hpp says why there is one).
+struct Recorder {
+  std::mutex mutex;
+  int sessions = 0;
+  std::uint64_t generation = 0;  ///< counts recordings, so thread tracks of an earlier one are not reused
+  Clock::time_point began;
+  std::vector<Track> tracks;
+  std::unordered_map<std::string, int> track_ids;
+  std::vector<Event> events;
+  int threads = 0;                          ///< host threads named so far
+  std::int64_t to_device = 0, to_host = 0;  ///< bytes copied so far, for the counter track
+  int rank = -1;                            ///< set_rank's, or -1
+
+  // The id of the track `name` (call with mutex held).
+  int track(const std::string& name, TrackKind kind) {
+    auto [it, added] = track_ids.emplace(name, static_cast<int>(tracks.size()));
+    if (added) tracks.push_back({name, kind});
+    return it->second;
+  }
+
+  // The calling thread's own track (call with mutex held): "host thread N",
+  // numbered in the order threads first record something.
+  int thread_track() {
+    thread_local std::uint64_t known_generation = 0;
+    thread_local int known_track = -1;
+    if (known_generation != generation) {
+      known_generation = generation;
+      known_track = track("host thread " + std::to_string(++threads), TrackKind::Thread);
+    }
+    return known_track;
+  }
+
+  double since_began(Clock::time_point t) const { return std::chrono::duration<double, std::micro>(t - began).count(); }
+
+  void add(char phase, int track, const char* category, std::string name, Clock::time_point start,
+           Clock::time_point end, std::string args) {
+    const double ts = since_began(start);
+    events.push_back(
+        {phase, track, category, std::move(name), ts, std::max(0.0, since_began(end) - ts), std::move(args)});
+  }
+};
+
+Recorder& recorder() {
+  static Recorder* the = new Recorder;  // never destroyed: a worker may record while the process exits
+  return *the;
+}
+
+// The rank this process writes as: set_rank's, else mpirun's variables, else -1.
+int rank_of_process(int told) {
+  if (told >= 0) return told;
+  for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+    if (const char* value = std::getenv(variable); value && *value) {
+      char* end = nullptr;
+      const long rank = std::strtol(value, &end, 10);
+      if (*end == '\0' && rank >= 0) return static_cast<int>(rank);
+    }
+  return -1;
+}
+
+}  // namespace
+
+std::optional<std::string> trace_path_from_environment() {
+  const char* value = std::getenv("CANOPY_TRACE");
+  if (!value) return std::nullopt;
+  const std::string path = value;
+  auto refuse = [&](const std::string& why) {
+    return Error("CANOPY_TRACE='" + path + "' " + why +
+                 "; give the path of a JSON file to write (e.g. CANOPY_TRACE=run.json, in a folder that exists), "
+                 "or unset CANOPY_TRACE to trace nothing");
+  };
+  if (path.empty()) throw refuse("is empty");
+  std::error_code error;
+  const std::filesystem::path file(path);
+  if (path.back() == '/' || std::filesystem::is_directory(file, error)) throw refuse("is a directory");
+  const std::filesystem::path folder = file.parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder, error))
+    throw refuse("is in the folder '" + folder.string() + "', which does not exist");
+  return path;
+}
+
+void set_rank(int rank) {
+  auto& r = recorder();
+  std::lock_guard lock(r.mutex);
+  r.rank = rank;
+}
+
+std::string path_for_rank(const std::string& path, int rank) {
+  if (rank < 0) return path;
+  const std::filesystem::path file(path);
+  std::filesystem::path ranked = file;
+  ranked.replace_filename(file.stem().string() + "." + std::to_string(rank) + file.extension().string());
+  return ranked.string();
+}
+
+Session::Session(std::string path) : path_(std::move(path)) {
+  auto& r = recorder();
+  std::lock_guard lock(r.mutex);
+  if (r.sessions++ == 0) {
+    r.began = Clock::now();
+    r.tracks.clear();
+    r.track_ids.clear();
+    r.events.clear();
+    r.threads = 0;
+    r.to_device = r.to_host = 0;
+    ++r.generation;
+    r.thread_track();  // the thread that made the runtime is host thread 1
+    recording.store(true, std::memory_order_relaxed);
+  }
+}
+
+Session::~Session() {
+  write();
+  auto& r = recorder();
+  std::lock_guard lock(r.mutex);
+  if (--r.sessions == 0) {
+    recording.store(false, std::memory_order_relaxed);
+    r.events.clear();
+    r.events.shrink_to_fit();
+  }
+}
+
+std::string Session::write() const {
+  auto& r = recorder();
+  std::string text;
+  std::string path;
+  {
+    std::lock_guard lock(r.mutex);
+    const int rank = rank_of_process(r.rank);
+    path = path_for_rank(path_, rank);
+    const std::string pid = std::to_string(rank < 0 ? 0 : rank);
+    text = "{\"traceEvents\":[\n";
+    text += object(
+        {{"ph", "\"M\""},
+         {"pid", pid},
+         {"tid", "0"},
+         {"name", "\"process_name\""},
+         {"args", object({{"name", json_string(rank < 0 ? "canopy" : "canopy rank " + std::to_string(rank))}})}});
+    for (std::size_t t = 0; t < r.tracks.size(); ++t) {
+      const std::string tid = std::to_string(t + 1);
+      const int order = static_cast<int>(r.tracks[t].kind) * 1000 + static_cast<int>(t);
+      text += ",\n" + object({{"ph", "\"M\""},
+                              {"pid", pid},
+                              {"tid", tid},
+                              {"name", "\"thread_name\""},
+                              {"args", object({{"name", json_string(r.tracks[t].name)}})}});
+      text += ",\n" + object({{"ph", "\"M\""},
+                              {"pid", pid},
+                              {"tid", tid},
+                              {"name", "\"thread_sort_index\""},
+                              {"args", object({{"sort_index", std::to_string(order)}})}});
+    }
+    for (const Event& e : r.events) {
+      text += ",\n" + object({{"ph", std::string("\"") + e.phase + "\""},
+                              {"pid", pid},
+                              {"tid", e.phase == 'C' ? "0" : std::to_string(e.track + 1)},
+                              {"cat", json_string(e.category)},
+                              {"name", json_string(e.name)},
+                              {"ts", number(e.ts)}});
+      text.pop_back();  // the object's closing brace: the duration and arguments follow
+      if (e.phase == 'X') text += ",\"dur\":" + number(e.dur);
+      text += ",\"args\":" + e.args + "}";
+    }
+    text += "\n],\"displayTimeUnit\":\"ms\"}\n";
+  }
+  // A temporary file, then a rename: a reader never sees half a trace.
+  const std::string temporary = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "canopy: cannot write the trace (CANOPY_TRACE) to '%s': %s\n", temporary.c_str(),
+                   std::strerror(errno));
+      std::remove(temporary.c_str());
+      return {};
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::fprintf(stderr, "canopy: cannot write the trace (CANOPY_TRACE) to '%s': %s\n", path.c_str(),
+                 std::strerror(errno));
+    std::remove(temporary.c_str());
+    return {};
+  }
+  return path;
+}
+
+std::unique_ptr<Session> session_from_environment() {
+  auto path = trace_path_from_environment();
+  return path ? std::make_unique<Session>(std::move(*path)) : nullptr;
+}
+
+void piece(const std::string& leaf, const RegionStats& region, std::size_t index, const backends::Range& range,
+           Clock::time_point start, Clock::time_point launched, double run_seconds, Clock::time_point end) {
+  const std::int64_t begin = range.begin[0], stop = range.end[0];
+  std::string args = object({{"kernel", json_string(region.kernel)},
+                             {"region", std::to_string(region.id)},
+                             {"piece", std::to_string(index)},
+                             {"begin", std::to_string(begin)},
+                             {"end", std::to_string(stop)},
+                             {"points", std::to_string(range.points())},
+                             {"policy", json_string(region.policy)},
+                             {"location", json_string(region.location)}});
+  auto& r = recorder();
+  std::lock_guard lock(r.mutex);
+  const int track = r.track(leaf, TrackKind::Leaf);
+  r.add('X', track, "piece", region.kernel, start, end, std::move(args));
+  if (run_seconds > 0) {
+    const auto ran = launched + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(run_seconds));
+    r.add('X', track, "launch", "run " + region.kernel, launched, ran,
+          object({{"kernel", json_string(region.kernel)}, {"region", std::to_string(region.id)}}));
+  }
+}
+
+std::string_view cache_word(const backends::Program& program) {
+  return program.origin() == backends::ProgramOrigin::Disk ? "hit" : "miss";
+}
+
+std::string_view cache_word(const backends::cpu::CpuProgram& program) {
+  switch (program.source) {
+    case jit::CpuCompiler::Source::Disk: return "hit";
+    case jit::CpuCompiler::Source::Memory: return "memory";
+    case jit::CpuCompiler::Source::Compiled: break;
+  }
+  return "miss";
+}
+
+void compile(std::string_view kernel, std::string_view backend, std::string_view device, std::string_view cache,
+             Clock::time_point start) {
+  const auto end = Clock::now();
+  std::string args = object({{"kernel", json_string(kernel)},
+                             {"backend", json_string(backend)},
+                             {"device", json_string(device)},
+                             {"cache", json_string(cache)}});
+  auto& r = recorder();
+  std::lock_guard lock(r.mutex);
+  r.add('X', r.thread_track(), "compile", "compile " + std::string(kernel) + " (" + std::string(backend) + ")", start,
+        end, std::move(args));
+}
+
+CopySpan::~CopySpan() {
+  if (!device_) return;
+  const auto end = Clock::now();
+  const bool to_device = direction_ == Direction::HostToDevice;
+  const char* direction = to_device ? "host->device" : "device->host";
+  const auto bytes = static_cast<std::int64_t>(bytes_);
+  std::string args = object(
+      {{"bytes", std::to_string(bytes)}, {"direction", json_string(direction)}, {"device", json_string(device_->id)}});
+  auto& r = recorder();
+  std::lock_guard lock(r.mutex);
+  (to_device ? r.to_device : r.to_host) += bytes;
+  r.add('X', r.track("copies " + device_->id, TrackKind::Copies), "copy", std::string("copy ") + direction, start_, end,
+        std::move(args));
+  // A counter of the bytes moved so far each way (a counter has no track: it gets one of its own).
+  r.add('C', 0, "copy", "bytes copied", end, end,
+        object({{"host->device", std::to_string(r.to_device)}, {"device->host", std::to_string(r.to_host)}}));
+}
+
+PauseSpan::~PauseSpan() {
+  if (!active_) return;
+  const auto end = Clock::now();
+  const std::string what = location_ ? *location_ : std::string();
+  auto& r = recorder();
+  std::lock_guard lock(r.mutex);
+  r.add('X', r.thread_track(), "pause", what.empty() ? "pause" : "pause " + what, start_, end,
+        object({{"location", json_string(what.empty() ? "all" : what)}}));
+}
+
+}  // namespace canopy::runtime::trace
