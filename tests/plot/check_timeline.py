@@ -13,26 +13,11 @@ message when matplotlib is missing.
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
 
-SKIPPED = 77
-
-
-def has_matplotlib(python):
-    return subprocess.run([python, "-c", "import matplotlib"], capture_output=True).returncode == 0
-
-
-def check_png(path):
-    with open(path, "rb") as f:
-        head = f.read(24)
-    assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: no PNG signature"
-    assert head[12:16] == b"IHDR", f"{path}: the first chunk is not IHDR"
-    width, height = struct.unpack(">II", head[16:24])
-    assert width > 100 and height > 100, f"{path}: {width}x{height} pixels"
-    return width, height
+from check_plot import SKIPPED, check_png, has_matplotlib
 
 
 def main():
