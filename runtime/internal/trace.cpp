@@ -95,12 +95,32 @@ struct Recorder {
   int threads = 0;                          ///< host threads named so far
   std::int64_t to_device = 0, to_host = 0;  ///< bytes copied so far, for the counter track
   int rank = -1;                            ///< set_rank's, or -1
+  /// Per leaf or device, its tracks and when the last slice on each ended (lane()).
+  std::unordered_map<std::string, std::vector<std::pair<int, double>>> lanes;
 
   // The id of the track `name` (call with mutex held).
   int track(const std::string& name, TrackKind kind) {
     auto [it, added] = track_ids.emplace(name, static_cast<int>(tracks.size()));
     if (added) tracks.push_back({name, kind});
     return it->second;
+  }
+
+  // The track named `name` for a slice from `start` to `end` (call with
+  // mutex held), or "<name> (2)", ... when a slice another thread recorded
+  // there overlaps it: slices on one track must nest for a viewer to show
+  // them. Two threads copy to one device at once, or a leaf runs a piece
+  // while another leaf's failed piece runs again on it.
+  int lane(const std::string& name, TrackKind kind, Clock::time_point start, Clock::time_point end) {
+    auto& known = lanes[name];
+    const double from = since_began(start);
+    for (auto& [id, last_end] : known)
+      if (from >= last_end) {
+        last_end = since_began(end);
+        return id;
+      }
+    const std::string suffix = known.empty() ? "" : " (" + std::to_string(known.size() + 1) + ")";
+    known.emplace_back(track(name + suffix, kind), since_began(end));
+    return known.back().first;
   }
 
   // The calling thread's own track (call with mutex held): "host thread N",
@@ -184,6 +204,7 @@ Session::Session(std::string path) : path_(std::move(path)) {
     r.began = Clock::now();
     r.tracks.clear();
     r.track_ids.clear();
+    r.lanes.clear();
     r.events.clear();
     r.threads = 0;
     r.to_device = r.to_host = 0;
@@ -287,7 +308,7 @@ void piece(const std::string& leaf, const RegionStats& region, std::size_t index
                              {"location", json_string(region.location)}});
   auto& r = recorder();
   std::lock_guard lock(r.mutex);
-  const int track = r.track(leaf, TrackKind::Leaf);
+  const int track = r.lane(leaf, TrackKind::Leaf, start, end);
   r.add('X', track, "piece", region.kernel, start, end, std::move(args));
   if (run_seconds > 0) {
     const auto ran = launched + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(run_seconds));
@@ -333,8 +354,8 @@ CopySpan::~CopySpan() {
   auto& r = recorder();
   std::lock_guard lock(r.mutex);
   (to_device ? r.to_device : r.to_host) += bytes;
-  r.add('X', r.track("copies " + device_->id, TrackKind::Copies), "copy", std::string("copy ") + direction, start_, end,
-        std::move(args));
+  r.add('X', r.lane("copies " + device_->id, TrackKind::Copies, start_, end), "copy", std::string("copy ") + direction,
+        start_, end, std::move(args));
   // A counter of the bytes moved so far each way (a counter has no track: it gets one of its own).
   r.add('C', 0, "copy", "bytes copied", end, end,
         object({{"host->device", std::to_string(r.to_device)}, {"device->host", std::to_string(r.to_host)}}));

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -195,4 +196,35 @@ TEST_CASE("trace: each rank of an MPI job writes its own file") {
   }
   runtime::trace::set_rank(-1);
   CHECK(read_trace(folder + "/run.5.json").process_name == "canopy rank 5");
+}
+
+TEST_CASE("trace: slices that overlap on one leaf go to a second track of it") {
+  // Perfetto shows only slices that nest on a track; a piece that runs again
+  // on a leaf busy with its own (recovery) must not overlap it there.
+  const std::string path = fresh_folder("lanes") + "/lanes.json";
+  {
+    runtime::trace::Session session(path);
+    RegionStats region;
+    region.id = 7;
+    region.kernel = "k";
+    region.policy = "static";
+    backends::Range range;
+    range.dims = 1;
+    range.end[0] = 10;
+    const auto t0 = runtime::trace::Clock::now();
+    const auto ms = [&](int n) { return t0 + std::chrono::milliseconds(n); };
+    runtime::trace::piece("leafA", region, 0, range, ms(0), ms(0), 0.0, ms(10));
+    runtime::trace::piece("leafA", region, 1, range, ms(5), ms(6), 0.002, ms(20));  // overlaps piece 0
+    runtime::trace::piece("leafA", region, 2, range, ms(30), ms(30), 0.0, ms(40));  // after both
+  }
+  CHECK_FALSE(runtime::trace::on());
+  const Trace trace = read_trace(path);
+  std::map<int, std::string> track_of;
+  for (const auto& piece : trace.of("piece")) track_of[int(piece.number("piece"))] = piece.track;
+  CHECK(track_of == std::map<int, std::string>{{0, "leafA"}, {1, "leafA (2)"}, {2, "leafA"}});
+  // The kernel's run of piece 1 stays with its piece.
+  const auto launches = trace.of("launch");
+  REQUIRE(launches.size() == 1);
+  CHECK(launches[0].track == "leafA (2)");
+  CHECK(launches[0].dur == doctest::Approx(2000.0).epsilon(0.01));
 }
