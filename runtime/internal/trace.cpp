@@ -85,6 +85,10 @@ std::string object(std::initializer_list<std::pair<const char*, std::string>> fi
 
 // The process-wide recorder (trace.hpp says why there is one).
 struct Recorder {
+  /// Events are kept in memory until the file is written (a few hundred bytes
+  /// each): past this many, later ones are dropped and counted.
+  static constexpr std::size_t kMostEvents = 4'000'000;
+  std::int64_t dropped = 0;
   std::mutex mutex;
   int sessions = 0;
   std::uint64_t generation = 0;  ///< counts recordings, so thread tracks of an earlier one are not reused
@@ -139,6 +143,10 @@ struct Recorder {
 
   void add(char phase, int track, const char* category, std::string name, Clock::time_point start,
            Clock::time_point end, std::string args) {
+    if (events.size() >= kMostEvents) {
+      ++dropped;
+      return;
+    }
     const double ts = since_began(start);
     events.push_back(
         {phase, track, category, std::move(name), ts, std::max(0.0, since_began(end) - ts), std::move(args)});
@@ -207,6 +215,7 @@ Session::Session(std::string path) : path_(std::move(path)) {
     r.lanes.clear();
     r.events.clear();
     r.threads = 0;
+    r.dropped = 0;
     r.to_device = r.to_host = 0;
     ++r.generation;
     r.thread_track();  // the thread that made the runtime is host thread 1
@@ -266,7 +275,11 @@ std::string Session::write() const {
       if (e.phase == 'X') text += ",\"dur\":" + number(e.dur);
       text += ",\"args\":" + e.args + "}";
     }
-    text += "\n],\"displayTimeUnit\":\"ms\"}\n";
+    text += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":" + object({{"dropped_events", std::to_string(r.dropped)}}) +
+            "}\n";
+    if (r.dropped > 0)
+      std::fprintf(stderr, "canopy: the trace (CANOPY_TRACE) kept its first %zu events and dropped %lld later ones\n",
+                   Recorder::kMostEvents, static_cast<long long>(r.dropped));
   }
   // A temporary file, then a rename: a reader never sees half a trace.
   const std::string temporary = path + ".tmp" + std::to_string(::getpid());
