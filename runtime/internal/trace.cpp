@@ -44,9 +44,9 @@ struct Event {
   std::string args;  ///< a JSON object
 };
 
-// `text` as a JSON string, quotes included.
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
+// Appends `text` to `out` as a JSON string, quotes included.
+void append_string(std::string& out, std::string_view text) {
+  out += '"';
   for (const char c : text) {
     switch (c) {
       case '"': out += "\\\""; break;
@@ -64,23 +64,55 @@ std::string json_string(std::string_view text) {
         }
     }
   }
-  return out + "\"";
+  out += '"';
 }
 
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f", value);
-  return text;
-}
-
-// The JSON object of `fields`, each a key and an already-encoded JSON value.
-std::string object(std::initializer_list<std::pair<const char*, std::string>> fields) {
-  std::string out = "{";
-  for (const auto& [key, value] : fields) {
-    if (out.size() > 1) out += ",";
-    out += json_string(key) + ":" + value;
+// A JSON object written field by field into one string (an event's arguments
+// are built while tracing, so as few allocations as it can).
+class JsonObject {
+ public:
+  JsonObject() { text_.reserve(160); }
+  JsonObject& string(const char* key, std::string_view value) {
+    append_string(start(key), value);
+    return *this;
   }
-  return out + "}";
+  JsonObject& integer(const char* key, std::int64_t value) {
+    start(key) += std::to_string(value);
+    return *this;
+  }
+  /// Microseconds, to the nanosecond.
+  JsonObject& time(const char* key, double microseconds) {
+    char digits[32];
+    std::snprintf(digits, sizeof digits, "%.3f", microseconds);
+    start(key) += digits;
+    return *this;
+  }
+  /// `json`, already encoded.
+  JsonObject& raw(const char* key, std::string_view json) {
+    start(key) += json;
+    return *this;
+  }
+  std::string done() { return std::move(text_) + "}"; }
+
+ private:
+  std::string& start(const char* key) {
+    text_ += text_.size() > 1 ? ",\"" : "\"";
+    text_ += key;
+    text_ += "\":";
+    return text_;
+  }
+  std::string text_ = "{";
+};
+
+// A metadata event of track `tid`: its `name` ("thread_name", ...) with one argument.
+std::string metadata(const std::string& pid, int tid, const char* name, const std::string& args) {
+  return JsonObject()
+      .string("ph", "M")
+      .raw("pid", pid)
+      .integer("tid", tid)
+      .string("name", name)
+      .raw("args", args)
+      .done();
 }
 
 // The process-wide recorder (trace.hpp says why there is one).
@@ -244,38 +276,24 @@ std::string Session::write() const {
     path = path_for_rank(path_, rank);
     const std::string pid = std::to_string(rank < 0 ? 0 : rank);
     text = "{\"traceEvents\":[\n";
-    text += object(
-        {{"ph", "\"M\""},
-         {"pid", pid},
-         {"tid", "0"},
-         {"name", "\"process_name\""},
-         {"args", object({{"name", json_string(rank < 0 ? "canopy" : "canopy rank " + std::to_string(rank))}})}});
+    const std::string process = rank < 0 ? "canopy" : "canopy rank " + std::to_string(rank);
+    text += metadata(pid, 0, "process_name", JsonObject().string("name", process).done());
     for (std::size_t t = 0; t < r.tracks.size(); ++t) {
-      const std::string tid = std::to_string(t + 1);
+      const int tid = static_cast<int>(t) + 1;
       const int order = static_cast<int>(r.tracks[t].kind) * 1000 + static_cast<int>(t);
-      text += ",\n" + object({{"ph", "\"M\""},
-                              {"pid", pid},
-                              {"tid", tid},
-                              {"name", "\"thread_name\""},
-                              {"args", object({{"name", json_string(r.tracks[t].name)}})}});
-      text += ",\n" + object({{"ph", "\"M\""},
-                              {"pid", pid},
-                              {"tid", tid},
-                              {"name", "\"thread_sort_index\""},
-                              {"args", object({{"sort_index", std::to_string(order)}})}});
+      text += ",\n" + metadata(pid, tid, "thread_name", JsonObject().string("name", r.tracks[t].name).done());
+      text += ",\n" + metadata(pid, tid, "thread_sort_index", JsonObject().integer("sort_index", order).done());
     }
     for (const Event& e : r.events) {
-      text += ",\n" + object({{"ph", std::string("\"") + e.phase + "\""},
-                              {"pid", pid},
-                              {"tid", e.phase == 'C' ? "0" : std::to_string(e.track + 1)},
-                              {"cat", json_string(e.category)},
-                              {"name", json_string(e.name)},
-                              {"ts", number(e.ts)}});
-      text.pop_back();  // the object's closing brace: the duration and arguments follow
-      if (e.phase == 'X') text += ",\"dur\":" + number(e.dur);
-      text += ",\"args\":" + e.args + "}";
+      JsonObject event;
+      event.string("ph", std::string_view(&e.phase, 1))
+          .raw("pid", pid)
+          .integer("tid", e.phase == 'C' ? 0 : e.track + 1);
+      event.string("cat", e.category).string("name", e.name).time("ts", e.ts);
+      if (e.phase == 'X') event.time("dur", e.dur);
+      text += ",\n" + event.raw("args", e.args).done();
     }
-    text += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":" + object({{"dropped_events", std::to_string(r.dropped)}}) +
+    text += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":" + JsonObject().integer("dropped_events", r.dropped).done() +
             "}\n";
     if (r.dropped > 0)
       std::fprintf(stderr, "canopy: the trace (CANOPY_TRACE) kept its first %zu events and dropped %lld later ones\n",
@@ -311,14 +329,16 @@ std::unique_ptr<Session> session_from_environment() {
 void piece(const std::string& leaf, const RegionStats& region, std::size_t index, const backends::Range& range,
            Clock::time_point start, Clock::time_point launched, double run_seconds, Clock::time_point end) {
   const std::int64_t begin = range.begin[0], stop = range.end[0];
-  std::string args = object({{"kernel", json_string(region.kernel)},
-                             {"region", std::to_string(region.id)},
-                             {"piece", std::to_string(index)},
-                             {"begin", std::to_string(begin)},
-                             {"end", std::to_string(stop)},
-                             {"points", std::to_string(range.points())},
-                             {"policy", json_string(region.policy)},
-                             {"location", json_string(region.location)}});
+  std::string args = JsonObject()
+                         .string("kernel", region.kernel)
+                         .integer("region", static_cast<std::int64_t>(region.id))
+                         .integer("piece", static_cast<std::int64_t>(index))
+                         .integer("begin", begin)
+                         .integer("end", stop)
+                         .integer("points", range.points())
+                         .string("policy", region.policy)
+                         .string("location", region.location)
+                         .done();
   auto& r = recorder();
   std::lock_guard lock(r.mutex);
   const int track = r.lane(leaf, TrackKind::Leaf, start, end);
@@ -326,7 +346,7 @@ void piece(const std::string& leaf, const RegionStats& region, std::size_t index
   if (run_seconds > 0) {
     const auto ran = launched + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(run_seconds));
     r.add('X', track, "launch", "run " + region.kernel, launched, ran,
-          object({{"kernel", json_string(region.kernel)}, {"region", std::to_string(region.id)}}));
+          JsonObject().string("kernel", region.kernel).integer("region", static_cast<std::int64_t>(region.id)).done());
   }
 }
 
@@ -346,10 +366,12 @@ std::string_view cache_word(const backends::cpu::CpuProgram& program) {
 void compile(std::string_view kernel, std::string_view backend, std::string_view device, std::string_view cache,
              Clock::time_point start) {
   const auto end = Clock::now();
-  std::string args = object({{"kernel", json_string(kernel)},
-                             {"backend", json_string(backend)},
-                             {"device", json_string(device)},
-                             {"cache", json_string(cache)}});
+  std::string args = JsonObject()
+                         .string("kernel", kernel)
+                         .string("backend", backend)
+                         .string("device", device)
+                         .string("cache", cache)
+                         .done();
   auto& r = recorder();
   std::lock_guard lock(r.mutex);
   r.add('X', r.thread_track(), "compile", "compile " + std::string(kernel) + " (" + std::string(backend) + ")", start,
@@ -362,8 +384,8 @@ CopySpan::~CopySpan() {
   const bool to_device = direction_ == Direction::HostToDevice;
   const char* direction = to_device ? "host->device" : "device->host";
   const auto bytes = static_cast<std::int64_t>(bytes_);
-  std::string args = object(
-      {{"bytes", std::to_string(bytes)}, {"direction", json_string(direction)}, {"device", json_string(device_->id)}});
+  std::string args =
+      JsonObject().integer("bytes", bytes).string("direction", direction).string("device", device_->id).done();
   auto& r = recorder();
   std::lock_guard lock(r.mutex);
   (to_device ? r.to_device : r.to_host) += bytes;
@@ -371,7 +393,7 @@ CopySpan::~CopySpan() {
         start_, end, std::move(args));
   // A counter of the bytes moved so far each way (a counter has no track: it gets one of its own).
   r.add('C', 0, "copy", "bytes copied", end, end,
-        object({{"host->device", std::to_string(r.to_device)}, {"device->host", std::to_string(r.to_host)}}));
+        JsonObject().integer("host->device", r.to_device).integer("device->host", r.to_host).done());
 }
 
 PauseSpan::~PauseSpan() {
@@ -381,7 +403,7 @@ PauseSpan::~PauseSpan() {
   auto& r = recorder();
   std::lock_guard lock(r.mutex);
   r.add('X', r.thread_track(), "pause", what.empty() ? "pause" : "pause " + what, start_, end,
-        object({{"location", json_string(what.empty() ? "all" : what)}}));
+        JsonObject().string("location", what.empty() ? "all" : what).done());
 }
 
 }  // namespace canopy::runtime::trace

@@ -198,7 +198,7 @@ TEST_CASE("trace: each rank of an MPI job writes its own file") {
   CHECK(read_trace(folder + "/run.5.json").process_name == "canopy rank 5");
 }
 
-TEST_CASE("trace: slices that overlap on one leaf go to a second track of it") {
+TEST_CASE("trace: slices that overlap on one leaf go to a second track of it; names are escaped") {
   // Perfetto shows only slices that nest on a track; a piece that runs again
   // on a leaf busy with its own (recovery) must not overlap it there.
   const std::string path = fresh_folder("lanes") + "/lanes.json";
@@ -207,7 +207,7 @@ TEST_CASE("trace: slices that overlap on one leaf go to a second track of it") {
     RegionStats region;
     region.id = 7;
     region.kernel = "k";
-    region.policy = "static";
+    region.policy = "a \"quoted\" back\\slash,\ttab\nline \x01";
     backends::Range range;
     range.dims = 1;
     range.end[0] = 10;
@@ -222,6 +222,7 @@ TEST_CASE("trace: slices that overlap on one leaf go to a second track of it") {
   std::map<int, std::string> track_of;
   for (const auto& piece : trace.of("piece")) track_of[int(piece.number("piece"))] = piece.track;
   CHECK(track_of == std::map<int, std::string>{{0, "leafA"}, {1, "leafA (2)"}, {2, "leafA"}});
+  CHECK(trace.of("piece").front().text("policy") == "a \"quoted\" back\\slash,\ttab\nline \x01");
   // The kernel's run of piece 1 stays with its piece.
   const auto launches = trace.of("launch");
   REQUIRE(launches.size() == 1);
