@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 namespace canopy::runtime::trace {
 
@@ -190,36 +191,36 @@ Recorder& recorder() {
   return *the;
 }
 
-// The rank this process writes as: set_rank's, else mpirun's variables, else -1.
+// The rank this process writes as: set_rank's, else mpirun's (settings'
+// mpi_rank), else -1.
 int rank_of_process(int told) {
   if (told >= 0) return told;
-  for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
-    if (const char* value = std::getenv(variable); value && *value) {
-      char* end = nullptr;
-      const long rank = std::strtol(value, &end, 10);
-      if (*end == '\0' && rank >= 0) return static_cast<int>(rank);
-    }
-  return -1;
+  const std::string& text = settings().mpi_rank;
+  if (text.empty()) return -1;
+  char* end = nullptr;
+  const long rank = std::strtol(text.c_str(), &end, 10);
+  return *end == '\0' && rank >= 0 ? static_cast<int>(rank) : -1;
 }
 
 }  // namespace
 
-std::optional<std::string> trace_path_from_environment() {
-  const char* value = std::getenv("CANOPY_TRACE");
-  if (!value) return std::nullopt;
-  const std::string path = value;
+std::optional<std::string> trace_path_from_settings() {
+  const std::optional<std::string>& setting = settings().trace;
+  if (!setting) return std::nullopt;
+  const std::string& path = *setting;
   auto refuse = [&](const std::string& why) {
-    return Error("CANOPY_TRACE='" + path + "' " + why +
-                 "; give the path of a JSON file to write (e.g. CANOPY_TRACE=run.json, in a folder that exists), "
-                 "or unset CANOPY_TRACE to trace nothing");
+    bad_setting("CANOPY_TRACE", path,
+                "the path of a JSON file to write, in a folder that exists (e.g. run.json), or leave it unset to "
+                "trace nothing (this value " +
+                    why + ")");
   };
-  if (path.empty()) throw refuse("is empty");
+  if (path.empty()) refuse("is empty");
   std::error_code error;
   const std::filesystem::path file(path);
-  if (path.back() == '/' || std::filesystem::is_directory(file, error)) throw refuse("is a directory");
+  if (path.back() == '/' || std::filesystem::is_directory(file, error)) refuse("is a directory");
   const std::filesystem::path folder = file.parent_path();
   if (!folder.empty() && !std::filesystem::is_directory(folder, error))
-    throw refuse("is in the folder '" + folder.string() + "', which does not exist");
+    refuse("is in the folder '" + folder.string() + "', which does not exist");
   return path;
 }
 
@@ -322,7 +323,7 @@ std::string Session::write() const {
 }
 
 std::unique_ptr<Session> session_from_environment() {
-  auto path = trace_path_from_environment();
+  auto path = trace_path_from_settings();
   return path ? std::make_unique<Session>(std::move(*path)) : nullptr;
 }
 

@@ -42,16 +42,17 @@ extern std::atomic<bool> recording;
 /// The one check every hook makes before anything else.
 inline bool on() { return recording.load(std::memory_order_relaxed); }
 
-/// CANOPY_TRACE, checked: the path of the file to write, or nothing when the
-/// variable is unset. Throws canopy::Error naming the variable, its value and
-/// what it may be when the value is empty, a directory, or in a folder that
-/// does not exist. The only function that reads CANOPY_TRACE.
-std::optional<std::string> trace_path_from_environment();
+/// CANOPY_TRACE (as ir/settings.hpp read it when the Runtime was made),
+/// checked: the path of the file to write, or nothing when the variable is
+/// unset. Throws canopy::Error (bad_setting's: the variable, its value and
+/// what is allowed) when the value is empty, a directory, or in a folder that
+/// does not exist. The only function that looks at CANOPY_TRACE's value.
+std::optional<std::string> trace_path_from_settings();
 
 /// The rank of this process in an MPI job: its trace goes to
 /// `<stem>.<rank><extension>` (run.json -> run.3.json). The MPI job
 /// (runtime/mpi/job.cpp) calls this before it makes its Runtime; without it,
-/// OMPI_COMM_WORLD_RANK or PMI_RANK (set by mpirun) stand in.
+/// OMPI_COMM_WORLD_RANK or PMI_RANK (set by mpirun, read by ir/settings) stand in.
 void set_rank(int rank);
 
 /// `path` as the rank `rank` writes it: run.json -> run.3.json, run -> run.3;

@@ -52,7 +52,7 @@ std::vector<double> expected_grid() {
 
 }  // namespace
 
-TEST_CASE("hetero: the trace of a stencil split over cpu0 and opencl0") {
+TEST_CASE("hetero: the trace of a stencil split over cpu0 and opencl0" * doctest::test_suite("opencl")) {
   const auto folder = std::filesystem::temp_directory_path() / ("canopy-trace-split-" + std::to_string(::getpid()));
   std::filesystem::remove_all(folder);
   std::filesystem::create_directories(folder);

@@ -152,8 +152,8 @@ TEST_CASE("trace: a runtime that made no region writes valid JSON") {
 
 TEST_CASE("trace: CANOPY_TRACE unset traces nothing") {
   EnvironmentFor trace("CANOPY_TRACE", nullptr);
-  CHECK_FALSE(runtime::trace::trace_path_from_environment().has_value());
   Runtime rt;
+  CHECK_FALSE(runtime::trace::trace_path_from_settings().has_value());
   CHECK_FALSE(runtime::trace::on());
 }
 
