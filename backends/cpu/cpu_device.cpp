@@ -115,14 +115,15 @@ void CpuDevice::copy_in(Buffer buffer, std::size_t offset, const void* source, s
   if (inject_fault("cpu", FaultOperation::Copy))
     throw Error("CPU device '" + name_ + "' could not copy " + std::to_string(bytes) + " bytes in" +
                 injected_note("cpu", FaultOperation::Copy));
-  std::memcpy(static_cast<char*>(buffer.handle) + offset, source, bytes);
+  if (bytes > 0)
+    std::memcpy(static_cast<char*>(buffer.handle) + offset, source, bytes);  // an empty array's data may be null
 }
 
 void CpuDevice::copy_out(Buffer buffer, std::size_t offset, void* destination, std::size_t bytes) {
   if (inject_fault("cpu", FaultOperation::Copy))
     throw Error("CPU device '" + name_ + "' could not copy " + std::to_string(bytes) + " bytes out" +
                 injected_note("cpu", FaultOperation::Copy));
-  std::memcpy(destination, static_cast<const char*>(buffer.handle) + offset, bytes);
+  if (bytes > 0) std::memcpy(destination, static_cast<const char*>(buffer.handle) + offset, bytes);
 }
 
 void CpuDevice::fill(Buffer buffer, std::size_t first, std::size_t count, const ScalarArg& value) {
