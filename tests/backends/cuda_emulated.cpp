@@ -4,8 +4,9 @@
 // allocation, a block of more threads than the device allows, an image that
 // is not one of its modules), memory that runs out at the emulated capacity
 // as Canopy's device reports it, a barrier that not every thread reaches
-// (a launch failure that sticks to the context, as on a GPU), and warp
-// shuffles with their GPU meaning. In the "cuda-emulated" suite, which
+// (a launch failure that sticks to the context, as on a GPU), an access
+// outside an allocation (CUDA_ERROR_ILLEGAL_ADDRESS), and warp shuffles
+// with their GPU meaning. In the "cuda-emulated" suite, which
 // CTest's backends-cuda-emulated runs with CANOPY_LIBCUDA and CANOPY_NVRTC
 // set to the emulators; elsewhere these tests are skipped.
 #include <doctest/doctest.h>
@@ -30,7 +31,7 @@ using backends::cuda::NvrtcApi;
 namespace {
 
 constexpr int kInvalidValue = 1, kInvalidImage = 200, kInvalidContext = 201, kInvalidDevice = 101, kInvalidHandle = 400,
-              kNotFound = 500, kLaunchFailed = 719;
+              kNotFound = 500, kIllegalAddress = 700, kLaunchFailed = 719;
 
 // The emulated driver and NVRTC, or null where the tables loaded are not the emulator's.
 struct Emulator {
@@ -98,6 +99,39 @@ extern "C" __global__ void divergent(int* out) {
   out[threadIdx.x] = 1;
   __syncthreads();
 })";
+
+constexpr const char* kPastTheEnd = R"(
+extern "C" __global__ void past_the_end(int* out, long long n, long long shift) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i + shift] = 7;
+})";
+
+// Runs `past_the_end` over an allocation of `n` ints with each write moved
+// by `shift`, in a child process (a failure sticks to the context for good).
+// The child's exit status: 0 when the launch was accepted and waiting for it
+// gave `expected`, else which step differed.
+int run_past_the_end(const DriverApi& api, CUfunction function, long long n, long long shift, int expected) {
+  const pid_t child = fork();
+  if (child != 0) {
+    int status = -1;
+    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+  }
+  CUdeviceptr memory = 0;
+  if (api.cuMemAlloc(&memory, static_cast<std::size_t>(n) * sizeof(int)) != 0) _exit(10);
+  void* params[] = {&memory, &n, &shift};
+  if (api.cuLaunchKernel(function, static_cast<unsigned>((n + 63) / 64), 1, 1, 64, 1, 1, 0, nullptr, params, nullptr) !=
+      0)
+    _exit(11);
+  if (api.cuStreamSynchronize(nullptr) != expected) _exit(12);
+  if (expected == 0) {
+    std::vector<int> back(static_cast<std::size_t>(n));
+    if (api.cuMemcpyDtoHAsync(back.data(), memory, back.size() * sizeof(int), nullptr) != 0) _exit(13);
+    for (long long i = shift; i < n; ++i)
+      if (back[static_cast<std::size_t>(i)] != 7) _exit(14);
+  }
+  _exit(0);
+}
 
 constexpr const char* kShuffle = R"(
 extern "C" __global__ void warp_sums(const int* in, int* out) {
@@ -229,4 +263,22 @@ TEST_CASE("cuda emulated: memory runs out at the emulated capacity, and Canopy's
   const backends::Buffer again = device.allocate(total / 2);
   CHECK(again.handle != nullptr);
   device.free(again);
+}
+
+TEST_CASE("cuda emulated: a kernel's access outside its allocation fails the launch with CUDA_ERROR_ILLEGAL_ADDRESS" *
+          doctest::test_suite("cuda-emulated")) {
+  EMULATOR_OR_SKIP(api, nvrtc);
+  Current current(*api, 0);
+  const CUmodule module = load(*api, *nvrtc, kPastTheEnd, "past_the_end");
+  CUfunction function = nullptr;
+  REQUIRE(api->cuModuleGetFunction(&function, module, "past_the_end") == 0);
+  // 1024 ints end on a 256-byte step: one int past the end is outside.
+  CHECK(run_past_the_end(*api, function, 1024, 0, 0) == 0);
+  CHECK(run_past_the_end(*api, function, 1024, 1, kIllegalAddress) == 0);
+  CHECK(run_past_the_end(*api, function, 1000, -2000, kIllegalAddress) == 0);  // before the start
+  // The parent's context never saw the failures.
+  CUdeviceptr memory = 0;
+  CHECK(api->cuMemAlloc(&memory, 64) == 0);
+  CHECK(api->cuMemFree(memory) == 0);
+  CHECK(api->cuModuleUnload(module) == 0);
 }

@@ -20,6 +20,11 @@
 // __syncthreads and warp shuffles; a barrier that not every thread of the
 // block (or warp) reaches fails the launch with CUDA_ERROR_LAUNCH_FAILED,
 // which, as on a GPU, sticks to the context: later calls there return it.
+// Each allocation is mapped with a page that may not be touched right after
+// its end (its size rounded up to 256 bytes) and one before: a kernel that
+// touches them, or any address no allocation has, fails its launch with
+// CUDA_ERROR_ILLEGAL_ADDRESS (SIGSEGV and SIGBUS are caught while a kernel
+// runs; outside a launch they go to the handler installed before).
 //
 // Work is done when it is submitted, in call order: every stream's order,
 // and events (complete when recorded), hold trivially.
@@ -37,6 +42,9 @@
 //
 // A test-only library: nothing in Canopy's product opens it unless told to.
 #include <dlfcn.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -82,6 +90,7 @@ constexpr CUresult kInvalidImage = 200;
 constexpr CUresult kInvalidContext = 201;
 constexpr CUresult kInvalidHandle = 400;
 constexpr CUresult kNotFound = 500;
+constexpr CUresult kIllegalAddress = 700;
 constexpr CUresult kLaunchFailed = 719;
 constexpr CUresult kNotSupported = 801;
 
@@ -104,8 +113,14 @@ struct Context {
   CUresult sticky = kSuccess;
 };
 
+// An allocation ends where a page that may not be touched begins, and one
+// such page is before its mapping: a kernel's access just past either end
+// faults, and the launch fails with CUDA_ERROR_ILLEGAL_ADDRESS.
 struct Allocation {
-  std::size_t bytes = 0;
+  std::size_t bytes = 0;    // what the kernel may touch: the size asked, in 256-byte steps
+  std::size_t counted = 0;  // what the device's memory counts: in 512-byte steps, as the driver hands it out
+  void* mapping = nullptr;
+  std::size_t mapping_bytes = 0;
   Context* context = nullptr;
 };
 
@@ -399,6 +414,11 @@ class BlockRun {
 
   static thread_local BlockRun* running_;
 
+ public:
+  /// Forgets the block that ran when a fault ended it.
+  static void abandon() { running_ = nullptr; }
+
+ private:
   void resume(std::size_t t) {
     current_ = t;
     std::size_t rest = t;
@@ -487,20 +507,11 @@ void unreachable_barrier() {
   std::abort();
 }
 
-// Runs every block of the grid. Returns an empty string, or why it failed.
-std::string run_grid(Function& function, const unsigned int grid[3], const unsigned int block[3], void** params,
-                     int warp_size) {
+// Runs every block of the grid, the module's variables set. Returns an
+// empty string, or why it failed.
+std::string run_blocks(Function& function, BlockRun* cooperating, const unsigned int grid[3],
+                       const unsigned int block[3], void** params) {
   Module& module = *function.module;
-  std::lock_guard lock(module.launching);
-  for (int d = 0; d < 3; ++d) {
-    module.block_dim[d] = block[d];
-    module.grid_dim[d] = grid[d];
-  }
-  *module.warp_size = warp_size;
-  *module.barrier = &unreachable_barrier;
-  *module.warp_barrier = &unreachable_barrier;
-  std::unique_ptr<BlockRun> cooperating;
-  if (module.cooperates) cooperating = std::make_unique<BlockRun>(module, function.entry, params, block, warp_size);
   for (unsigned int z = 0; z < grid[2]; ++z)
     for (unsigned int y = 0; y < grid[1]; ++y)
       for (unsigned int x = 0; x < grid[0]; ++x) {
@@ -525,6 +536,86 @@ std::string run_grid(Function& function, const unsigned int grid[3], const unsig
   return "";
 }
 
+// A kernel's access outside memory it may touch (a guard page, an address
+// no allocation has) raises SIGSEGV or SIGBUS on the launching thread; the
+// handler, installed while any launch runs (over a test framework's own),
+// jumps back to the launch, which fails. Other faults go to the handler
+// that was there before.
+thread_local sigjmp_buf* launch_recovery = nullptr;
+thread_local void* fault_address = nullptr;
+std::mutex handler_mutex;
+int launches_running = 0;
+struct sigaction previous_segv, previous_bus;
+
+void on_fault(int signal, siginfo_t* info, void* context) {
+  if (sigjmp_buf* recovery = launch_recovery) {
+    launch_recovery = nullptr;
+    fault_address = info->si_addr;
+    siglongjmp(*recovery, 1);
+  }
+  const struct sigaction& before = signal == SIGSEGV ? previous_segv : previous_bus;
+  if (before.sa_flags & SA_SIGINFO) {
+    if (before.sa_sigaction) return before.sa_sigaction(signal, info, context);
+  } else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN) {
+    return before.sa_handler(signal);
+  }
+  sigaction(signal, &before, nullptr);  // the default action when the access is made again
+}
+
+// Catches faults for as long as it lives (and any other launch's does).
+class CatchFaults {
+ public:
+  CatchFaults() {
+    std::lock_guard lock(handler_mutex);
+    if (launches_running++ > 0) return;
+    struct sigaction action {};
+    action.sa_sigaction = &on_fault;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, &previous_segv);
+    sigaction(SIGBUS, &action, &previous_bus);
+  }
+  ~CatchFaults() {
+    std::lock_guard lock(handler_mutex);
+    if (--launches_running > 0) return;
+    sigaction(SIGSEGV, &previous_segv, nullptr);
+    sigaction(SIGBUS, &previous_bus, nullptr);
+  }
+  CatchFaults(const CatchFaults&) = delete;
+  CatchFaults& operator=(const CatchFaults&) = delete;
+};
+
+// Runs the grid. Returns an empty string, or why the launch failed; sets
+// `status` to the status that sticks to the context.
+std::string run_grid(Function& function, const unsigned int grid[3], const unsigned int block[3], void** params,
+                     int warp_size, CUresult& status) {
+  Module& module = *function.module;
+  std::lock_guard lock(module.launching);
+  for (int d = 0; d < 3; ++d) {
+    module.block_dim[d] = block[d];
+    module.grid_dim[d] = grid[d];
+  }
+  *module.warp_size = warp_size;
+  *module.barrier = &unreachable_barrier;
+  *module.warp_barrier = &unreachable_barrier;
+  std::unique_ptr<BlockRun> cooperating;
+  if (module.cooperates) cooperating = std::make_unique<BlockRun>(module, function.entry, params, block, warp_size);
+  CatchFaults catching;
+  sigjmp_buf recovery;
+  if (sigsetjmp(recovery, 1) != 0) {
+    BlockRun::abandon();
+    status = kIllegalAddress;
+    char text[96];
+    std::snprintf(text, sizeof text, "an access at address %p, outside every allocation", fault_address);
+    return text;
+  }
+  launch_recovery = &recovery;
+  std::string failure = run_blocks(function, cooperating.get(), grid, block, params);
+  launch_recovery = nullptr;
+  status = kLaunchFailed;
+  return failure;
+}
+
 // The names and descriptions of the driver's status codes.
 struct ErrorText {
   CUresult code;
@@ -542,6 +633,7 @@ constexpr ErrorText kErrors[] = {
     {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
@@ -747,14 +839,20 @@ CUresult cuMemAlloc_v2(CUdeviceptr* address, std::size_t bytes) {
   if (const CUresult status = usable_context(state, context); status != kSuccess) return status;
   if (bytes == 0) return kInvalidValue;
   Device& device = *context->device;
-  // The driver hands out memory in pieces of 512 bytes, 256-byte aligned.
-  const std::size_t rounded = (bytes + 511) / 512 * 512;
-  if (rounded > device.memory - device.used) return kOutOfMemory;
-  void* memory = std::aligned_alloc(256, rounded);
-  if (!memory) return kOutOfMemory;
-  device.used += rounded;
-  const auto start = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(memory));
-  state.allocations[start] = Allocation{rounded, context};
+  // The driver counts memory in pieces of 512 bytes and aligns it to 256.
+  const std::size_t counted = (bytes + 511) / 512 * 512;
+  if (counted > device.memory - device.used) return kOutOfMemory;
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t usable = (bytes + 255) / 256 * 256, span = (usable + page - 1) / page * page;
+  void* mapping =
+      mmap(nullptr, span + 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapping == MAP_FAILED) return kOutOfMemory;
+  auto* base = static_cast<char*>(mapping);
+  mprotect(base, page, PROT_NONE);
+  mprotect(base + page + span, page, PROT_NONE);
+  device.used += counted;
+  const auto start = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(base + page + span - usable));
+  state.allocations[start] = Allocation{usable, counted, mapping, span + 2 * page, context};
   *address = start;
   return kSuccess;
 }
@@ -767,8 +865,8 @@ CUresult cuMemFree_v2(CUdeviceptr address) {
   if (address == 0) return kSuccess;
   auto found = state.allocations.find(address);
   if (found == state.allocations.end()) return kInvalidValue;
-  found->second.context->device->used -= found->second.bytes;
-  std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)));
+  found->second.context->device->used -= found->second.counted;
+  munmap(found->second.mapping, found->second.mapping_bytes);
   state.allocations.erase(found);
   return kSuccess;
 }
@@ -1006,11 +1104,12 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int g
     warp_size = device.warp_size;
   }
   const unsigned int grid[3] = {grid_x, grid_y, grid_z}, block[3] = {block_x, block_y, block_z};
-  const std::string failure = run_grid(*known, grid, block, params, warp_size);
+  CUresult status = kSuccess;
+  const std::string failure = run_grid(*known, grid, block, params, warp_size, status);
   if (failure.empty()) return kSuccess;
   std::fprintf(stderr, "canopy emulated CUDA: kernel '%s' failed: %s\n", known->name.c_str(), failure.c_str());
   std::lock_guard lock(state.mutex);
-  known->module->context->sticky = kLaunchFailed;
+  known->module->context->sticky = status;
   return kSuccess;  // as on a GPU, the failure shows when the stream is waited for
 }
 
