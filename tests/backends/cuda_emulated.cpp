@@ -5,8 +5,9 @@
 // is not one of its modules), memory that runs out at the emulated capacity
 // as Canopy's device reports it, a barrier that not every thread reaches
 // (a launch failure that sticks to the context, as on a GPU), an access
-// outside an allocation (CUDA_ERROR_ILLEGAL_ADDRESS), and warp shuffles
-// with their GPU meaning. In the "cuda-emulated" suite, which
+// outside an allocation (CUDA_ERROR_ILLEGAL_ADDRESS), a kernel that never
+// ends (CUDA_ERROR_LAUNCH_TIMEOUT), and warp shuffles with their GPU
+// meaning. In the "cuda-emulated" suite, which
 // CTest's backends-cuda-emulated runs with CANOPY_LIBCUDA and CANOPY_NVRTC
 // set to the emulators; elsewhere these tests are skipped.
 #include <doctest/doctest.h>
@@ -31,7 +32,7 @@ using backends::cuda::NvrtcApi;
 namespace {
 
 constexpr int kInvalidValue = 1, kInvalidImage = 200, kInvalidContext = 201, kInvalidDevice = 101, kInvalidHandle = 400,
-              kNotFound = 500, kIllegalAddress = 700, kLaunchFailed = 719;
+              kNotFound = 500, kIllegalAddress = 700, kLaunchTimeout = 702, kLaunchFailed = 719;
 
 // The emulated driver and NVRTC, or null where the tables loaded are not the emulator's.
 struct Emulator {
@@ -132,6 +133,12 @@ int run_past_the_end(const DriverApi& api, CUfunction function, long long n, lon
   }
   _exit(0);
 }
+
+constexpr const char* kForever = R"(
+extern "C" __global__ void forever(volatile int* flag) {
+  while (*flag == 0) {
+  }
+})";
 
 constexpr const char* kShuffle = R"(
 extern "C" __global__ void warp_sums(const int* in, int* out) {
@@ -280,5 +287,30 @@ TEST_CASE("cuda emulated: a kernel's access outside its allocation fails the lau
   CUdeviceptr memory = 0;
   CHECK(api->cuMemAlloc(&memory, 64) == 0);
   CHECK(api->cuMemFree(memory) == 0);
+  CHECK(api->cuModuleUnload(module) == 0);
+}
+
+TEST_CASE("cuda emulated: a kernel that never ends fails its launch with CUDA_ERROR_LAUNCH_TIMEOUT" *
+          doctest::test_suite("cuda-emulated")) {
+  EMULATOR_OR_SKIP(api, nvrtc);
+  Current current(*api, 0);
+  const CUmodule module = load(*api, *nvrtc, kForever, "forever");
+  CUfunction function = nullptr;
+  REQUIRE(api->cuModuleGetFunction(&function, module, "forever") == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    setenv("CANOPY_EMULATED_CUDA_TIMEOUT", "0.5", 1);
+    CUdeviceptr flag = 0;
+    if (api->cuMemAlloc(&flag, sizeof(int)) != 0 || api->cuMemsetD32Async(flag, 0, 1, nullptr) != 0) _exit(10);
+    void* params[] = {&flag};
+    if (api->cuLaunchKernel(function, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr) != 0) _exit(11);
+    if (api->cuStreamSynchronize(nullptr) != kLaunchTimeout) _exit(12);
+    _exit(0);
+  }
+  int status = -1;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
   CHECK(api->cuModuleUnload(module) == 0);
 }

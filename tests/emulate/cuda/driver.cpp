@@ -24,7 +24,9 @@
 // its end (its size rounded up to 256 bytes) and one before: a kernel that
 // touches them, or any address no allocation has, fails its launch with
 // CUDA_ERROR_ILLEGAL_ADDRESS (SIGSEGV and SIGBUS are caught while a kernel
-// runs; outside a launch they go to the handler installed before).
+// runs; outside a launch they go to the handler installed before). A
+// launch that runs longer than CANOPY_EMULATED_CUDA_TIMEOUT (a kernel that
+// never ends) fails with CUDA_ERROR_LAUNCH_TIMEOUT.
 //
 // Work is done when it is submitted, in call order: every stream's order,
 // and events (complete when recorded), hold trivially.
@@ -38,6 +40,8 @@
 //   CANOPY_EMULATED_CUDA_CAPABILITY   compute capability, "8.0" (default)
 //   CANOPY_EMULATED_CUDA_SMS          multiprocessors (default 4)
 //   CANOPY_EMULATED_CUDA_SHARED       shared memory per block in bytes; suffixes as above (default 48K)
+//   CANOPY_EMULATED_CUDA_TIMEOUT      seconds a launch may run (default 120; 0: no limit), read
+//                                     at each launch; past it, CUDA_ERROR_LAUNCH_TIMEOUT
 // Each device has a PCI address of its own, 0000:e0:<ordinal>.0.
 //
 // A test-only library: nothing in Canopy's product opens it unless told to.
@@ -91,6 +95,7 @@ constexpr CUresult kInvalidContext = 201;
 constexpr CUresult kInvalidHandle = 400;
 constexpr CUresult kNotFound = 500;
 constexpr CUresult kIllegalAddress = 700;
+constexpr CUresult kLaunchTimeout = 702;
 constexpr CUresult kLaunchFailed = 719;
 constexpr CUresult kNotSupported = 801;
 
@@ -540,12 +545,23 @@ std::string run_blocks(Function& function, BlockRun* cooperating, const unsigned
 // no allocation has) raises SIGSEGV or SIGBUS on the launching thread; the
 // handler, installed while any launch runs (over a test framework's own),
 // jumps back to the launch, which fails. Other faults go to the handler
-// that was there before.
+// that was there before. A launch that runs past its time (a kernel that
+// never ends) is ended the same way by a timer's SIGALRM.
 thread_local sigjmp_buf* launch_recovery = nullptr;
 thread_local void* fault_address = nullptr;
+thread_local bool timed_out = false;
 std::mutex handler_mutex;
 int launches_running = 0;
-struct sigaction previous_segv, previous_bus;
+struct sigaction previous_segv, previous_bus, previous_alarm;
+
+void on_timeout(int, siginfo_t*, void*) {
+  if (sigjmp_buf* recovery = launch_recovery) {
+    launch_recovery = nullptr;
+    timed_out = true;
+    siglongjmp(*recovery, 1);
+  }
+  // A timer of a launch that has just ended: nothing to do.
+}
 
 void on_fault(int signal, siginfo_t* info, void* context) {
   if (sigjmp_buf* recovery = launch_recovery) {
@@ -574,15 +590,50 @@ class CatchFaults {
     sigemptyset(&action.sa_mask);
     sigaction(SIGSEGV, &action, &previous_segv);
     sigaction(SIGBUS, &action, &previous_bus);
+    action.sa_sigaction = &on_timeout;
+    sigaction(SIGALRM, &action, &previous_alarm);
   }
   ~CatchFaults() {
     std::lock_guard lock(handler_mutex);
     if (--launches_running > 0) return;
     sigaction(SIGSEGV, &previous_segv, nullptr);
     sigaction(SIGBUS, &previous_bus, nullptr);
+    sigaction(SIGALRM, &previous_alarm, nullptr);
   }
   CatchFaults(const CatchFaults&) = delete;
   CatchFaults& operator=(const CatchFaults&) = delete;
+};
+
+// A one-shot timer that sends SIGALRM to the calling thread after
+// CANOPY_EMULATED_CUDA_TIMEOUT seconds (default 120; 0: none), read at each launch.
+class LaunchTimer {
+ public:
+  LaunchTimer() {
+    const char* text = std::getenv("CANOPY_EMULATED_CUDA_TIMEOUT");
+    seconds_ = text && *text ? std::atof(text) : 120.0;
+    if (seconds_ <= 0) return;
+    struct sigevent event {};
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = SIGALRM;
+    event._sigev_un._tid = static_cast<pid_t>(gettid());
+    if (timer_create(CLOCK_MONOTONIC, &event, &timer_) != 0) return;
+    armed_ = true;
+    struct itimerspec when {};
+    when.it_value.tv_sec = static_cast<time_t>(seconds_);
+    when.it_value.tv_nsec = static_cast<long>((seconds_ - static_cast<double>(when.it_value.tv_sec)) * 1e9);
+    timer_settime(timer_, 0, &when, nullptr);
+  }
+  ~LaunchTimer() {
+    if (armed_) timer_delete(timer_);
+  }
+  LaunchTimer(const LaunchTimer&) = delete;
+  LaunchTimer& operator=(const LaunchTimer&) = delete;
+  double seconds() const { return seconds_; }
+
+ private:
+  timer_t timer_{};
+  bool armed_ = false;
+  double seconds_ = 0;
 };
 
 // Runs the grid. Returns an empty string, or why the launch failed; sets
@@ -601,12 +652,19 @@ std::string run_grid(Function& function, const unsigned int grid[3], const unsig
   std::unique_ptr<BlockRun> cooperating;
   if (module.cooperates) cooperating = std::make_unique<BlockRun>(module, function.entry, params, block, warp_size);
   CatchFaults catching;
+  timed_out = false;
+  LaunchTimer timer;
   sigjmp_buf recovery;
   if (sigsetjmp(recovery, 1) != 0) {
     BlockRun::abandon();
-    status = kIllegalAddress;
-    char text[96];
-    std::snprintf(text, sizeof text, "an access at address %p, outside every allocation", fault_address);
+    char text[128];
+    if (timed_out) {
+      status = kLaunchTimeout;
+      std::snprintf(text, sizeof text, "still running after %g s (CANOPY_EMULATED_CUDA_TIMEOUT)", timer.seconds());
+    } else {
+      status = kIllegalAddress;
+      std::snprintf(text, sizeof text, "an access at address %p, outside every allocation", fault_address);
+    }
     return text;
   }
   launch_recovery = &recovery;
@@ -634,6 +692,7 @@ constexpr ErrorText kErrors[] = {
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {702, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
