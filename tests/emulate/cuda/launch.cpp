@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <numeric>
 
 namespace canopy_emulated {
 
@@ -170,32 +173,56 @@ void unreachable_barrier() {
   std::abort();
 }
 
+// The order blocks run in: as a GPU promises none, a scrambled one unless
+// CANOPY_EMULATED_CUDA_ORDER=in-order (read at each launch). Block k of
+// the launch is the grid's block (offset + k * step) mod total, with a step
+// coprime to the total, so every block runs once; the offset changes from
+// launch to launch.
+struct BlockOrder {
+  std::uint64_t total = 1, step = 1, offset = 0;
+
+  explicit BlockOrder(std::uint64_t blocks) : total(std::max<std::uint64_t>(1, blocks)) {
+    const char* order = std::getenv("CANOPY_EMULATED_CUDA_ORDER");
+    if ((order && std::string(order) == "in-order") || total < 3) return;
+    static std::atomic<std::uint64_t> launches{0};
+    step = 0x9E3779B97F4A7C15ULL % total;
+    while (std::gcd(step, total) != 1) step = (step + 1) % total;
+    offset = (launches++ * 0x632BE59BD9B4E019ULL) % total;
+  }
+  // The grid's block to run k-th (step and offset are below total, so no product overflows 128 bits).
+  std::uint64_t at(std::uint64_t k) const {
+    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(k) * step + offset) % total);
+  }
+};
+
 // Runs every block of the grid, the module's variables set. Returns an
 // empty string, or why it failed.
 std::string run_blocks(Function& function, BlockRun* cooperating, const unsigned int grid[3],
                        const unsigned int block[3], void** params) {
   Module& module = *function.module;
-  for (unsigned int z = 0; z < grid[2]; ++z)
-    for (unsigned int y = 0; y < grid[1]; ++y)
-      for (unsigned int x = 0; x < grid[0]; ++x) {
-        module.block_index[0] = x;
-        module.block_index[1] = y;
-        module.block_index[2] = z;
-        if (cooperating) {
-          if (std::string failure = cooperating->run(); !failure.empty())
-            return "block (" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) +
-                   "): " + failure;
-          continue;
+  const BlockOrder order(std::uint64_t{grid[0]} * grid[1] * grid[2]);
+  for (std::uint64_t k = 0; k < order.total; ++k) {
+    const std::uint64_t b = order.at(k);
+    const auto x = static_cast<unsigned int>(b % grid[0]);
+    const auto y = static_cast<unsigned int>(b / grid[0] % grid[1]);
+    const auto z = static_cast<unsigned int>(b / grid[0] / grid[1]);
+    module.block_index[0] = x;
+    module.block_index[1] = y;
+    module.block_index[2] = z;
+    if (cooperating) {
+      if (std::string failure = cooperating->run(); !failure.empty())
+        return "block (" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + "): " + failure;
+      continue;
+    }
+    for (unsigned int tz = 0; tz < block[2]; ++tz)
+      for (unsigned int ty = 0; ty < block[1]; ++ty)
+        for (unsigned int tx = 0; tx < block[0]; ++tx) {
+          module.thread_index[0] = tx;
+          module.thread_index[1] = ty;
+          module.thread_index[2] = tz;
+          function.entry(params);
         }
-        for (unsigned int tz = 0; tz < block[2]; ++tz)
-          for (unsigned int ty = 0; ty < block[1]; ++ty)
-            for (unsigned int tx = 0; tx < block[0]; ++tx) {
-              module.thread_index[0] = tx;
-              module.thread_index[1] = ty;
-              module.thread_index[2] = tz;
-              function.entry(params);
-            }
-      }
+  }
   return "";
 }
 

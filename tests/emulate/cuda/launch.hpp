@@ -1,6 +1,8 @@
 // How the emulated CUDA driver runs a launch: every block of the grid, one
-// after another, on the calling thread, with the module's built-in
-// variables set for each thread (kernel_abi.hpp). The threads of a block
+// after another in a scrambled order (a GPU promises none;
+// CANOPY_EMULATED_CUDA_ORDER=in-order keeps the grid's), on the calling
+// thread, with the module's built-in variables set for each thread
+// (kernel_abi.hpp). The threads of a block
 // run one after another when the kernel has no barrier, else as fibers
 // that switch at __syncthreads and warp shuffles; a barrier that not every
 // thread of the block (or warp) reaches fails the launch. A kernel's access
