@@ -33,8 +33,8 @@
 //   CANOPY_EMULATED_CUDA_SHARED       shared memory per block in bytes; suffixes as above (default 48K)
 //   CANOPY_EMULATED_CUDA_TIMEOUT      seconds a launch may run (default 120; 0: no limit), read
 //                                     at each launch; past it, CUDA_ERROR_LAUNCH_TIMEOUT
-//   CANOPY_EMULATED_CUDA_ORDER        in-order: blocks run in the grid's order (default: scrambled), read at each
-//   launch
+//   CANOPY_EMULATED_CUDA_ORDER        in-order: blocks run in the grid's order (default:
+//                                     scrambled), read at each launch
 // Each device has a PCI address of its own, 0000:e0:<ordinal>.0.
 //
 // A test-only library: nothing in Canopy's product opens it unless told to.
