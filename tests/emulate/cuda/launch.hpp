@@ -12,7 +12,8 @@
 // while a launch runs, and go to the handler installed before at any other
 // time. A launch that runs longer than CANOPY_EMULATED_CUDA_TIMEOUT seconds
 // (default 120; 0: no limit; read at each launch) fails with
-// CUDA_ERROR_LAUNCH_TIMEOUT.
+// CUDA_ERROR_LAUNCH_TIMEOUT (not under ThreadSanitizer, which holds the
+// timer's signal back until the thread calls into it).
 #pragma once
 
 #include <string>
