@@ -15,10 +15,13 @@ namespace {
 
 constexpr std::string_view kDumpKinds[] = {"ir", "llvm", "asm", "cost", "program", "opencl", "cuda", "spirv", "all"};
 
-std::string variable(const char* name) {
+// The variable's value; nothing when it is unset (set but empty is "").
+std::optional<std::string> value_if_set(const char* name) {
   const char* value = std::getenv(name);  // the library's only getenv
-  return value ? value : "";
+  return value ? std::optional<std::string>(value) : std::nullopt;
 }
+
+std::string variable(const char* name) { return value_if_set(name).value_or(""); }
 
 // `value` when it is one of `words` (or empty), else bad_setting.
 std::string word_of(const char* name, std::initializer_list<std::string_view> words, std::string_view allowed) {
@@ -91,6 +94,9 @@ Settings Settings::from_environment() {
                            "auto (merge where it pays), merge (always merge what each memory wrote) or one (run such "
                            "regions on one memory)");
   s.fault = variable("CANOPY_FAULT");
+  s.trace = value_if_set("CANOPY_TRACE");
+  s.mpi_rank = variable("OMPI_COMM_WORLD_RANK");
+  if (s.mpi_rank.empty()) s.mpi_rank = variable("PMI_RANK");
   return s;
 }
 
@@ -135,6 +141,7 @@ const std::vector<std::string_view>& setting_names() {
                                                       "CANOPY_CACHE_SHARED",
                                                       "CANOPY_DUMP",
                                                       "CANOPY_DUMP_DIR",
+                                                      "CANOPY_TRACE",
                                                       "CANOPY_STREAMING_STORES",
                                                       "CANOPY_CONFIG",
                                                       "CANOPY_CPU_LEAVES",
@@ -151,7 +158,9 @@ const std::vector<std::string_view>& setting_names() {
                                                       "HOME",
                                                       "CANOPY_CHECK",
                                                       "CANOPY_SPLIT_WRITES",
-                                                      "CANOPY_FAULT"};
+                                                      "CANOPY_FAULT",
+                                                      "OMPI_COMM_WORLD_RANK",
+                                                      "PMI_RANK"};
   return names;
 }
 

@@ -48,6 +48,12 @@ struct Settings {
   std::string check;                         ///< CANOPY_CHECK: "", "off" or "bounds"
   std::string split_writes;                  ///< CANOPY_SPLIT_WRITES: "", "auto", "merge" or "one"
   std::string fault;                         ///< CANOPY_FAULT: faults to inject (checked by the backends)
+  /// CANOPY_TRACE: the file a trace of the run goes to (checked by the
+  /// runtime); unset: no trace. Set but empty is kept, to be refused.
+  std::optional<std::string> trace;
+  /// OMPI_COMM_WORLD_RANK, else PMI_RANK: the rank mpirun gave this process,
+  /// which CANOPY_TRACE's file name takes when no MPI job said it.
+  std::string mpi_rank;
 
   /// Reads every variable now; throws canopy::Error (bad_setting's message)
   /// for a value that is not allowed.

@@ -175,6 +175,7 @@ Engine::~Engine() {
   if (dump_enabled("program")) dump("program", "canopy", program_record());
   std::unique_lock lock(state_->tree_mutex);
   state_->workers.clear();
+  state_->trace_session.reset();  // writes CANOPY_TRACE's file, now that every piece has run
 }
 
 std::shared_ptr<ArrayStorage> Engine::allocate(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits) {
@@ -196,6 +197,7 @@ std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& sha
 }
 
 void Engine::pause() {
+  const trace::PauseSpan traced;
   std::vector<State::InFlight> pending;
   {
     std::lock_guard lock(state_->flight_mutex);
@@ -210,6 +212,7 @@ void Engine::pause() {
 }
 
 void Engine::pause(const std::string& location) {
+  const trace::PauseSpan traced(location);
   std::vector<std::string> leaves;
   {
     std::shared_lock lock(state_->tree_mutex);

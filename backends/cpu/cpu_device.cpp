@@ -67,6 +67,12 @@ std::size_t streaming_bytes(const CpuProgram& program, std::int64_t rows) {
 CpuDevice::CpuDevice(std::string name, std::vector<unsigned> pus) : name_(std::move(name)), pool_(std::move(pus)) {
   const std::size_t cache = last_level_cache_bytes(pool_.pus());
   streaming_threshold_ = streaming_threshold_from_environment(cache ? 2 * cache : std::size_t{64} << 20);
+  // What info() promises (it was left empty before, so the engine took a CPU
+  // leaf for a device with memory of its own and compiled its program twice).
+  info_.id = name_;
+  info_.name = name_;
+  info_.backend = "cpu";
+  info_.host_memory = true;
 }
 
 std::shared_ptr<CpuProgram> CpuDevice::compile_program(std::shared_ptr<const ir::Kernel> optimized) {
@@ -74,7 +80,9 @@ std::shared_ptr<CpuProgram> CpuDevice::compile_program(std::shared_ptr<const ir:
     throw Error("Canopy's JIT cannot compile kernel '" + optimized->name + "' for the CPU" +
                 injected_note("cpu", FaultOperation::Compile));
   auto program = std::make_shared<CpuProgram>();
-  program->entry = jit::CpuCompiler::shared().compile(*optimized).entry;
+  const auto compiled = jit::CpuCompiler::shared().compile(*optimized);
+  program->entry = compiled.entry;
+  program->source = compiled.source;
   program->layout = jit::cpu_arg_layout(*optimized);
   // A point with a loop may be any amount of work: spread every range of two
   // points or more over the threads.

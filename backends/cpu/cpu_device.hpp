@@ -11,6 +11,7 @@
 #include <canopy/backends/launch.hpp>
 #include <canopy/ir/kernel.hpp>
 #include <canopy/jit/cpu_abi.hpp>
+#include <canopy/jit/cpu_compiler.hpp>
 
 #include "thread_pool.hpp"
 
@@ -36,6 +37,12 @@ struct CpuProgram final : Program {
   /// cost of waking the other threads would exceed the work.
   std::int64_t inline_below = 0;
   std::int64_t inline_points() const override { return inline_below; }
+  /// Where the CPU JIT found it: compiled, in the disk cache, or in its
+  /// memory (this process had compiled it already).
+  jit::CpuCompiler::Source source = jit::CpuCompiler::Source::Compiled;
+  ProgramOrigin origin() const override {
+    return source == jit::CpuCompiler::Source::Disk ? ProgramOrigin::Disk : ProgramOrigin::Built;
+  }
   /// Null unless the kernel writes arrays that could take streaming stores.
   std::shared_ptr<StreamingVariant> streaming;
 };

@@ -9,6 +9,8 @@
 
 #include <canopy/ir/error.hpp>
 
+#include "trace.hpp"
+
 namespace canopy::runtime {
 
 namespace {
@@ -107,9 +109,11 @@ void DeviceCopies::transfer(const Transfer& t) {
   char* host = static_cast<char*>(host_) + offset;
   if (t.from == Coherence::kHost) {
     auto& copy = copies_.at(t.to);
+    const trace::CopySpan traced(copy.device->info(), trace::Direction::HostToDevice, bytes);
     copy.device->copy_in(copy.buffer, offset, host, bytes);
   } else if (t.to == Coherence::kHost) {
     auto& copy = copies_.at(t.from);
+    const trace::CopySpan traced(copy.device->info(), trace::Direction::DeviceToHost, bytes);
     copy.device->copy_out(copy.buffer, offset, host, bytes);
   } else {
     // Routed through the host by the directory; never planned directly.
@@ -173,7 +177,10 @@ void DeviceCopies::combine_merges() {
     const std::size_t offset = static_cast<std::size_t>(t.range.begin) * element_size_;
     scratch.resize(count * element_size_);
     // The directory has already ended the merge: this copy must not be lost.
-    retrying([&] { copy.device->copy_out(copy.buffer, offset, scratch.data(), scratch.size()); });
+    retrying([&] {
+      const trace::CopySpan traced(copy.device->info(), trace::Direction::DeviceToHost, scratch.size());
+      copy.device->copy_out(copy.buffer, offset, scratch.data(), scratch.size());
+    });
     combine(type_, static_cast<char*>(host_) + offset, scratch.data(), count, merge_op_);
   }
   count(before);
@@ -186,6 +193,7 @@ Bytes DeviceCopies::copy_out(int place, const IntervalSet& ranges) {
   for (const auto& range : ranges) {
     const std::size_t size = static_cast<std::size_t>(range.size()) * element_size_;
     retrying([&] {
+      const trace::CopySpan traced(copy.device->info(), trace::Direction::DeviceToHost, size);
       copy.device->copy_out(copy.buffer, static_cast<std::size_t>(range.begin) * element_size_, bytes.data.get() + at,
                             size);
     });
@@ -203,6 +211,7 @@ void DeviceCopies::copy_in(int place, const IntervalSet& ranges, const Bytes& by
   for (const auto& range : ranges) {
     const std::size_t size = static_cast<std::size_t>(range.size()) * element_size_;
     retrying([&] {
+      const trace::CopySpan traced(copy.device->info(), trace::Direction::HostToDevice, size);
       copy.device->copy_in(copy.buffer, static_cast<std::size_t>(range.begin) * element_size_, bytes.data.get() + at,
                            size);
     });

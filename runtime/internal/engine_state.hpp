@@ -35,10 +35,13 @@
 #include "region_run.hpp"
 #include "split_writes.hpp"
 #include "statistics.hpp"
+#include "trace.hpp"
 
 namespace canopy::runtime {
 
 struct Engine::State {
+  /// CANOPY_TRACE's recording (null when unset): made first, so a bad value fails the Runtime at once.
+  std::unique_ptr<trace::Session> trace_session = trace::session_from_environment();
   NodeInventory inventory;
   /// The devices the backends found, by id ("opencl:0"), and where each keeps
   /// its copies of arrays (coherence places: 0 is the host copy).

@@ -8,16 +8,22 @@
 #include <canopy/ir/visitor.hpp>
 #include <canopy/jit/hash.hpp>
 
+#include "trace.hpp"
+
 namespace canopy::runtime {
 
 std::shared_ptr<backends::Program> CompiledKernel::program_for(backends::Device& device) const {
   std::lock_guard lock(programs_mutex);
   if (device.info().host_memory) {
-    if (!cpu) cpu = backends::cpu::CpuDevice::compile_program(optimized);  // it failed before (see compile())
+    if (!cpu)  // it failed before (see compile())
+      cpu = trace::compiling(optimized->name, "cpu", "cpu",
+                             [&] { return backends::cpu::CpuDevice::compile_program(optimized); });
     return cpu;
   }
   auto& slot = programs[device.info().id];
-  if (!slot) slot = device.compile(optimized);
+  if (!slot)
+    slot = trace::compiling(optimized->name, device.info().backend, device.info().id,
+                            [&] { return device.compile(optimized); });
   return slot;
 }
 
@@ -39,7 +45,8 @@ std::shared_ptr<CompiledKernel> KernelCache::compile(const std::shared_ptr<const
   if (dump_enabled("cost")) dump("cost", traced->name, ir::describe_cost(*compiled->optimized, cost));
   compiled->adaptive = AdaptiveKernel{compiled->optimized.get(), jit::hash64(text)};
   try {
-    compiled->cpu = backends::cpu::CpuDevice::compile_program(compiled->optimized);
+    compiled->cpu = trace::compiling(traced->name, "cpu", "cpu",
+                                     [&] { return backends::cpu::CpuDevice::compile_program(compiled->optimized); });
   } catch (const Error& e) {
     // Compiled again when a CPU leaf needs it; the devices may run it meanwhile.
     recoveries_.recovered(RecoveryKind::Compile, "cpu", std::string(e.what()) + "; compiling again where needed");

@@ -67,11 +67,12 @@ void Engine::State::run_piece(const std::shared_ptr<RegionRun>& run, std::size_t
                               const Executor& leaf) {
   const Executor& worker = piece < run->moved.size() && run->moved[piece] ? *run->moved[piece] : leaf;
   const auto start = std::chrono::steady_clock::now();
+  auto launched = start;
   double run_seconds = 0;
   try {
     for (auto& dep : run->deps) dep->wait(false);
     auto written = prepare_arrays(*run, range, worker);
-    const auto launched = std::chrono::steady_clock::now();
+    launched = std::chrono::steady_clock::now();
     run->partials[piece] = launch_piece(*run, *run->programs[piece], range, worker);
     run_seconds = seconds_between(launched, std::chrono::steady_clock::now());
     record_writes(*run, written, worker);
@@ -79,6 +80,7 @@ void Engine::State::run_piece(const std::shared_ptr<RegionRun>& run, std::size_t
     if (!recover_piece(*run, piece, range, worker, std::current_exception())) run->fail(std::current_exception());
   }
   const auto end = std::chrono::steady_clock::now();
+  if (trace::on()) trace::piece(worker.name(), *run->record, piece, range, start, launched, run_seconds, end);
   book.piece_finished(*run->record, piece, range.points(), seconds_between(start, end), run_seconds,
                       seconds_between(run->submitted, end));
   if (run->pieces_left.fetch_sub(1, std::memory_order_acq_rel) == 1) finish_region(*run);

@@ -20,6 +20,7 @@
 
 #include "../internal/device_copies.hpp"
 #include "../internal/engine_access.hpp"
+#include "../internal/trace.hpp"
 
 namespace canopy::mpi {
 
@@ -281,6 +282,7 @@ struct Job::State {
     const auto selections = allgather_text(node_comm, reload_settings().devices);
     const NodeInventory whole = discover_whole_node();
     share = assign_ranks(whole, selections).at(static_cast<std::size_t>(local_rank));
+    canopy::runtime::trace::set_rank(rank);  // CANOPY_TRACE=run.json: this rank writes run.<rank>.json
     runtime = std::make_unique<Runtime>(share.options());
   }
 

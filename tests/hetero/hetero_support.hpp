@@ -115,6 +115,24 @@ inline void use_leaves(Runtime& rt, const Hierarchy& discovered, const std::vect
   use_tree(rt, tree_with_leaves(discovered, names));
 }
 
+/// A 2-D 5-point stencil, in -> out; the boundary keeps its value. The store
+/// is unconditional and covers the piece's rows entirely, so a piece copies
+/// nothing of `out` in; it reads `in` over its rows and one row above and
+/// below (whole rows: the column index depends on index(1)). The halo and
+/// trace tests iterate it over a split.
+inline const Kernel<void(Out<double, 2>, In<double, 2>)>& halo_stencil() {
+  static const Kernel kernel("halo_stencil",
+                             [](Out<double, 2> out, In<double, 2> in) {
+                               Idx i = index(0), j = index(1);
+                               Var<double> v = in(i, j);
+                               If(i > 0 && i < in.extent(0) - 1 && j > 0 && j < in.extent(1) - 1,
+                                  [&] { v = 0.25 * (in(i - 1, j) + in(i + 1, j) + in(i, j - 1) + in(i, j + 1)); });
+                               out(i, j) = v;
+                             },
+                             {"out", "in"});
+  return kernel;
+}
+
 /// The transfer counters, one array's or the runtime's, as one value to
 /// compare and print.
 struct Moved {
