@@ -199,10 +199,18 @@ TEST_CASE("hetero: adaptive with measured times keeps every row once while the s
   CHECK(splits[0].launches == 10);
   // Timings on a shared machine (or under TSan, which slows one leaf far
   // more than the other) are noisy: only what the damped rule guarantees.
-  // The split never gives a leaf everything, and the last launch's times
-  // were measured (the imbalance is a number).
-  CHECK(cpu_share.back() > 0.0);
-  CHECK(cpu_share.back() < 1.0);
+  // The rule never gives a leaf everything, and the last launch's times were
+  // measured (the imbalance is a number). The model may: a calibration on a
+  // loaded machine can find a leaf's launch latency longer than the whole
+  // region takes on the other, and a leaf that runs nothing is never
+  // measured, so the split then stays as the model put it.
+  CHECK(cpu_share.back() >= 0.0);
+  CHECK(cpu_share.back() <= 1.0);
+  if (cpu_share.back() == 0.0 || cpu_share.back() == 1.0) {
+    REQUIRE(splits[0].model_shares.size() == 2);
+    CHECK(splits[0].changes == 0);
+    CHECK(cpu_share.back() == splits[0].model_shares[0]);
+  }
   CHECK(std::isfinite(splits[0].last_imbalance));
   MESSAGE("measured: cpu0's share launch by launch: " << shares_text(cpu_share) << "; changes " << splits[0].changes
                                                       << ", last imbalance " << splits[0].last_imbalance);
