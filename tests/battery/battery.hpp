@@ -1,9 +1,11 @@
 // The kernel battery: one table of kernels, written once and run on every
 // backend (tests/jit/battery.cpp on the CPU JIT, tests/backends/
 // opencl_battery.cpp on OpenCL, level_zero_spirv_pocl.cpp as SPIR-V on
-// PoCL; cuda_battery.cpp and level_zero_spirv_validate.cpp compile every
-// kernel of it). Before there was one table, the battery was written four
-// times and kept in step by hand.
+// PoCL, cuda_device_battery.cpp on a CUDA device, the emulated one of
+// tests/emulate/cuda/ included; cuda_battery.cpp and
+// level_zero_spirv_validate.cpp compile every kernel of it). Before there
+// was one table, the battery was written four times and kept in step by
+// hand.
 //
 // A case is a kernel (after the IR's optimization pipeline, as backends get
 // it), its arguments, the index range it runs over (whole ranges of many

@@ -128,8 +128,8 @@ TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known s
   {
     Runtime rt;
     const Hierarchy discovered = rt.hierarchy();
-    if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
-    use_leaves(rt, discovered, {"cpu0", "opencl0"});
+    if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
+    use_leaves(rt, discovered, {"cpu0", accelerator(0)});
     canopy::runtime::engine_of(rt).adaptive().set_time_source(synthetic);
     constexpr int kLaunches = 12;
     const std::vector<double> cpu_share = run_adaptive(rt, kLaunches);
@@ -140,7 +140,7 @@ TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known s
     for (const RegionStats& region : rt.stats().recent) CHECK(region.kernel == "adaptive_accumulate");
     const std::vector<AdaptiveSplit> splits = canopy::runtime::engine_of(rt).adaptive().splits();
     REQUIRE(splits.size() == 1);
-    CHECK(splits[0].leaves == std::vector<std::string>{"cpu0", "opencl0"});
+    CHECK(splits[0].leaves == std::vector<std::string>{"cpu0", accelerator(0)});
     CHECK(splits[0].launches == kLaunches);
     CHECK_FALSE(splits[0].from_file);
     CHECK(splits[0].probes == 0);  // the even split would take twice as long: never probed
@@ -168,7 +168,7 @@ TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known s
   CHECK(found);
   // ...and a new Runtime's first launch takes it.
   Runtime rt;
-  use_leaves(rt, rt.hierarchy(), {"cpu0", "opencl0"});
+  use_leaves(rt, rt.hierarchy(), {"cpu0", accelerator(0)});
   auto a = rt.array<double>(kRows, named("a"));
   auto b = rt.array<double>(kRows, named("b"));
   rt.region(accumulate_kernel()).over(kRows).policy("adaptive").launch(a, b);
@@ -182,7 +182,7 @@ TEST_CASE("hetero: adaptive over cpu0 and opencl0 converges on leaves of known s
   REQUIRE(first.pieces.size() == 2);
   CHECK(pieces_of(first) ==
         std::vector<std::string>{"cpu0[0," + std::to_string(cut) + ")",
-                                 "opencl0[" + std::to_string(cut) + "," + std::to_string(kRows) + ")"});
+                                 accelerator(0) + "[" + std::to_string(cut) + "," + std::to_string(kRows) + ")"});
   CHECK(first.pieces[0].share == doctest::Approx(learned[0]).epsilon(1e-5));
 }
 
@@ -191,8 +191,8 @@ TEST_CASE("hetero: adaptive with measured times keeps every row once while the s
   CacheDirectory cache;
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
-  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
   const std::vector<double> cpu_share = run_adaptive(rt, 10);
   const std::vector<AdaptiveSplit> splits = canopy::runtime::engine_of(rt).adaptive().splits();
   REQUIRE(splits.size() == 1);
@@ -220,8 +220,8 @@ TEST_CASE("hetero: any puts a region on the idle leaf the machine model predicts
           doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
-  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
   const Hierarchy tree = rt.hierarchy();
   const MachineModel model = MachineModel::load_or_calibrate(rt);  // the file the runtime reads too
   const Accumulate accumulate = accumulate_kernel();
@@ -230,11 +230,11 @@ TEST_CASE("hetero: any puts a region on the idle leaf the machine model predicts
   mirror.set_model(model, "mirror");
   const AdaptiveKernel kernel{&optimized, 1};
   const double on_cpu = mirror.predict_seconds(kernel, *tree.find("cpu0"), Shape(kRows));
-  const double on_device = mirror.predict_seconds(kernel, *tree.find("opencl0"), Shape(kRows));
+  const double on_device = mirror.predict_seconds(kernel, *tree.find(accelerator(0)), Shape(kRows));
   REQUIRE(on_cpu > 0);
   REQUIRE(on_device > 0);
-  const std::string fastest = on_device < on_cpu ? "opencl0" : "cpu0";
-  MESSAGE("predicted: cpu0 " << on_cpu << " s, opencl0 " << on_device << " s");
+  const std::string fastest = on_device < on_cpu ? accelerator(0) : "cpu0";
+  MESSAGE("predicted: cpu0 " << on_cpu << " s, " << accelerator(0) << " " << on_device << " s");
 
   auto a = rt.array<double>(kRows, named("a"));
   auto b = rt.array<double>(kRows, named("b"));

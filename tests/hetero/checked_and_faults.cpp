@@ -122,8 +122,8 @@ TEST_CASE("hetero checked mode: a read past the end on opencl0 raises kernel, ar
   EnvironmentFor check("CANOPY_CHECK", "bounds");
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
-  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
   constexpr std::int64_t n = 1000;
   auto in = rt.array<double>(n, at("numa0"));
   auto out = rt.array<double>(n, at("numa0"));
@@ -131,7 +131,7 @@ TEST_CASE("hetero checked mode: a read past the end on opencl0 raises kernel, ar
     auto v = in.host();
     for (std::int64_t i = 0; i < n; ++i) v[i] = double(i);
   }
-  rt.region(shift_read()).over(n).at("opencl0").launch(out, in, std::int64_t{1});
+  rt.region(shift_read()).over(n).at(accelerator(0)).launch(out, in, std::int64_t{1});
   CHECK(error_of([&] { rt.pause(); }) ==
         "kernel 'hetero_shift_read' read array 'in' out of bounds: index 1000 in dimension 0, whose extent is 1000 "
         "(found by CANOPY_CHECK=bounds; the access was skipped); keep every index in [0, extent)");
@@ -145,17 +145,17 @@ TEST_CASE("hetero checked mode: an in-bounds stencil split over opencl0 and open
           doctest::test_suite("opencl")) {
   {
     Runtime probe;
-    if (!has_leaves(probe.hierarchy(), {"cpu0", "opencl0", "opencl1"})) return;
+    if (!has_leaves(probe.hierarchy(), {"cpu0", accelerator(0), accelerator(1)})) return;
   }
   std::vector<double> cpu, unchecked, checked;
   {
     EnvironmentFor check("CANOPY_CHECK", nullptr);
     cpu = run_stencil({"cpu0"});
-    unchecked = run_stencil({"opencl0", "opencl1"});
+    unchecked = run_stencil({accelerator(0), accelerator(1)});
   }
   {
     EnvironmentFor check("CANOPY_CHECK", "bounds");
-    checked = run_stencil({"opencl0", "opencl1"});
+    checked = run_stencil({accelerator(0), accelerator(1)});
   }
   REQUIRE(cpu.size() == static_cast<std::size_t>(kRows * kCols));
   CHECK(unchecked == cpu);
@@ -166,21 +166,21 @@ TEST_CASE("hetero faults: a launch, copy or compile failing once over opencl0 + 
           doctest::test_suite("opencl")) {
   {
     Runtime probe;
-    if (!has_leaves(probe.hierarchy(), {"opencl0", "opencl1"})) return;
+    if (!has_leaves(probe.hierarchy(), {accelerator(0), accelerator(1)})) return;
   }
-  const std::vector<std::string> leaves{"opencl0", "opencl1"};
+  const std::vector<std::string> leaves{accelerator(0), accelerator(1)};
   SUBCASE("opencl.launch:1") {
-    const auto r = survive("opencl.launch:1", leaves, "numa0", "survive_launch");
+    const auto r = survive(accelerator_backend() + ".launch:1", leaves, "numa0", "survive_launch");
     CHECK(r.launches == 1);
     CHECK(r.total() == 1);
   }
   SUBCASE("opencl.copy:1") {
-    const auto r = survive("opencl.copy:1", leaves, "numa0", "survive_copy");
+    const auto r = survive(accelerator_backend() + ".copy:1", leaves, "numa0", "survive_copy");
     CHECK(r.copies == 1);
     CHECK(r.total() == 1);
   }
   SUBCASE("opencl.compile:1") {
-    const auto r = survive("opencl.compile:1", leaves, "numa0", "survive_compile");
+    const auto r = survive(accelerator_backend() + ".compile:1", leaves, "numa0", "survive_compile");
     CHECK(r.compiles == 1);
     CHECK(r.total() == 1);
   }
@@ -190,19 +190,20 @@ TEST_CASE("hetero faults: OpenCL failing on every attempt, the piece runs on the
           doctest::test_suite("opencl")) {
   {
     Runtime probe;
-    if (!has_leaves(probe.hierarchy(), {"cpu0", "opencl0"})) return;
+    if (!has_leaves(probe.hierarchy(), {"cpu0", accelerator(0)})) return;
   }
   // The region runs at opencl0, whose every launch fails: the host CPU leaf takes the piece.
-  const auto r =
-      survive("opencl.launch:1,opencl.launch:2,opencl.launch:3", {"cpu0", "opencl0"}, "opencl0", "survive_on_host");
+  const auto r = survive(
+      accelerator_backend() + ".launch:1," + accelerator_backend() + ".launch:2," + accelerator_backend() + ".launch:3",
+      {"cpu0", accelerator(0)}, accelerator(0), "survive_on_host");
   CHECK(r.launches == 1);
 }
 
 TEST_CASE("hetero faults: a copy back to the host that fails once is retried" * doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"opencl0"})) return;
-  use_leaves(rt, discovered, {"opencl0"});
+  if (!has_leaves(discovered, {accelerator(0)})) return;
+  use_leaves(rt, discovered, {accelerator(0)});
   const auto kernel = affine_kernel("copy_back_retried");
   constexpr std::int64_t n = 5000;
   auto in = rt.array<double>(n, at("numa0"));
@@ -211,10 +212,10 @@ TEST_CASE("hetero faults: a copy back to the host that fails once is retried" * 
     auto v = in.host();
     for (std::int64_t i = 0; i < n; ++i) v[i] = double(i);
   }
-  rt.region(kernel).over(n).at("opencl0").launch(out, in);
+  rt.region(kernel).over(n).at(accelerator(0)).launch(out, in);
   rt.pause();
   // The region copied `in` to the device (one copy); reading `out` back is the next.
-  FaultPlanFor faults("opencl.copy:1");
+  FaultPlanFor faults(accelerator_backend() + ".copy:1");
   auto view = out.host_read();
   CHECK(view[4999] == 3.0 * 4999.0 - 2.0);
   CHECK(view[0] == -2.0);
@@ -225,8 +226,8 @@ TEST_CASE("hetero faults: opencl.alloc fails the region with the device's error;
           doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
-  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
   const auto kernel = affine_kernel("alloc_refused");
   constexpr std::int64_t n = 100000;
   auto in = rt.array<double>(n, at("numa0"));
@@ -236,21 +237,32 @@ TEST_CASE("hetero faults: opencl.alloc fails the region with the device's error;
     auto v = in.host();
     for (std::int64_t i = 0; i < n; ++i) v[i] = double(i % 101);
   }
-  rt.region(kernel).over(n).at("opencl0").launch(before, in);
+  rt.region(kernel).over(n).at(accelerator(0)).launch(before, in);
   rt.pause();
   {
     // `out` has no buffer on opencl0 yet: its allocation is the first.
-    FaultPlanFor faults("opencl.alloc:1");
-    rt.region(kernel).over(n).at("opencl0").launch(out, in);
-    const auto info = canopy::runtime::engine_of(rt).device("opencl:0")->info();
-    char memory[64];
-    std::snprintf(memory, sizeof memory, "%lld bytes (%.2f GiB)", static_cast<long long>(info.global_memory),
-                  static_cast<double>(info.global_memory) / (1 << 30));
-    CHECK(error_of([&] { rt.pause(); }) ==
-          "OpenCL device '" + info.name +
-              "' (opencl:0) could not allocate 800000 bytes (0.00 GiB) (CL_MEM_OBJECT_ALLOCATION_FAILURE [injected by "
-              "CANOPY_FAULT=opencl.alloc:1]); it has " +
-              memory + " in all: free arrays there or place this one elsewhere");
+    const std::string& backend = accelerator_backend();
+    FaultPlanFor faults(backend + ".alloc:1");
+    rt.region(kernel).over(n).at(accelerator(0)).launch(out, in);
+    const auto info = canopy::runtime::engine_of(rt).device(backend + ":0")->info();
+    const std::string message = error_of([&] { rt.pause(); });
+    if (backend == "cuda") {
+      // The driver's free memory follows: the arrays before this one and the device's own.
+      CHECK(message.rfind("CUDA device '" + info.name +
+                              "' (cuda:0) could not allocate 800000 bytes (0.00 GiB) (CUDA_ERROR_OUT_OF_MEMORY (2): "
+                              "out of memory [injected by CANOPY_FAULT=cuda.alloc:1]); ",
+                          0) == 0);
+      CHECK(message.find(" are free: free arrays there or place this one elsewhere") != std::string::npos);
+    } else {
+      char memory[64];
+      std::snprintf(memory, sizeof memory, "%lld bytes (%.2f GiB)", static_cast<long long>(info.global_memory),
+                    static_cast<double>(info.global_memory) / (1 << 30));
+      CHECK(message ==
+            "OpenCL device '" + info.name +
+                "' (opencl:0) could not allocate 800000 bytes (0.00 GiB) (CL_MEM_OBJECT_ALLOCATION_FAILURE [injected "
+                "by CANOPY_FAULT=opencl.alloc:1]); it has " +
+                memory + " in all: free arrays there or place this one elsewhere");
+    }
   }
   CHECK(rt.stats().recoveries.total() == 0);
   {
@@ -261,7 +273,7 @@ TEST_CASE("hetero faults: opencl.alloc fails the region with the device's error;
     CHECK(wrong == 0);
   }
   // The runtime goes on: the same region runs once the device can allocate.
-  rt.region(kernel).over(n).at("opencl0").launch(out, in);
+  rt.region(kernel).over(n).at(accelerator(0)).launch(out, in);
   CHECK(error_of([&] { rt.pause(); }) == "no error");
   CHECK(out.host_read()[n - 1] == 3.0 * double((n - 1) % 101) - 2.0);
 }

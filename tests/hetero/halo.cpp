@@ -120,7 +120,7 @@ TEST_CASE("hetero: a stencil iterated over cpu0 and opencl0 moves one halo row e
   // Iteration 100 wrote grid: opencl0's rows [H,R) come back, cpu0's rows
   // [0,H) were current on the host already.
   e.read_back = {0, (kRows - kHalf) * kRow, 0, kHalf * kRow};
-  check_halo_traffic("cpu0", "opencl0", e);
+  check_halo_traffic("cpu0", accelerator(0), e);
 }
 
 TEST_CASE("hetero: a stencil iterated over opencl0 and opencl1 moves one halo row each way per iteration" *
@@ -139,5 +139,5 @@ TEST_CASE("hetero: a stencil iterated over opencl0 and opencl1 moves one halo ro
   e.scratch = {50 * 2 * kRow, 50 * 2 * kRow, 0, 50 * kRows * kRow};
   // Iteration 100 wrote all of grid on the devices: every row comes back.
   e.read_back = {0, kRows * kRow, 0, 0};
-  check_halo_traffic("opencl0", "opencl1", e);
+  check_halo_traffic(accelerator(0), accelerator(1), e);
 }

@@ -39,6 +39,25 @@ inline bool ask_for_the_cpu_alone_without_opencl() {
 /// Done once per process, before any test runs.
 inline const bool asked_for_the_cpu_alone = ask_for_the_cpu_alone_without_opencl();
 
+/// The backend of the device leaves these tests split over: "cuda" where
+/// CANOPY_DEVICES names cuda (CTest's hetero-cuda-emulated: two emulated
+/// CUDA devices, tests/emulate/cuda/), else "opencl" (PoCL's two devices).
+inline const std::string& accelerator_backend() {
+  static const std::string backend = [] {
+    const char* devices = std::getenv("CANOPY_DEVICES");
+    return std::string(devices && std::string(devices).find("cuda") != std::string::npos ? "cuda" : "opencl");
+  }();
+  return backend;
+}
+
+/// The name of device leaf `k` of that backend: "opencl0", "cuda1", ...
+inline std::string accelerator(int k) { return accelerator_backend() + std::to_string(k); }
+
+/// The kind of those leaves.
+inline LocationKind accelerator_kind() {
+  return accelerator_backend() == "cuda" ? LocationKind::Cuda : LocationKind::OpenCL;
+}
+
 using engine_tests::error_of;
 using engine_tests::last_region;
 using engine_tests::pieces_of;

@@ -60,8 +60,8 @@ TEST_CASE("hetero: host_read() pulls back only stale ranges and keeps the device
           doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
-  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
   auto x = rt.array<std::int32_t>(kN, at("numa0") | named("x"));
   auto y = rt.array<std::int32_t>(kN, at("numa0") | named("y"));
 
@@ -69,7 +69,7 @@ TEST_CASE("hetero: host_read() pulls back only stale ranges and keeps the device
   // is copied in (every element is overwritten).
   rt.region(produce()).over(kN).launch(x, 7);
   rt.pause();
-  CHECK(joined(pieces_of(last_region(rt))) == joined(expected_pieces("static", kN, "cpu0", "opencl0")));
+  CHECK(joined(pieces_of(last_region(rt))) == joined(expected_pieces("static", kN, "cpu0", accelerator(0))));
   CHECK(moved(rt, "x") == Moved{});
 
   // The first host_read() pulls back opencl0's half only.
@@ -96,7 +96,7 @@ TEST_CASE("hetero: host_read() pulls back only stale ranges and keeps the device
   // opencl0 wrote of it, [N/8, N/4), and nothing of the rest.
   rt.region(produce()).over(kN / 4).launch(x, -5);
   rt.pause();
-  CHECK(joined(pieces_of(last_region(rt))) == joined(expected_pieces("static", kN / 4, "cpu0", "opencl0")));
+  CHECK(joined(pieces_of(last_region(rt))) == joined(expected_pieces("static", kN / 4, "cpu0", accelerator(0))));
   before = moved(rt, "x");
   view = x.host_read();
   CHECK(moved(rt, "x") - before == to_host(kN / 8) + found(kN - kN / 8));
@@ -107,13 +107,13 @@ TEST_CASE("hetero: host() brings the data back and the next device region copies
           doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
-  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
   auto x = rt.array<std::int32_t>(kN, at("numa0") | named("x"));
   auto y = rt.array<std::int32_t>(kN, at("numa0") | named("y"));
 
   // opencl0 alone writes all of x; host() brings every element back.
-  rt.region(produce()).over(kN).at("opencl0").launch(x, 1);
+  rt.region(produce()).over(kN).at(accelerator(0)).launch(x, 1);
   rt.pause();
   Moved before = moved(rt, "x");
   {
@@ -125,7 +125,7 @@ TEST_CASE("hetero: host() brings the data back and the next device region copies
   // The host view may have changed anything, so opencl0 copies all of x in
   // again, even though nothing changed.
   before = moved(rt, "x");
-  rt.region(twice()).over(kN).at("opencl0").launch(y, x);
+  rt.region(twice()).over(kN).at(accelerator(0)).launch(y, x);
   rt.pause();
   CHECK(moved(rt, "x") - before == to_device(kN));
   CHECK(differing(y.host_read(), kN, [](std::int64_t i) { return std::int32_t(2 * (i * 3 + 1)); }) == 0);

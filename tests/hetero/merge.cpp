@@ -80,7 +80,7 @@ std::vector<std::remove_const_t<T>> contents(const HostView<T, Rank>& view) {
 std::set<std::string> device_leaves(const RegionStats& region) {
   std::set<std::string> leaves;
   for (const PieceStats& piece : region.pieces)
-    if (piece.leaf.rfind("opencl", 0) == 0) leaves.insert(piece.leaf);
+    if (piece.leaf.rfind(accelerator_backend(), 0) == 0) leaves.insert(piece.leaf);
   return leaves;
 }
 
@@ -118,12 +118,12 @@ void check_histogram(const std::string& first, const std::string& second) {
 
 TEST_CASE("hetero: a merge(sum) histogram over opencl0 and opencl1 gives the serial counts under every policy" *
           doctest::test_suite("opencl")) {
-  check_histogram("opencl0", "opencl1");
+  check_histogram(accelerator(0), accelerator(1));
 }
 
 TEST_CASE("hetero: a merge(sum) histogram over cpu0 and opencl0 gives the serial counts under every policy" *
           doctest::test_suite("opencl")) {
-  check_histogram("cpu0", "opencl0");
+  check_histogram("cpu0", accelerator(0));
 }
 
 TEST_CASE("hetero: merge copies are combined when the array is next used, without a pause") {
@@ -136,8 +136,8 @@ TEST_CASE("hetero: merge copies are combined when the array is next used, withou
   for (auto& c : twice) c *= 2;
 
   for (const auto& leaves :
-       {std::vector<std::string>{"opencl0", "opencl1"}, std::vector<std::string>{"cpu0", "opencl0"},
-        std::vector<std::string>{"cpu0", "opencl0", "opencl1"}}) {
+       {std::vector<std::string>{accelerator(0), accelerator(1)}, std::vector<std::string>{"cpu0", accelerator(0)},
+        std::vector<std::string>{"cpu0", accelerator(0), accelerator(1)}}) {
     CAPTURE(joined(leaves));
     if (!has_leaves(discovered, leaves)) continue;
     use_leaves(rt, discovered, leaves);
@@ -233,8 +233,8 @@ TEST_CASE("hetero: merge(min) and merge(max) combine every leaf's writes with wh
   }
 
   for (const auto& leaves :
-       {std::vector<std::string>{"opencl0", "opencl1"}, std::vector<std::string>{"cpu0", "opencl0"},
-        std::vector<std::string>{"cpu0", "opencl0", "opencl1"}}) {
+       {std::vector<std::string>{accelerator(0), accelerator(1)}, std::vector<std::string>{"cpu0", accelerator(0)},
+        std::vector<std::string>{"cpu0", accelerator(0), accelerator(1)}}) {
     if (!has_leaves(discovered, leaves)) continue;
     use_leaves(rt, discovered, leaves);
     for (const auto& policy : chunked_policies(leaves.size())) {

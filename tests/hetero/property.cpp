@@ -135,7 +135,7 @@ class Sequence {
       grid_model_.push_back(Vec(std::size_t(kRows * kCols), 0));
     }
     leaves_ = leaves_of_kind(discovered, LocationKind::Cpu);
-    for (auto& l : leaves_of_kind(discovered, LocationKind::OpenCL)) leaves_.push_back(l);
+    for (auto& l : leaves_of_kind(discovered, accelerator_kind())) leaves_.push_back(l);
     use_leaves(rt_, discovered_, leaves_);
     current_ = leaves_;
   }
@@ -344,7 +344,7 @@ TEST_CASE("hetero: random regions, policies, host reads and writes match a plain
           doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", "opencl0", "opencl1"})) return;
+  if (!has_leaves(discovered, {"cpu0", accelerator(0), accelerator(1)})) return;
   for (std::uint32_t seed = 1; seed <= 100; ++seed) {
     CAPTURE(seed);
     Sequence sequence(rt, discovered, seed, seed % 2 == 1);

@@ -280,12 +280,12 @@ void check_split(const std::string& first, const std::string& second) {
 
 TEST_CASE("hetero: regions split over cpu0 and opencl0 give the CPU leaf's results under every policy" *
           doctest::test_suite("opencl")) {
-  check_split("cpu0", "opencl0");
+  check_split("cpu0", accelerator(0));
 }
 
 TEST_CASE("hetero: regions split over opencl0 and opencl1 give the CPU leaf's results under every policy" *
           doctest::test_suite("opencl")) {
-  check_split("opencl0", "opencl1");
+  check_split(accelerator(0), accelerator(1));
 }
 
 namespace {
@@ -324,19 +324,19 @@ TEST_CASE("hetero: a region over an empty range keeps the regions around it in o
   // regions it follows, or the reader would not wait for the writer.
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"opencl0", "opencl1"})) return;
-  use_leaves(rt, discovered, {"opencl0", "opencl1"});
+  if (!has_leaves(discovered, {accelerator(0), accelerator(1)})) return;
+  use_leaves(rt, discovered, {accelerator(0), accelerator(1)});
   constexpr std::int64_t n = 200000;
   auto x = rt.array<std::int32_t>(n, at("numa0") | named("x"));
   auto y = rt.array<std::int32_t>(n, at("numa0") | named("y"));
   for (int round = 0; round < 3; ++round) {
     CAPTURE(round);
-    rt.region(slow_fill()).over(n).at("opencl1").launch(x, 40 + round, 300);
+    rt.region(slow_fill()).over(n).at(accelerator(1)).launch(x, 40 + round, 300);
     rt.region(slow_fill()).over(0).launch(x, -1, 1);  // no pieces
-    rt.region(copy_int()).over(n).at("opencl0").launch(y, x);
+    rt.region(copy_int()).over(n).at(accelerator(0)).launch(y, x);
     // The same with the empty region as a reader.
     rt.region(copy_int()).over(0).launch(y, x);
-    rt.region(slow_fill()).over(n).at("opencl1").launch(x, 90 + round, 10);
+    rt.region(slow_fill()).over(n).at(accelerator(1)).launch(x, 90 + round, 10);
     rt.pause();
     std::int64_t wrong_y = 0, wrong_x = 0;
     for (auto v : y.host_read()) wrong_y += v != 40 + round;

@@ -120,7 +120,7 @@ std::vector<std::remove_const_t<T>> contents(const HostView<T, Rank>& view) {
 // The leaf sets each test runs on; those this node lacks say so and are left out.
 const std::vector<std::vector<std::string>>& leaf_sets() {
   static const std::vector<std::vector<std::string>> sets{
-      {"cpu0", "opencl0"}, {"opencl0", "opencl1"}, {"cpu0", "opencl0", "opencl1"}};
+      {"cpu0", accelerator(0)}, {accelerator(0), accelerator(1)}, {"cpu0", accelerator(0), accelerator(1)}};
   return sets;
 }
 
@@ -299,8 +299,8 @@ TEST_CASE("split writes: atomic adds to an array the kernel also reads run on on
           doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
-  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
   const auto keys = random_keys(31, kBins - 1);
   std::vector<std::int32_t> want(kBins, 0);
   want[0] = 3;
@@ -328,8 +328,8 @@ TEST_CASE("split writes: by cost, a memory-bound scatter runs on one memory and 
   EnvironmentFor choice("CANOPY_SPLIT_WRITES", "auto");
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
-  use_leaves(rt, discovered, {"cpu0", "opencl0"});
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
   const auto order = random_permutation(41);
   auto target = rt.array<std::int64_t>(kN, at("numa0"));
   auto o = rt.array<std::int64_t>(kN, at("numa0") | named("o"));
@@ -349,7 +349,7 @@ TEST_CASE("split writes: by cost, a memory-bound scatter runs on one memory and 
   for (std::int64_t i = 0; i < kN; ++i) CHECK(got[order[std::size_t(i)]] == i * 3 + 1);
 
   rt.region(heavy_scatter()).over(kN).policy("static").launch(target, d);
-  CHECK(joined(pieces_of(last_region(rt))) == "cpu0[0,32768) opencl0[32768,65536)");
+  CHECK(joined(pieces_of(last_region(rt))) == "cpu0[0,32768) " + accelerator(0) + "[32768,65536)");
   CHECK(rt.stats().split_writes.changed_merged == 1);
   auto values = d.host_read();
   for (std::int64_t i = 0; i < kN; i += 97) {
@@ -365,8 +365,8 @@ TEST_CASE("split writes: CANOPY_SPLIT_WRITES=one keeps such regions on one memor
     EnvironmentFor choice("CANOPY_SPLIT_WRITES", "one");
     Runtime rt;
     const Hierarchy discovered = rt.hierarchy();
-    if (!has_leaves(discovered, {"opencl0", "opencl1"})) return;
-    use_leaves(rt, discovered, {"opencl0", "opencl1"});
+    if (!has_leaves(discovered, {accelerator(0), accelerator(1)})) return;
+    use_leaves(rt, discovered, {accelerator(0), accelerator(1)});
     const auto keys = random_keys(51, kBins);
     std::vector<std::int32_t> want(kBins, 0);
     for (auto k : keys) want[std::size_t(k)] += 1;
@@ -374,7 +374,7 @@ TEST_CASE("split writes: CANOPY_SPLIT_WRITES=one keeps such regions on one memor
     auto bins = rt.array<std::int32_t>(kBins, at("numa0"));
     std::copy(keys.begin(), keys.end(), key.host().begin());
     rt.region(histogram()).over(kN).policy("percentage:[30,70]").launch(key, bins);
-    CHECK(joined(pieces_of(last_region(rt))) == "opencl1[0,65536)");  // the place with more points
+    CHECK(joined(pieces_of(last_region(rt))) == accelerator(1) + "[0,65536)");  // the place with more points
     CHECK(contents(bins.host_read()) == want);
   }
   EnvironmentFor choice("CANOPY_SPLIT_WRITES", "sometimes");

@@ -62,8 +62,8 @@ TEST_CASE("hetero: the trace of a stencil split over cpu0 and opencl0" * doctest
     engine_tests::EnvironmentFor trace("CANOPY_TRACE", path.c_str());
     Runtime rt;
     const Hierarchy discovered = rt.hierarchy();
-    if (!has_leaves(discovered, {"cpu0", "opencl0"})) return;
-    use_leaves(rt, discovered, {"cpu0", "opencl0"});
+    if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
+    use_leaves(rt, discovered, {"cpu0", accelerator(0)});
     auto grid = rt.array<double, 2>(Shape(kRows, kCols), at("numa0") | named("grid"));
     auto scratch = rt.array<double, 2>(Shape(kRows, kCols), at("numa0") | named("scratch"));
     {
@@ -91,7 +91,9 @@ TEST_CASE("hetero: the trace of a stencil split over cpu0 and opencl0" * doctest
   CHECK(total.device_to_host == to_host);
 
   const Trace trace = read_trace(path);
-  for (const std::string track : {"host thread 1", "cpu0", "opencl0", "copies opencl:0"})
+  const std::string device = accelerator_backend() + ":0";
+  for (const std::string& track :
+       {std::string("host thread 1"), std::string("cpu0"), accelerator(0), "copies " + device})
     CHECK_MESSAGE(std::count(trace.tracks.begin(), trace.tracks.end(), track) == 1, "track " << track);
 
   // Per region: one piece on cpu0 and one on opencl0, adjacent, covering the rows.
@@ -105,7 +107,7 @@ TEST_CASE("hetero: the trace of a stencil split over cpu0 and opencl0" * doctest
     std::sort(pieces.begin(), pieces.end(),
               [](const TraceEvent& a, const TraceEvent& b) { return a.number("begin") < b.number("begin"); });
     CHECK(pieces[0].track == "cpu0");
-    CHECK(pieces[1].track == "opencl0");
+    CHECK(pieces[1].track == accelerator(0));
     CHECK(pieces[0].number("begin") == 0);
     CHECK(pieces[0].number("end") == pieces[1].number("begin"));
     CHECK(pieces[1].number("end") == double(kRows));
@@ -121,9 +123,9 @@ TEST_CASE("hetero: the trace of a stencil split over cpu0 and opencl0" * doctest
   // Every copy: opencl0's track, bytes, a direction; the sums are the traffic.
   std::int64_t traced_to_device = 0, traced_to_host = 0;
   for (const auto& copy : trace.of("copy")) {
-    if (copy.phase == "C") continue;                     // the running totals
-    CHECK(copy.track.rfind("copies opencl:0", 0) == 0);  // "copies opencl:0 (2)" when two copies overlap
-    CHECK(copy.text("device") == "opencl:0");
+    if (copy.phase == "C") continue;                      // the running totals
+    CHECK(copy.track.rfind("copies " + device, 0) == 0);  // "copies opencl:0 (2)" when two copies overlap
+    CHECK(copy.text("device") == device);
     const auto bytes = std::int64_t(copy.number("bytes"));
     CHECK(bytes > 0);
     CHECK(bytes % kRow == 0);
@@ -157,5 +159,5 @@ TEST_CASE("hetero: the trace of a stencil split over cpu0 and opencl0" * doctest
     CHECK((cache == "hit" || cache == "miss" || cache == "memory"));
     compiles[compile.text("backend") + " " + compile.text("device")] += 1;
   }
-  CHECK(compiles == std::map<std::string, int>{{"cpu cpu", 1}, {"opencl opencl:0", 1}});
+  CHECK(compiles == std::map<std::string, int>{{"cpu cpu", 1}, {accelerator_backend() + " " + device, 1}});
 }

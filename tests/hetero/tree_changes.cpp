@@ -36,23 +36,23 @@ TEST_CASE("hetero: a device leaving the tree gives its data back without overwri
           doctest::test_suite("opencl")) {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", "opencl0", "opencl1"})) return;
+  if (!has_leaves(discovered, {"cpu0", accelerator(0), accelerator(1)})) return;
   constexpr std::int64_t n = 200000;
   for (int round = 0; round < 3; ++round) {
     CAPTURE(round);
-    use_leaves(rt, discovered, {"cpu0", "opencl0", "opencl1"});
+    use_leaves(rt, discovered, {"cpu0", accelerator(0), accelerator(1)});
     auto x = rt.array<std::int32_t>(n, at("numa0") | named("x"));
     auto kept = rt.array<std::int32_t>(n, at("numa0") | named("kept"));
     // x and kept are current on opencl1 only.
-    rt.region(slow_fill()).over(n).at("opencl1").launch(x, 1, 1);
-    rt.region(slow_fill()).over(n).at("opencl1").launch(kept, 7, 1);
+    rt.region(slow_fill()).over(n).at(accelerator(1)).launch(x, 1, 1);
+    rt.region(slow_fill()).over(n).at(accelerator(1)).launch(kept, 7, 1);
     rt.pause();
     // cpu0 overwrites x slowly; meanwhile opencl1 leaves the tree and its
     // copies go back to the host: kept's must arrive, x's must not land on
     // what cpu0 wrote.
     rt.region(slow_fill()).over(n).at("cpu0").launch(x, 2, 500);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // cpu0 has written some of x
-    rt.remove_location("opencl1");
+    rt.remove_location(accelerator(1));
     rt.pause();
     std::int64_t wrong_x = 0, wrong_kept = 0;
     for (auto v : x.host_read()) wrong_x += v != 2;
