@@ -41,18 +41,7 @@ class BlockRun {
     *module_.warp_barrier = &warp_barrier;
     slots_.assign(threads_, 0);
     *module_.warp_slots = slots_.data();
-    fibers_.resize(threads_);
-    if (stacks_.size() < threads_) stacks_.resize(threads_);
-    for (std::size_t t = 0; t < threads_; ++t) {
-      Fiber& fiber = fibers_[t];
-      fiber = Fiber{};
-      if (!stacks_[t]) stacks_[t] = std::make_unique<char[]>(kStackBytes);
-      getcontext(&fiber.context);
-      fiber.context.uc_stack.ss_sp = stacks_[t].get();
-      fiber.context.uc_stack.ss_size = kStackBytes;
-      fiber.context.uc_link = &scheduler_;
-      makecontext(&fiber.context, &start, 0);
-    }
+    make_fibers();
     std::string failure;
     for (;;) {
       bool ran = false;
@@ -73,6 +62,23 @@ class BlockRun {
 
  private:
   enum class State { Ready, AtBlockBarrier, AtWarpBarrier, Done };
+
+  // One fiber per thread of the block, each at the start of the kernel. Out
+  // of line: getcontext returns twice, so no local of run() may share its frame.
+  [[gnu::noinline]] void make_fibers() {
+    fibers_.resize(threads_);
+    if (stacks_.size() < threads_) stacks_.resize(threads_);
+    for (std::size_t t = 0; t < threads_; ++t) {
+      Fiber& fiber = fibers_[t];
+      fiber = Fiber{};
+      if (!stacks_[t]) stacks_[t] = std::make_unique<char[]>(kStackBytes);
+      getcontext(&fiber.context);
+      fiber.context.uc_stack.ss_sp = stacks_[t].get();
+      fiber.context.uc_stack.ss_size = kStackBytes;
+      fiber.context.uc_link = &scheduler_;
+      makecontext(&fiber.context, &start, 0);
+    }
+  }
   struct Fiber {
     ucontext_t context{};
     State state = State::Ready;
