@@ -111,20 +111,10 @@ void Engine::State::track(const CompletionPtr& completion, std::shared_ptr<Regio
 
 namespace {
 
-// The environment read again, and the variables that only the runtime and
-// the backends can parse checked, before anything uses them.
+// The environment read again, and CANOPY_FAULT, which only the backends can
+// parse, checked before anything uses it (CANOPY_POLICY is resolved by State).
 void read_settings() {
   const Settings& s = reload_settings();
-  if (!s.policy.empty()) {
-    try {
-      Policy runtime;
-      runtime.kind = Policy::Kind::Runtime;
-      (void)resolve_runtime_policy(runtime, s.policy.c_str());
-    } catch (const Error& e) {
-      bad_setting("CANOPY_POLICY", s.policy,
-                  "static, flatten, percentage:[...], range:[...], any or adaptive (" + std::string(e.what()) + ")");
-    }
-  }
   if (!s.fault.empty()) backends::check_fault_plan(s.fault);
 }
 

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 namespace canopy {
 
@@ -457,6 +458,18 @@ std::string Policy::text() const {
 }
 
 Policy parse_policy(std::string_view text) { return PolicyReader(text).read(); }
+
+std::optional<Policy> runtime_policy_of(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  Policy runtime;
+  runtime.kind = Policy::Kind::Runtime;
+  try {
+    return resolve_runtime_policy(runtime, text.c_str());
+  } catch (const Error& e) {
+    bad_setting("CANOPY_POLICY", text,
+                "static, flatten, percentage:[...], range:[...], any or adaptive (" + std::string(e.what()) + ")");
+  }
+}
 
 Policy resolve_runtime_policy(const Policy& policy, const char* environment_value) {
   if (policy.kind != Policy::Kind::Runtime) return policy;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <ostream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,11 @@ Policy parse_policy(std::string_view text);
 /// set). Throws canopy::Error when the variable is unset or empty, does not
 /// parse (the message names CANOPY_POLICY), or says "runtime" again.
 Policy resolve_runtime_policy(const Policy& policy, const char* environment_value);
+
+/// CANOPY_POLICY's value (`text`, as the settings read it) resolved once, for
+/// every region of policy "runtime"; nothing when it is empty. Throws
+/// canopy::Error in bad_setting's form when it is not a policy.
+std::optional<Policy> runtime_policy_of(const std::string& text);
 
 /// A share of a region's range: iterations [begin, end) of the outermost
 /// dimension, run by `leaf`.

@@ -81,7 +81,9 @@ RegionHandle Engine::submit(RegionRequest request) {
   check_shape(kernel, request.range);
   check_arguments(kernel, request.args);
   const std::string policy_text = request.policy.empty() ? "static" : request.policy;
-  const Policy policy = resolve_runtime_policy(state_->policy_named(policy_text), state_->runtime_policy.c_str());
+  Policy policy = state_->policy_named(policy_text);
+  if (policy.kind == Policy::Kind::Runtime)  // unset: resolve says so
+    policy = state_->runtime_policy ? *state_->runtime_policy : resolve_runtime_policy(policy, nullptr);
 
   auto run = std::make_shared<RegionRun>();
   run->kernel = state_->kernels.compiled(request.kernel);
