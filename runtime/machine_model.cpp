@@ -212,8 +212,12 @@ std::string fingerprint_of(const NodeInventory& node, const Hierarchy& tree,
                            const std::map<std::string, std::string>& drivers) {
   std::string text = "canopy " CANOPY_VERSION_STRING "; cpu " + node.cpu_model + "; cores " +
                      std::to_string(node.cores.size()) + "; vector " + std::to_string(node.vector_width);
+  // NUMA nodes by index only: a node's memory is not a property of the
+  // machine's speed, and it moves under a program (memory hot-plug, a virtual
+  // machine's balloon; seen on a GPU VM, where two Runtimes of one process
+  // saw 7.3 and 6.1 GB and so could not find each other's learned splits).
   text += "; numa";
-  for (const auto& n : node.numa_nodes) text += fmt::format(" {}:{}", n.index, n.capacity);
+  for (const auto& n : node.numa_nodes) text += fmt::format(" {}", n.index);
   text += "; caches " + caches_text(node.caches);
   for (const auto& d : node.devices) {
     auto driver = drivers.find(d.id);

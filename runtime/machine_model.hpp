@@ -222,7 +222,8 @@ class MachineModel {
 };
 
 /// The fingerprint of a node and tree as one line: Canopy's version, the
-/// CPU model, cores, NUMA nodes (with capacities), vector width and caches,
+/// CPU model, cores, NUMA nodes (their indices, not their memory, which can
+/// change while a program runs), vector width and caches,
 /// each device with its driver fingerprint (`drivers`: device id to
 /// backends::DeviceInfo::fingerprint), and every executing leaf with its
 /// kind, cores, processing units and device.

@@ -272,6 +272,18 @@ TEST_CASE("machine model: the fingerprint follows the node, the devices' drivers
   other_cpu.cpu_model = "another CPU";
   CHECK(fingerprint_of(other_cpu, one_leaf) != base);
 
+  // A NUMA node's memory is left out: it can change under a running program
+  // (a virtual machine's balloon grew between two Runtimes of one process on
+  // a GPU VM), and learned splits and models must still be found.
+  NodeInventory more_memory = node;
+  REQUIRE(!more_memory.numa_nodes.empty());
+  more_memory.numa_nodes[0].capacity += std::int64_t{1536} << 20;
+  CHECK(fingerprint_of(more_memory, one_leaf) == base);
+  NodeInventory two_numa = node;
+  two_numa.numa_nodes.push_back(two_numa.numa_nodes[0]);
+  two_numa.numa_nodes.back().index = 1;
+  CHECK(fingerprint_of(two_numa, one_leaf) != base);
+
   NodeInventory with_device = node;
   DiscoveredDevice device;
   device.id = "opencl:0";
