@@ -257,11 +257,16 @@ TEST_CASE("hetero faults: opencl.alloc fails the region with the device's error;
       char memory[64];
       std::snprintf(memory, sizeof memory, "%lld bytes (%.2f GiB)", static_cast<long long>(info.global_memory),
                     static_cast<double>(info.global_memory) / (1 << 30));
-      CHECK(message ==
-            "OpenCL device '" + info.name +
-                "' (opencl:0) could not allocate 800000 bytes (0.00 GiB) (CL_MEM_OBJECT_ALLOCATION_FAILURE [injected "
-                "by CANOPY_FAULT=opencl.alloc:1]); it has " +
-                memory + " in all: free arrays there or place this one elsewhere");
+      const std::string refusal = backend == "level_zero"
+                                      ? "Level Zero device '" + info.name +
+                                            "' (level_zero:0) could not allocate 800000 bytes (0.00 GiB) "
+                                            "(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY [injected by "
+                                            "CANOPY_FAULT=level_zero.alloc:1])"
+                                      : "OpenCL device '" + info.name +
+                                            "' (opencl:0) could not allocate 800000 bytes (0.00 GiB) "
+                                            "(CL_MEM_OBJECT_ALLOCATION_FAILURE [injected by "
+                                            "CANOPY_FAULT=opencl.alloc:1])";
+      CHECK(message == refusal + "; it has " + memory + " in all: free arrays there or place this one elsewhere");
     }
   }
   CHECK(rt.stats().recoveries.total() == 0);

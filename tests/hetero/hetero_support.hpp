@@ -41,11 +41,16 @@ inline const bool asked_for_the_cpu_alone = ask_for_the_cpu_alone_without_opencl
 
 /// The backend of the device leaves these tests split over: "cuda" where
 /// CANOPY_DEVICES names cuda (CTest's hetero-cuda-emulated: two emulated
-/// CUDA devices, tests/emulate/cuda/), else "opencl" (PoCL's two devices).
+/// CUDA devices, tests/emulate/cuda/), "level_zero" where it names
+/// level_zero (hetero-level-zero-emulated: two emulated Level Zero devices,
+/// tests/emulate/level_zero/), else "opencl" (PoCL's two devices).
 inline const std::string& accelerator_backend() {
   static const std::string backend = [] {
-    const char* devices = std::getenv("CANOPY_DEVICES");
-    return std::string(devices && std::string(devices).find("cuda") != std::string::npos ? "cuda" : "opencl");
+    const char* named = std::getenv("CANOPY_DEVICES");
+    const std::string devices = named ? named : "";
+    if (devices.find("cuda") != std::string::npos) return std::string("cuda");
+    if (devices.find("level_zero") != std::string::npos) return std::string("level_zero");
+    return std::string("opencl");
   }();
   return backend;
 }
@@ -55,7 +60,9 @@ inline std::string accelerator(int k) { return accelerator_backend() + std::to_s
 
 /// The kind of those leaves.
 inline LocationKind accelerator_kind() {
-  return accelerator_backend() == "cuda" ? LocationKind::Cuda : LocationKind::OpenCL;
+  if (accelerator_backend() == "cuda") return LocationKind::Cuda;
+  if (accelerator_backend() == "level_zero") return LocationKind::LevelZero;
+  return LocationKind::OpenCL;
 }
 
 using engine_tests::error_of;
