@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <canopy/ir/kernel.hpp>
@@ -48,7 +49,15 @@ struct DeviceInfo {
   /// jit::streaming_entry_type) writing at least this many bytes into arrays
   /// it only writes stores them with streaming stores; -1: never.
   std::int64_t streaming_threshold = -1;
+  /// A test device: one of Canopy's emulated drivers (tests/emulate/, named
+  /// through CANOPY_LIBCUDA or ZE_ENABLE_ALT_DRIVERS) that runs kernels on
+  /// the host's cores; never hardware, and never chosen unless named so.
+  bool emulated = false;
 };
+
+/// True for the name Canopy's emulated drivers give their devices
+/// ("Canopy emulated CUDA device 0"): the backends set DeviceInfo::emulated from it.
+inline bool emulated_device_name(std::string_view name) { return name.rfind("Canopy emulated ", 0) == 0; }
 
 /// Memory on a device: an opaque handle its backend understands (a cl_mem,
 /// a CUdeviceptr, a host pointer), and its size.

@@ -266,6 +266,7 @@ void add_backend_devices(NodeInventory& node, const backends::BackendDevices& fo
     d.pci_bus_id = normalized_pci_bus_id(info.pci_bus_id);
     d.numa_node = numa_node_of_pci(d.pci_bus_id);
     d.on_host_cores = info.on_host_cores;
+    d.emulated = info.emulated;
     d.traits.cores = info.compute_units;
     d.traits.capacity = info.global_memory;
     d.traits.vector_width = info.preferred_vector_width;
@@ -496,6 +497,7 @@ std::string describe_inventory(const NodeInventory& node) {
         device.numa_node >= 0 ? fmt::format(", NUMA node {}", device.numa_node) : std::string(", NUMA node unknown");
     if (device.on_host_cores)
       text += fmt::format("; computes on the host's cores, so used only when named (CANOPY_DEVICES=cpu,{})", device.id);
+    if (device.emulated) text += "; emulated: a test device of Canopy's (tests/emulate/) run on the host, not a GPU";
     text += "\n";
   }
   for (const AbsentBackend& absent : node.absent) text += fmt::format("  {}: {}\n", absent.backend, absent.reason);

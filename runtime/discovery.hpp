@@ -52,6 +52,8 @@ struct DiscoveredDevice {
   /// It computes on the host's cores (an OpenCL CPU device): "all" leaves it
   /// out when the node has CPU cores; name its backend or id to use it.
   bool on_host_cores = false;
+  /// A test device of Canopy's emulated drivers (backends::DeviceInfo::emulated).
+  bool emulated = false;
   bool operator==(const DiscoveredDevice&) const = default;
 };
 

@@ -311,6 +311,7 @@ void CudaDevice::read_attributes(int ordinal) {
   char name[256] = {};
   check(api, api.cuDeviceGetName(name, static_cast<int>(sizeof name) - 1, device), "cuDeviceGetName", where);
   info_.name = name;
+  info_.emulated = emulated_device_name(name);
   auto attribute = [&](DeviceAttribute which) {
     int value = 0;
     check(api, api.cuDeviceGetAttribute(&value, which, device),

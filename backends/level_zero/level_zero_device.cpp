@@ -103,6 +103,7 @@ std::pair<DeviceInfo, LevelZeroTraits> describe_device(const LevelZeroProperties
   info.id = "level_zero:" + std::to_string(index);
   info.backend = "level_zero";
   info.name = std::string(device.name, strnlen(device.name, sizeof device.name));
+  info.emulated = emulated_device_name(info.name);
   info.vendor = vendor_name(device.vendorId);
   char ids[64];
   std::snprintf(ids, sizeof ids, "%04x:%04x", device.vendorId, device.deviceId);
