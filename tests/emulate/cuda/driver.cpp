@@ -304,7 +304,7 @@ CUresult cuCtxPushCurrent_v2(CUcontext context) {
   const bool known = std::any_of(state.contexts.begin(), state.contexts.end(),
                                  [&](const auto& c) { return c.get() == pushed && c->retained > 0; });
   if (!known) return kInvalidContext;
-  current_contexts.push_back(pushed);
+  current_contexts_of_this_thread().push_back(pushed);
   return kSuccess;
 }
 
@@ -312,9 +312,9 @@ CUresult cuCtxPopCurrent_v2(CUcontext* context) {
   Driver& state = driver();
   std::lock_guard lock(state.mutex);
   if (!state.initialized) return kNotInitialized;
-  if (current_contexts.empty()) return kInvalidContext;
-  if (context) *context = reinterpret_cast<CUcontext>(current_contexts.back());
-  current_contexts.pop_back();
+  if (current_contexts_of_this_thread().empty()) return kInvalidContext;
+  if (context) *context = reinterpret_cast<CUcontext>(current_contexts_of_this_thread().back());
+  current_contexts_of_this_thread().pop_back();
   return kSuccess;
 }
 

@@ -127,11 +127,22 @@ inline Driver& driver() {
   return *instance;
 }
 
-/// The contexts made current on this thread (cuCtxPushCurrent), innermost last.
-inline thread_local std::vector<Context*> current_contexts;
+/// The contexts made current on this thread (cuCtxPushCurrent), innermost
+/// last. Never destroyed, like a real driver's: the main thread's
+/// thread_local objects are destroyed at exit before the program's statics,
+/// whose destructors (a static list of devices, say) may still push and pop
+/// contexts; a vector destroyed first was written after its free (valgrind
+/// found it, and the heap's corruption aborted CTest's run at exit).
+inline std::vector<Context*>& current_contexts_of_this_thread() {
+  thread_local std::vector<Context*>* contexts = new std::vector<Context*>;
+  return *contexts;
+}
 
 // The context current on this thread, or null.
-inline Context* current() { return current_contexts.empty() ? nullptr : current_contexts.back(); }
+inline Context* current() {
+  const auto& contexts = current_contexts_of_this_thread();
+  return contexts.empty() ? nullptr : contexts.back();
+}
 
 // The first check of most calls: initialized, and a context current and
 // not failed. Returns kSuccess or the code to return. Call with the lock held.
