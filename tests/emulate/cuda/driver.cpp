@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "../environment.hpp"
 #include "driver_state.hpp"
 #include "launch.hpp"
 #include "module_image.hpp"
@@ -62,17 +63,7 @@ using namespace canopy_emulated;
 
 namespace {
 
-std::size_t size_from_environment(const char* name, std::size_t fallback) {
-  const char* text = std::getenv(name);
-  if (!text || !*text) return fallback;
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  std::size_t scale = 1;
-  if (end && (*end == 'K' || *end == 'k')) scale = std::size_t{1} << 10;
-  if (end && (*end == 'M' || *end == 'm')) scale = std::size_t{1} << 20;
-  if (end && (*end == 'G' || *end == 'g')) scale = std::size_t{1} << 30;
-  return value > 0 ? static_cast<std::size_t>(value * static_cast<double>(scale)) : fallback;
-}
+using canopy_emulated_environment::size_from_environment;
 
 int int_from_environment(const char* name, int fallback) {
   const char* text = std::getenv(name);

@@ -59,6 +59,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "../environment.hpp"
 #include "driver_state.hpp"
 
 using namespace canopy_emulated_ze;
@@ -70,17 +71,7 @@ Driver& driver() {
   return *state;
 }
 
-std::size_t size_from_environment(const char* name, std::size_t fallback) {
-  const char* text = std::getenv(name);
-  if (!text || !*text) return fallback;
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  std::size_t scale = 1;
-  if (end && (*end == 'K' || *end == 'k')) scale = std::size_t{1} << 10;
-  if (end && (*end == 'M' || *end == 'm')) scale = std::size_t{1} << 20;
-  if (end && (*end == 'G' || *end == 'g')) scale = std::size_t{1} << 30;
-  return value > 0 ? static_cast<std::size_t>(value * static_cast<double>(scale)) : fallback;
-}
+using canopy_emulated_environment::size_from_environment;
 
 std::uint32_t count_from_environment(const char* name, std::uint32_t fallback) {
   const char* text = std::getenv(name);
@@ -148,12 +139,12 @@ void on_fault(int signal, siginfo_t* info, void* context) {
     if ((address >= below && address < below + page) || (address >= above && address < above + page)) {
       char message[256];
       const bool after = address >= above;
-      const int n = std::snprintf(message, sizeof message,
-                                  "canopy emulated Level Zero: a kernel accessed address %p, %zu bytes %s an "
-                                  "allocation of %zu bytes; a GPU would fault here\n",
-                                  info->si_addr,
-                                  static_cast<std::size_t>(after ? address - above + 1 : below + page - address),
-                                  after ? "past the end of" : "before", guard.bytes.load());
+      const int n =
+          std::snprintf(message, sizeof message,
+                        "canopy emulated Level Zero: a kernel accessed address %p, %zu bytes %s an "
+                        "allocation of %zu bytes; a GPU would fault here\n",
+                        info->si_addr, static_cast<std::size_t>(after ? address - above + 1 : below + page - address),
+                        after ? "past the end of" : "before", guard.bytes.load());
       if (n > 0) {
         const ssize_t written = write(2, message, static_cast<std::size_t>(n));
         (void)written;
@@ -404,8 +395,9 @@ ze_result_t ZE_APICALL DeviceGetCommandQueueGroupProperties(ze_device_handle_t h
   }
   *count = std::min<uint32_t>(*count, 2);
   for (uint32_t k = 0; k < *count; ++k) {
-    groups[k].flags = k == 0 ? ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY
-                             : (ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY);
+    groups[k].flags = k == 0
+                          ? ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY
+                          : (ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY);
     groups[k].maxMemoryFillPatternSize = 128;
     groups[k].numQueues = 1;
   }
@@ -485,7 +477,8 @@ ze_result_t ZE_APICALL CommandListDestroy(ze_command_list_handle_t handle) {
 }
 
 ze_result_t ZE_APICALL EventPoolCreate(ze_context_handle_t context_handle, const ze_event_pool_desc_t* desc,
-                                       uint32_t device_count, ze_device_handle_t* devices, ze_event_pool_handle_t* pool) {
+                                       uint32_t device_count, ze_device_handle_t* devices,
+                                       ze_event_pool_handle_t* pool) {
   CHECK_INITIALIZED();
   std::lock_guard lock(driver().mutex);
   Context* context = known(driver().contexts, context_handle);
@@ -647,8 +640,10 @@ Append begin_append(ze_command_list_handle_t list_handle, ze_event_handle_t sign
   if (waits > 0 && !wait_handles) append.result = ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   for (uint32_t k = 0; k < waits && wait_handles; ++k) {
     Event* wait = known(driver().events, wait_handles[k]);
-    if (!wait) append.result = ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-    else if (!wait->signaled) append.result = ZE_RESULT_ERROR_INVALID_ARGUMENT;  // would wait forever
+    if (!wait)
+      append.result = ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    else if (!wait->signaled)
+      append.result = ZE_RESULT_ERROR_INVALID_ARGUMENT;  // would wait forever
   }
   if (append.result == ZE_RESULT_SUCCESS && append.list->device->lost) append.result = ZE_RESULT_ERROR_DEVICE_LOST;
   if (append.result != ZE_RESULT_SUCCESS) append.list = nullptr;
@@ -714,7 +709,8 @@ ze_result_t ZE_APICALL ModuleCreate(ze_context_handle_t context_handle, ze_devic
     module->context = known(driver().contexts, context_handle);
     module->device = known_device(device_handle);
     if (!module->context || !module->device) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-    if (!desc || !module_handle || (!desc->pInputModule && desc->inputSize)) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (!desc || !module_handle || (!desc->pInputModule && desc->inputSize))
+      return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (desc->inputSize == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
     if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV && desc->format != ZE_MODULE_FORMAT_NATIVE)
       return ZE_RESULT_ERROR_INVALID_ENUMERATION;
@@ -945,8 +941,7 @@ ze_result_t ZE_APICALL KernelSetArgumentValue(ze_kernel_handle_t handle, uint32_
       if (size == 0 || size > kernel->module->device->local_memory) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
       status = host.clSetKernelArg(kernel->kernel, index, size, nullptr);
       break;
-    case SpirvParameter::Kind::OtherPointer:
-      return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    case SpirvParameter::Kind::OtherPointer: return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     case SpirvParameter::Kind::Value:
       if (size != parameter.bytes) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
       if (!value) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
@@ -1129,67 +1124,67 @@ void fill(Table&) {}  // a table this driver leaves empty
 }  // namespace
 
 // Every table getter of ze_ddi.h, zet_ddi.h and zes_ddi.h (Level Zero 1.8).
-#define CANOPY_EMULATED_ZE_TABLES(X)                                   \
-  X(zeGetGlobalProcAddrTable, ze_global_dditable_t)                    \
-  X(zeGetDriverProcAddrTable, ze_driver_dditable_t)                    \
-  X(zeGetDeviceProcAddrTable, ze_device_dditable_t)                    \
-  X(zeGetDeviceExpProcAddrTable, ze_device_exp_dditable_t)             \
-  X(zeGetContextProcAddrTable, ze_context_dditable_t)                  \
-  X(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t)       \
-  X(zeGetCommandListProcAddrTable, ze_command_list_dditable_t)         \
-  X(zeGetImageProcAddrTable, ze_image_dditable_t)                      \
-  X(zeGetImageExpProcAddrTable, ze_image_exp_dditable_t)               \
-  X(zeGetFenceProcAddrTable, ze_fence_dditable_t)                      \
-  X(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t)             \
-  X(zeGetEventProcAddrTable, ze_event_dditable_t)                      \
-  X(zeGetEventExpProcAddrTable, ze_event_exp_dditable_t)               \
-  X(zeGetModuleProcAddrTable, ze_module_dditable_t)                    \
-  X(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t)  \
-  X(zeGetKernelProcAddrTable, ze_kernel_dditable_t)                    \
-  X(zeGetKernelExpProcAddrTable, ze_kernel_exp_dditable_t)             \
-  X(zeGetSamplerProcAddrTable, ze_sampler_dditable_t)                  \
-  X(zeGetPhysicalMemProcAddrTable, ze_physical_mem_dditable_t)         \
-  X(zeGetMemProcAddrTable, ze_mem_dditable_t)                          \
-  X(zeGetVirtualMemProcAddrTable, ze_virtual_mem_dditable_t)           \
-  X(zeGetFabricVertexExpProcAddrTable, ze_fabric_vertex_exp_dditable_t) \
-  X(zeGetFabricEdgeExpProcAddrTable, ze_fabric_edge_exp_dditable_t)   \
-  X(zetGetDeviceProcAddrTable, zet_device_dditable_t)                  \
-  X(zetGetContextProcAddrTable, zet_context_dditable_t)                \
-  X(zetGetCommandListProcAddrTable, zet_command_list_dditable_t)       \
-  X(zetGetModuleProcAddrTable, zet_module_dditable_t)                  \
-  X(zetGetKernelProcAddrTable, zet_kernel_dditable_t)                  \
-  X(zetGetMetricGroupProcAddrTable, zet_metric_group_dditable_t)       \
-  X(zetGetMetricGroupExpProcAddrTable, zet_metric_group_exp_dditable_t) \
-  X(zetGetMetricProcAddrTable, zet_metric_dditable_t)                  \
-  X(zetGetMetricStreamerProcAddrTable, zet_metric_streamer_dditable_t) \
-  X(zetGetMetricQueryPoolProcAddrTable, zet_metric_query_pool_dditable_t) \
-  X(zetGetMetricQueryProcAddrTable, zet_metric_query_dditable_t)       \
-  X(zetGetTracerExpProcAddrTable, zet_tracer_exp_dditable_t)           \
-  X(zetGetDebugProcAddrTable, zet_debug_dditable_t)                    \
-  X(zesGetDriverProcAddrTable, zes_driver_dditable_t)                  \
-  X(zesGetDeviceProcAddrTable, zes_device_dditable_t)                  \
-  X(zesGetSchedulerProcAddrTable, zes_scheduler_dditable_t)            \
+#define CANOPY_EMULATED_ZE_TABLES(X)                                         \
+  X(zeGetGlobalProcAddrTable, ze_global_dditable_t)                          \
+  X(zeGetDriverProcAddrTable, ze_driver_dditable_t)                          \
+  X(zeGetDeviceProcAddrTable, ze_device_dditable_t)                          \
+  X(zeGetDeviceExpProcAddrTable, ze_device_exp_dditable_t)                   \
+  X(zeGetContextProcAddrTable, ze_context_dditable_t)                        \
+  X(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t)             \
+  X(zeGetCommandListProcAddrTable, ze_command_list_dditable_t)               \
+  X(zeGetImageProcAddrTable, ze_image_dditable_t)                            \
+  X(zeGetImageExpProcAddrTable, ze_image_exp_dditable_t)                     \
+  X(zeGetFenceProcAddrTable, ze_fence_dditable_t)                            \
+  X(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t)                   \
+  X(zeGetEventProcAddrTable, ze_event_dditable_t)                            \
+  X(zeGetEventExpProcAddrTable, ze_event_exp_dditable_t)                     \
+  X(zeGetModuleProcAddrTable, ze_module_dditable_t)                          \
+  X(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t)        \
+  X(zeGetKernelProcAddrTable, ze_kernel_dditable_t)                          \
+  X(zeGetKernelExpProcAddrTable, ze_kernel_exp_dditable_t)                   \
+  X(zeGetSamplerProcAddrTable, ze_sampler_dditable_t)                        \
+  X(zeGetPhysicalMemProcAddrTable, ze_physical_mem_dditable_t)               \
+  X(zeGetMemProcAddrTable, ze_mem_dditable_t)                                \
+  X(zeGetVirtualMemProcAddrTable, ze_virtual_mem_dditable_t)                 \
+  X(zeGetFabricVertexExpProcAddrTable, ze_fabric_vertex_exp_dditable_t)      \
+  X(zeGetFabricEdgeExpProcAddrTable, ze_fabric_edge_exp_dditable_t)          \
+  X(zetGetDeviceProcAddrTable, zet_device_dditable_t)                        \
+  X(zetGetContextProcAddrTable, zet_context_dditable_t)                      \
+  X(zetGetCommandListProcAddrTable, zet_command_list_dditable_t)             \
+  X(zetGetModuleProcAddrTable, zet_module_dditable_t)                        \
+  X(zetGetKernelProcAddrTable, zet_kernel_dditable_t)                        \
+  X(zetGetMetricGroupProcAddrTable, zet_metric_group_dditable_t)             \
+  X(zetGetMetricGroupExpProcAddrTable, zet_metric_group_exp_dditable_t)      \
+  X(zetGetMetricProcAddrTable, zet_metric_dditable_t)                        \
+  X(zetGetMetricStreamerProcAddrTable, zet_metric_streamer_dditable_t)       \
+  X(zetGetMetricQueryPoolProcAddrTable, zet_metric_query_pool_dditable_t)    \
+  X(zetGetMetricQueryProcAddrTable, zet_metric_query_dditable_t)             \
+  X(zetGetTracerExpProcAddrTable, zet_tracer_exp_dditable_t)                 \
+  X(zetGetDebugProcAddrTable, zet_debug_dditable_t)                          \
+  X(zesGetDriverProcAddrTable, zes_driver_dditable_t)                        \
+  X(zesGetDeviceProcAddrTable, zes_device_dditable_t)                        \
+  X(zesGetSchedulerProcAddrTable, zes_scheduler_dditable_t)                  \
   X(zesGetPerformanceFactorProcAddrTable, zes_performance_factor_dditable_t) \
-  X(zesGetPowerProcAddrTable, zes_power_dditable_t)                    \
-  X(zesGetFrequencyProcAddrTable, zes_frequency_dditable_t)            \
-  X(zesGetEngineProcAddrTable, zes_engine_dditable_t)                  \
-  X(zesGetStandbyProcAddrTable, zes_standby_dditable_t)                \
-  X(zesGetFirmwareProcAddrTable, zes_firmware_dditable_t)              \
-  X(zesGetMemoryProcAddrTable, zes_memory_dditable_t)                  \
-  X(zesGetFabricPortProcAddrTable, zes_fabric_port_dditable_t)         \
-  X(zesGetTemperatureProcAddrTable, zes_temperature_dditable_t)        \
-  X(zesGetPsuProcAddrTable, zes_psu_dditable_t)                        \
-  X(zesGetFanProcAddrTable, zes_fan_dditable_t)                        \
-  X(zesGetLedProcAddrTable, zes_led_dditable_t)                        \
-  X(zesGetRasProcAddrTable, zes_ras_dditable_t)                        \
+  X(zesGetPowerProcAddrTable, zes_power_dditable_t)                          \
+  X(zesGetFrequencyProcAddrTable, zes_frequency_dditable_t)                  \
+  X(zesGetEngineProcAddrTable, zes_engine_dditable_t)                        \
+  X(zesGetStandbyProcAddrTable, zes_standby_dditable_t)                      \
+  X(zesGetFirmwareProcAddrTable, zes_firmware_dditable_t)                    \
+  X(zesGetMemoryProcAddrTable, zes_memory_dditable_t)                        \
+  X(zesGetFabricPortProcAddrTable, zes_fabric_port_dditable_t)               \
+  X(zesGetTemperatureProcAddrTable, zes_temperature_dditable_t)              \
+  X(zesGetPsuProcAddrTable, zes_psu_dditable_t)                              \
+  X(zesGetFanProcAddrTable, zes_fan_dditable_t)                              \
+  X(zesGetLedProcAddrTable, zes_led_dditable_t)                              \
+  X(zesGetRasProcAddrTable, zes_ras_dditable_t)                              \
   X(zesGetDiagnosticsProcAddrTable, zes_diagnostics_dditable_t)
 
 extern "C" {
-#define CANOPY_EMULATED_ZE_GETTER(name, Table)                                     \
+#define CANOPY_EMULATED_ZE_GETTER(name, Table)                                       \
   ZE_DLLEXPORT ze_result_t ZE_APICALL name(ze_api_version_t version, Table* table) { \
-    const ze_result_t result = empty_table(version, table);                        \
-    if (result == ZE_RESULT_SUCCESS) fill(*table);                                  \
-    return result;                                                                  \
+    const ze_result_t result = empty_table(version, table);                          \
+    if (result == ZE_RESULT_SUCCESS) fill(*table);                                   \
+    return result;                                                                   \
   }
 CANOPY_EMULATED_ZE_TABLES(CANOPY_EMULATED_ZE_GETTER)
 #undef CANOPY_EMULATED_ZE_GETTER
