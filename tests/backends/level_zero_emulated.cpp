@@ -15,6 +15,7 @@
 #include <set>
 
 #include <canopy/backends/level_zero/level_zero_device.hpp>
+#include <canopy/canopy.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/jit/spirv.hpp>
 
@@ -223,7 +224,9 @@ TEST_CASE("level zero emulated: a kernel's access outside its allocation ends th
           doctest::test_suite("level-zero-emulated")) {
   EMULATOR_OR_SKIP();
   const std::string command =
-      "/proc/" + std::to_string(getpid()) + "/exe --test-suite=level-zero-emulated-child --no-intro --no-version 2>&1";
+      "/proc/" + std::to_string(getpid()) +
+      "/exe --test-suite=level-zero-emulated-child '--test-case=*runs off its arrays' --no-intro "
+      "--no-version 2>&1";
   std::FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe);
   std::string said;
@@ -236,4 +239,60 @@ TEST_CASE("level zero emulated: a kernel's access outside its allocation ends th
   CHECK(WEXITSTATUS(status) == 70);
   CHECK(contains(said, "canopy emulated Level Zero: a kernel accessed address"));
   CHECK(contains(said, "past the end of an allocation of 8 bytes"));
+}
+
+// Run in a process of its own by the test below, with
+// CANOPY_EMULATED_ZE_TIMEOUT=0.5: a kernel that would count to 2^60 runs
+// past its time, and the launch fails with ZE_RESULT_ERROR_DEVICE_LOST. The
+// OpenCL host cannot stop the kernel, so the process ends at once after
+// saying what it saw.
+TEST_CASE("level zero emulated: (in a process of its own) a kernel that never ends" *
+          doctest::test_suite("level-zero-emulated-child")) {
+  EMULATOR_OR_SKIP();
+  Kernel forever("forever",
+                 [](Out<battery::i64> out, In<battery::i64> count) {
+                   Idx i = index(0);
+                   Var<battery::i64> acc("acc", 0);
+                   For(cast<battery::i64>(0), count[i], [&](Idx k) { acc += k ^ i; });
+                   out[i] = acc;
+                 },
+                 {"out", "count"});
+  LevelZeroDevice& device = first();
+  auto program = device.compile(battery::optimized(forever));
+  const backends::Buffer out = device.allocate(sizeof(std::int64_t)), count = device.allocate(sizeof(std::int64_t));
+  const std::int64_t huge = std::int64_t{1} << 60;
+  device.copy_in(count, 0, &huge, sizeof huge);
+  std::vector<backends::KernelArg> args{backends::ArrayArg{out.handle, {1, 1, 1}},
+                                        backends::ArrayArg{count.handle, {1, 1, 1}}};
+  backends::Range range;
+  range.end = {1, 1, 1};
+  std::string message;
+  try {
+    device.run(*program, args, range);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  std::printf("the launch said: %s\n", message.c_str());
+  std::fflush(stdout);
+  std::_Exit(contains(message, "ZE_RESULT_ERROR_DEVICE_LOST") ? 0 : 4);
+}
+
+TEST_CASE("level zero emulated: a kernel that never ends loses the device after the time-out, saying so" *
+          doctest::test_suite("level-zero-emulated")) {
+  EMULATOR_OR_SKIP();
+  const std::string command = "CANOPY_EMULATED_ZE_TIMEOUT=0.5 /proc/" + std::to_string(getpid()) +
+                              "/exe --test-suite=level-zero-emulated-child '--test-case=*never ends' --no-intro "
+                              "--no-version 2>&1";
+  std::FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  std::string said;
+  char buffer[512];
+  std::size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) said.append(buffer, got);
+  const int status = pclose(pipe);
+  INFO(said);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(contains(said, "ran past 0.5 s (CANOPY_EMULATED_ZE_TIMEOUT); the device is lost"));
+  CHECK(contains(said, "the launch said: zeCommandListAppendLaunchKernel for kernel 'forever'"));
 }
