@@ -64,8 +64,12 @@ class Var {
   CANOPY_DSL_VAR_UPDATE(^=, Xor, dsl::Bitwise)
 #undef CANOPY_DSL_VAR_UPDATE
 
-  /// The variable's current value.
-  Value<T> value() const { return Value<T>(ir::make_var(ir::scalar_type_of<T>(), name_)); }
+  /// The variable's value at this point of the kernel, as reading a C++
+  /// variable gives it: a Value computed from it keeps it when the variable
+  /// is assigned later.
+  Value<T> value() const {
+    return Value<T>(dsl::Tracer::current("Var").snapshot(ir::make_var(ir::scalar_type_of<T>(), name_)));
+  }
   const std::string& name() const { return name_; }
 
  private:
@@ -94,9 +98,13 @@ class IfChain {
   /// Another condition, tested when every condition before it was false.
   template <Condition C, class F>
   requires std::is_invocable_v<F> IfChain& ElseIf(const C& cond, F&& body) {
+    // The condition is read only when the ones before it were false: what
+    // reading it declared (snapshots of locals, emitted after the If while
+    // C++ evaluated the argument) goes in that else branch.
+    auto before = tracer_->take_snapshots_after(place_);
     auto c = expr_of<bool>(cond);
     auto inner_then = tracer_->trace_block(std::forward<F>(body));
-    branches_.emplace_back(std::move(c), std::move(inner_then));
+    branches_.push_back({std::move(before), std::move(c), std::move(inner_then)});
     rebuild(nullptr);
     return *this;
   }
@@ -106,8 +114,11 @@ class IfChain {
   // Re-emits the whole chain (if / else if ... / else) at the If's place.
   void rebuild(ir::Stmt final_else) {
     ir::Stmt tail = std::move(final_else);
-    for (auto it = branches_.rbegin(); it != branches_.rend(); ++it)
-      tail = ir::make_block({ir::make_if(it->first, it->second, tail)});
+    for (auto it = branches_.rbegin(); it != branches_.rend(); ++it) {
+      std::vector<ir::Stmt> stmts = it->before;
+      stmts.push_back(ir::make_if(it->cond, it->then_body, tail));
+      tail = ir::make_block(std::move(stmts));
+    }
     tracer_->replace(place_, ir::make_if(cond_, then_, tail));
   }
 
@@ -115,7 +126,12 @@ class IfChain {
   Tracer::Place place_;
   ir::Expr cond_;
   ir::Stmt then_;
-  std::vector<std::pair<ir::Expr, ir::Stmt>> branches_;
+  struct Branch {
+    std::vector<ir::Stmt> before;  ///< what reading the condition declared
+    ir::Expr cond;
+    ir::Stmt then_body;
+  };
+  std::vector<Branch> branches_;
 };
 
 template <class X>

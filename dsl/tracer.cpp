@@ -1,5 +1,7 @@
 #include "tracer.hpp"
 
+#include <canopy/ir/passes/snapshots.hpp>
+
 #include <algorithm>
 
 #include <canopy/ir/error.hpp>
@@ -57,6 +59,13 @@ std::string Tracer::fresh_name(std::string_view hint) {
 
 void Tracer::note_index(int dim) { max_index_dim_ = std::max(max_index_dim_, dim); }
 
+ir::Expr Tracer::snapshot(const ir::Expr& var) {
+  const std::string name = fresh_name("snap_");
+  snapshots_.insert(name);
+  emit(ir::make_decl(name, var));
+  return ir::make_var(var->type, name);
+}
+
 void Tracer::emit(ir::Stmt stmt) { blocks_.back().push_back(std::move(stmt)); }
 
 Tracer::Place Tracer::next_place() const { return {blocks_.size() - 1, blocks_.back().size()}; }
@@ -65,6 +74,20 @@ void Tracer::replace(Place place, ir::Stmt stmt) {
   if (place.depth >= blocks_.size() || place.position >= blocks_[place.depth].size())
     fail("Else", "it must follow its If in the same block");
   blocks_[place.depth][place.position] = std::move(stmt);
+}
+
+std::vector<ir::Stmt> Tracer::take_snapshots_after(Place place) {
+  std::vector<ir::Stmt> taken;
+  if (place.depth >= blocks_.size()) return taken;
+  auto& block = blocks_[place.depth];
+  std::size_t first = place.position + 1;
+  while (first < block.size() && block[first]->kind == ir::StmtKind::Decl &&
+         snapshots_.count(block[first]->as<ir::Decl>().name))
+    ++first;
+  if (first != block.size()) return taken;  // something else came after: leave it all
+  taken.assign(block.begin() + static_cast<std::ptrdiff_t>(place.position + 1), block.end());
+  block.resize(place.position + 1);
+  return taken;
 }
 
 ir::Kernel Tracer::finish(const std::vector<std::string>& param_names) {
@@ -80,8 +103,9 @@ ir::Kernel Tracer::finish(const std::vector<std::string>& param_names) {
     kernel.params[i].name = param_names[i];
   }
   kernel.dims = max_index_dim_ + 1;
-  kernel.body = ir::make_block(std::move(blocks_.front()));
+  kernel.body = ir::forward_snapshots(ir::make_block(std::move(blocks_.front())), snapshots_);
   blocks_.assign(1, {});
+  snapshots_.clear();
   ir::verify(kernel);
   return kernel;
 }

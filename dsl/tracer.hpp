@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,10 @@ class Tracer {
   std::string fresh_name(std::string_view hint);
   /// Records that the body reads index(dim).
   void note_index(int dim);
+  /// A read of local `var` taken now: a snapshot local declared from it
+  /// (finish() puts `var` back wherever the two cannot differ; see
+  /// ir/passes/snapshots.hpp). Returns the read to use.
+  ir::Expr snapshot(const ir::Expr& var);
 
   /// Appends a statement to the innermost open block.
   void emit(ir::Stmt stmt);
@@ -53,6 +58,10 @@ class Tracer {
   Place next_place() const;
   /// Replaces the statement at `place` (used by If(...).Else(...)).
   void replace(Place place, ir::Stmt stmt);
+  /// Removes and returns the snapshots declared right after the statement at
+  /// `place` in its block: those of an ElseIf's condition, which C++
+  /// evaluates before ElseIf is called, and which belong in the else branch.
+  std::vector<ir::Stmt> take_snapshots_after(Place place);
   /// Traces `body` into a new block and returns the block.
   template <class F>
   ir::Stmt trace_block(F&& body) {
@@ -76,6 +85,7 @@ class Tracer {
   std::vector<ir::Param> params_;
   std::vector<std::vector<ir::Stmt>> blocks_;
   std::vector<std::string> used_names_;
+  std::set<std::string> snapshots_;
   int max_index_dim_ = 0;
   Tracer* previous_;
 };

@@ -32,3 +32,17 @@ namespace canopy::bench::openmp {
 void empty_parallel_for(std::int64_t n);
 
 }  // namespace canopy::bench::openmp
+
+namespace canopy::bench::openmp {
+
+// canopy-bench kernels (kernels_openmp.cpp): one point per parallel iteration.
+void nbody(const float* x, const float* y, const float* z, const float* m, float eps2, std::int64_t n, float* ax,
+           float* ay, float* az);
+void matmul(const double* a, const double* b, std::int64_t n, double* c);
+void nearest(const float* points, const float* centres, std::int64_t n, std::int64_t features, std::int64_t clusters,
+             std::int32_t* member);
+void mandelbrot(std::int64_t rows, std::int64_t cols, float x0, float y0, float step, std::int32_t iterations,
+                std::int32_t* count);
+void branchy(const float* x, std::int64_t n, float* y);
+
+}  // namespace canopy::bench::openmp

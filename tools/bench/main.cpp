@@ -16,6 +16,7 @@ int sweep_command(int argc, char** argv);
 int model_command(int argc, char** argv);
 int adaptive_command(int argc, char** argv);
 int scatter_command(int argc, char** argv);
+int kernels_command(int argc, char** argv);
 #ifdef CANOPY_WITH_MPI
 int mpi_command(int argc, char** argv);
 #endif
@@ -54,6 +55,10 @@ void usage(std::FILE* out) {
                "  scatter  a histogram (atomic adds) and a permutation scatter split over a CPU leaf and an OpenCL\n"
                "           device, beside each leaf alone: what keeping every write costs\n"
                "           --size N (2^22)  --bins B (64)  --repeat K (10)  --json FILE\n"
+               "  kernels  five kernels beside OpenMP loops: n-body (float), a naive matrix product (double),\n"
+               "           kmeans' nearest centre, a Mandelbrot set and a branch per point; results checked\n"
+               "           [NAMES...]  --repeat K (5)  --bodies N (8192)  --order N (512)  --points N (2^18)\n"
+               "           --pixels N (1024)  --elements N (2^23)  --json FILE\n"
                "  mpi      2-D heat over 2 MPI ranks, one CPU-only (one core) and one OpenCL-only: per-rank compute\n"
                "           time per iteration after rebalancing, and the run beside the same run with an even split\n"
                "           (starts mpirun itself unless run under it)  --rows N (2048)  --cols N (1024)\n"
@@ -78,6 +83,7 @@ int main(int argc, char** argv) {
     if (command == "model") return canopy::bench::model_command(argc - 2, argv + 2);
     if (command == "adaptive") return canopy::bench::adaptive_command(argc - 2, argv + 2);
     if (command == "scatter") return canopy::bench::scatter_command(argc - 2, argv + 2);
+    if (command == "kernels") return canopy::bench::kernels_command(argc - 2, argv + 2);
     if (command == "mpi") {
 #ifdef CANOPY_WITH_MPI
       return canopy::bench::mpi_command(argc, argv);

@@ -1,0 +1,26 @@
+// Snapshots of locals, as the DSL makes them: reading a Var in a kernel's C++
+// code takes its value at that point, as reading a C++ variable would, so a
+// Value computed from it keeps that value when the Var is assigned later
+// (`t = zr * zr - zi * zi; zi = 2 * zr * zi; zr = t;` must use the old zi in
+// t). The tracer declares a snapshot local for each read
+// (`var snap_3 = zi`), and at the end of tracing this pass puts the local
+// itself back wherever the snapshot cannot differ from it (no assignment to
+// the local between the snapshot and its last use), so that only the reads
+// that need one keep a snapshot and the traced IR of every other kernel is
+// what it was without them.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "../stmt.hpp"
+
+namespace canopy::ir {
+
+/// `body` with every snapshot among `snapshots` (locals declared as a plain
+/// copy of another local, `var s = v`, and never assigned) replaced by the
+/// local it copies wherever that gives the same value, and its declaration
+/// dropped.
+Stmt forward_snapshots(const Stmt& body, const std::set<std::string>& snapshots);
+
+}  // namespace canopy::ir
