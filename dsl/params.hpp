@@ -56,9 +56,13 @@ class Element {
 
   Element(int param, std::vector<ir::Expr> indices) : param_(param), indices_(std::move(indices)) {}
 
-  /// The element's current value (In and InOut arrays).
+  /// The element's value at this point of the kernel (In and InOut arrays):
+  /// a Value read from an InOut array keeps it when the element is stored
+  /// to later, as in C++.
   Value<T> value() const requires readable {
-    return Value<T>(ir::make_load(ir::scalar_type_of<T>(), param_, indices_));
+    auto load = ir::make_load(ir::scalar_type_of<T>(), param_, indices_);
+    if constexpr (writable) return Value<T>(Tracer::current("array read").snapshot(load));
+    return Value<T>(load);
   }
 
   /// Stores a value (Out and InOut arrays).

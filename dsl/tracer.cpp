@@ -59,11 +59,11 @@ std::string Tracer::fresh_name(std::string_view hint) {
 
 void Tracer::note_index(int dim) { max_index_dim_ = std::max(max_index_dim_, dim); }
 
-ir::Expr Tracer::snapshot(const ir::Expr& var) {
+ir::Expr Tracer::snapshot(const ir::Expr& read) {
   const std::string name = fresh_name("snap_");
   snapshots_.insert(name);
-  emit(ir::make_decl(name, var));
-  return ir::make_var(var->type, name);
+  emit(ir::make_decl(name, read));
+  return ir::make_var(read->type, name);
 }
 
 void Tracer::emit(ir::Stmt stmt) { blocks_.back().push_back(std::move(stmt)); }

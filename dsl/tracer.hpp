@@ -43,10 +43,10 @@ class Tracer {
   std::string fresh_name(std::string_view hint);
   /// Records that the body reads index(dim).
   void note_index(int dim);
-  /// A read of local `var` taken now: a snapshot local declared from it
-  /// (finish() puts `var` back wherever the two cannot differ; see
-  /// ir/passes/snapshots.hpp). Returns the read to use.
-  ir::Expr snapshot(const ir::Expr& var);
+  /// A read of a local or an InOut array's element taken now: a snapshot
+  /// local declared from it (finish() puts the read back wherever the two
+  /// cannot differ; see ir/passes/snapshots.hpp). Returns the read to use.
+  ir::Expr snapshot(const ir::Expr& read);
 
   /// Appends a statement to the innermost open block.
   void emit(ir::Stmt stmt);

@@ -57,38 +57,51 @@ bool reads(const Stmt& stmt, const std::string& name) {
   return names.count(name) > 0;
 }
 
-// Renames reads of one local.
-class Rename final : public Mutator {
+// Puts an expression back for the reads of one local.
+class Inline final : public Mutator {
  public:
-  Rename(std::string from, std::string to) : from_(std::move(from)), to_(std::move(to)) {}
+  Inline(std::string name, Expr value) : name_(std::move(name)), value_(std::move(value)) {}
   using Mutator::mutate;
 
  protected:
-  Expr visit(const VarRef& node, const Expr& self) override {
-    return node.name == from_ ? make_var(node.type, to_) : self;
-  }
+  Expr visit(const VarRef& node, const Expr& self) override { return node.name == name_ ? value_ : self; }
 
  private:
-  std::string from_, to_;
+  std::string name_;
+  Expr value_;
 };
 
+// Whether `stmt` (with its children) could change what `reads` read.
+bool changes(const Stmt& stmt, const passes_internal::ExprReads& reads) {
+  const auto writes = writes_of(stmt);
+  for (const auto& local : reads.locals)
+    if (writes.assigned.count(local)) return true;
+  for (int array : reads.arrays)
+    if (writes.arrays.count(array)) return true;
+  return false;
+}
+
 // Whether `stmt` reads `s` only before it writes anything: in the value of an
-// Assign, an If's condition, a For's bounds.
+// Assign or a Store, an If's condition, a For's bounds.
 bool reads_before_writing(const Stmt& stmt, const std::string& s) {
   switch (stmt->kind) {
-    case StmtKind::Assign: return true;
+    case StmtKind::Assign:
+    case StmtKind::Store:
+    case StmtKind::AtomicAdd: return true;
     case StmtKind::If: return !reads(stmt->as<If>().then_body, s) && !reads(stmt->as<If>().else_body, s);
     case StmtKind::For: return !reads(stmt->as<For>().body, s);
     default: return false;
   }
 }
 
-// Whether snapshot `s` of `v`, declared at stmts[k], reads the same as `v`
-// at each of its uses: no statement after it assigns `v` before the last use,
-// except one that reads `s` before it writes (reads_before_writing).
-bool same_as_local(const std::vector<Stmt>& stmts, std::size_t k, const std::string& s, const std::string& v) {
+// Whether snapshot `s` of `value`, declared at stmts[k], reads the same as
+// `value` would at each of its uses: no statement after it changes what
+// `value` reads before the last use, except one that reads `s` before it
+// writes (reads_before_writing).
+bool same_as_value(const std::vector<Stmt>& stmts, std::size_t k, const std::string& s, const Expr& value) {
+  const auto value_reads = reads_of(value);
   for (std::size_t j = k + 1; j < stmts.size(); ++j) {
-    if (!writes_of(stmts[j]).assigned.count(v)) continue;
+    if (!changes(stmts[j], value_reads)) continue;
     if (reads(stmts[j], s) && !reads_before_writing(stmts[j], s)) return false;
     for (std::size_t later = j + 1; later < stmts.size(); ++later)
       if (reads(stmts[later], s)) return false;
@@ -113,12 +126,12 @@ class Forward final : public Mutator {
     }
     for (std::size_t k = 0; k < stmts.size();) {
       const Stmt& s = stmts[k];
-      if (s->kind == StmtKind::Decl && snapshots_.count(s->as<Decl>().name) &&
-          s->as<Decl>().init->kind == ExprKind::Var) {
-        const std::string name = s->as<Decl>().name, local = s->as<Decl>().init->as<VarRef>().name;
-        if (same_as_local(stmts, k, name, local)) {
-          Rename rename(name, local);
-          for (std::size_t j = k + 1; j < stmts.size(); ++j) stmts[j] = rename.mutate(stmts[j]);
+      if (s->kind == StmtKind::Decl && snapshots_.count(s->as<Decl>().name)) {
+        const std::string name = s->as<Decl>().name;
+        const Expr value = s->as<Decl>().init;
+        if (same_as_value(stmts, k, name, value)) {
+          Inline put_back(name, value);
+          for (std::size_t j = k + 1; j < stmts.size(); ++j) stmts[j] = put_back.mutate(stmts[j]);
           stmts.erase(stmts.begin() + static_cast<std::ptrdiff_t>(k));
           changed = true;
           continue;

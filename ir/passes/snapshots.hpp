@@ -2,8 +2,9 @@
 // code takes its value at that point, as reading a C++ variable would, so a
 // Value computed from it keeps that value when the Var is assigned later
 // (`t = zr * zr - zi * zi; zi = 2 * zr * zi; zr = t;` must use the old zi in
-// t). The tracer declares a snapshot local for each read
-// (`var snap_3 = zi`), and at the end of tracing this pass puts the local
+// t); likewise an element of an InOut array stored to after it was read.
+// The tracer declares a snapshot local for each read (`var snap_3 = zi`,
+// `var snap_4 = a[i]`), and at the end of tracing this pass puts the local
 // itself back wherever the snapshot cannot differ from it (no assignment to
 // the local between the snapshot and its last use), so that only the reads
 // that need one keep a snapshot and the traced IR of every other kernel is
@@ -17,10 +18,10 @@
 
 namespace canopy::ir {
 
-/// `body` with every snapshot among `snapshots` (locals declared as a plain
-/// copy of another local, `var s = v`, and never assigned) replaced by the
-/// local it copies wherever that gives the same value, and its declaration
-/// dropped.
+/// `body` with every snapshot among `snapshots` (locals declared as a copy
+/// of another local or of an array element, `var s = v`, `var s = a[i]`, and
+/// never assigned) replaced by what it copies wherever that gives the same
+/// value, and its declaration dropped.
 Stmt forward_snapshots(const Stmt& body, const std::set<std::string>& snapshots);
 
 }  // namespace canopy::ir

@@ -94,3 +94,23 @@ TEST_CASE("dsl snapshots: kept only where a later assignment could change what t
   const auto got = run(kernel, 2, 1.5);
   CHECK(got[0] == 5.0);  // (1.5 + 1) * 2 + 0
 }
+
+TEST_CASE("dsl snapshots: an InOut element read before a store to it keeps the old value") {
+  Kernel kernel("rotate", [](InOut<double> a, Val<double> c) {
+    Idx i = index(0);
+    const Value<double> old = a[i];
+    a[i] = c;
+    a[i] += old * 2.0;  // reads the stored c, adds the old value twice
+  });
+  ir::RefArray a = ir::RefArray::zeros(ir::ScalarType::F64, {4});
+  for (int k = 0; k < 4; ++k) a.elements[static_cast<std::size_t>(k)] = ir::RefValue::f64(k + 0.5);
+  std::vector<ir::RefArgument> args{&a, ir::RefValue::f64(10.0)};
+  ir::interpret(kernel.ir(), {4}, args);
+  for (int k = 0; k < 4; ++k) CHECK(a.elements[static_cast<std::size_t>(k)].f == 10.0 + (k + 0.5) * 2.0);
+  // The update's own read needs no snapshot: only `old` keeps one.
+  const std::string text = ir::print(kernel.ir());
+  std::size_t snapshots = 0;
+  for (std::size_t at = text.find("var snap_"); at != std::string::npos; at = text.find("var snap_", at + 1))
+    ++snapshots;
+  CHECK(snapshots == 1);
+}
