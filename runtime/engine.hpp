@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,6 +82,10 @@ class Engine {
   /// Checks and compiles the region, picks its location and split, and queues
   /// its pieces; returns at once.
   RegionHandle submit(RegionRequest request);
+  /// Optimizes `kernel` now (once) and compiles its programs for the
+  /// devices of the tree's leaves in the background (Runtime::compile).
+  /// The futures are ready when those compiles are done.
+  std::vector<std::shared_future<void>> prepare(const std::shared_ptr<const ir::Kernel>& kernel);
   /// Waits for every region submitted so far; rethrows the first failure
   /// (in checked mode, an index out of bounds: kernel, array, index, extent).
   void pause();

@@ -7,6 +7,8 @@
 //   rt.pause();
 #pragma once
 
+#include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 
@@ -27,6 +29,29 @@ namespace canopy {
 namespace runtime {
 struct EngineAccess;  // internal/engine_access.hpp
 }
+
+/// The programs Runtime::compile queued: wait() returns when every one is
+/// compiled (or failed to, which the launch that needs it reports).
+class Compilation {
+ public:
+  /// Waits for every compile.
+  void wait() const {
+    for (const auto& part : parts_) part.wait();
+  }
+  /// True when every compile is done.
+  bool ready() const {
+    for (const auto& part : parts_)
+      if (part.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+    return true;
+  }
+
+ private:
+  friend class Runtime;
+  void add(std::vector<std::shared_future<void>> parts) {
+    for (auto& part : parts) parts_.push_back(std::move(part));
+  }
+  std::vector<std::shared_future<void>> parts_;
+};
 
 class Runtime {
  public:
@@ -73,6 +98,20 @@ class Runtime {
   template <class Signature>
   Region<Signature> region(const Kernel<Signature>& kernel) {
     return Region<Signature>(*engine_, kernel);
+  }
+
+  /// Compiles `kernels` ahead of their first launch: each is optimized now
+  /// and its programs, for the devices of the tree's leaves, compile in the
+  /// background, so that the first launch waits only for what is not ready
+  /// yet. Returns at once; launching a kernel before its compile is done is
+  /// fine (the launch waits for it, or compiles what was not started). A
+  /// program that fails to compile fails (or moves) the launch that needs it,
+  /// as it would without compile(). Compilation::wait() waits for them all.
+  template <class... Kernels>
+  Compilation compile(const Kernels&... kernels) {
+    Compilation all;
+    (all.add(engine_->prepare(kernels.ir_ptr())), ...);
+    return all;
   }
 
   /// Waits for every region launched so far; rethrows the first that failed.

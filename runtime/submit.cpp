@@ -76,6 +76,12 @@ backends::Range range_of(const Piece& piece, const Shape& region) {
 
 }  // namespace
 
+std::vector<std::shared_future<void>> Engine::prepare(const std::shared_ptr<const ir::Kernel>& kernel) {
+  auto compiled = state_->kernels.compiled(kernel);
+  std::shared_lock tree_lock(state_->tree_mutex);
+  return state_->kernels.prepare(compiled, state_->leaf_devices());
+}
+
 RegionHandle Engine::submit(RegionRequest request) {
   const auto& kernel = *request.kernel;
   check_shape(kernel, request.range);
@@ -86,13 +92,18 @@ RegionHandle Engine::submit(RegionRequest request) {
     policy = state_->runtime_policy ? *state_->runtime_policy : resolve_runtime_policy(policy, nullptr);
 
   auto run = std::make_shared<RegionRun>();
-  run->kernel = state_->kernels.compiled(request.kernel);
+  bool first_sight = false;
+  run->kernel = state_->kernels.compiled(request.kernel, &first_sight);
   check_launch_bounds(kernel, run->kernel->sure_accesses, request.range, request.args);
   if (policy.kind == Policy::Kind::Adaptive || policy.kind == Policy::Kind::Any) state_->ensure_model();
 
   std::shared_lock tree_lock(state_->tree_mutex);
   const Location& at = state_->region_location(request, kernel);
   const std::vector<Piece> pieces = state_->choose_pieces(*run, request, policy, at);
+  // Seen for the first time: its pieces' programs are compiled (choose_pieces
+  // waited for them); the other leaves' compile in the background, ready for
+  // later regions that run there.
+  if (first_sight) state_->kernels.prepare(run->kernel, state_->leaf_devices());
 
   std::unique_lock order_lock(state_->order_mutex);
   state_->record_uses(*run, request, policy, at, pieces);

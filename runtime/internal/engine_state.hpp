@@ -55,7 +55,7 @@ struct Engine::State {
 
   RecoveryLog recoveries;
   /// CANOPY_CHECK=bounds: kernels are compiled with bounds checks (read once).
-  KernelCache kernels{bounds_checks_from_environment(), recoveries};
+  KernelCache kernels{bounds_checks_from_environment()};
   /// CANOPY_POLICY, resolved once: the policy of regions launched with policy "runtime".
   const std::optional<Policy> runtime_policy = runtime_policy_of(settings().policy);
   /// CANOPY_SPLIT_WRITES: how regions whose pieces may write one element split (read once).
@@ -110,6 +110,8 @@ struct Engine::State {
   void add_backend(backends::BackendDevices discovered);
   /// The device a leaf runs on, or null when this node has none for it.
   std::shared_ptr<backends::Device> device_of(const Location& leaf) const;
+  /// The devices of the tree's executing leaves (tree_mutex held).
+  std::vector<std::shared_ptr<backends::Device>> leaf_devices() const;
   /// True when `worker` no longer matches `leaf` (gone, other cores, other device).
   bool stale(const LeafWorker& worker, const Location* leaf) const;
   /// Workers for exactly the tree's executing leaves (tree_mutex held

@@ -1,5 +1,7 @@
 #include "kernel_cache.hpp"
 
+#include <algorithm>
+
 #include <canopy/ir/analysis/cost.hpp>
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/passes/bounds_check.hpp>
@@ -12,26 +14,113 @@
 
 namespace canopy::runtime {
 
+namespace {
+
+// Every CPU device runs the one CPU program.
+std::string program_key(const backends::Device& device) {
+  return device.info().host_memory ? std::string("cpu") : device.info().id;
+}
+
+}  // namespace
+
 std::shared_ptr<backends::Program> CompiledKernel::program_for(backends::Device& device) const {
-  std::lock_guard lock(programs_mutex);
-  if (device.info().host_memory) {
-    if (!cpu)  // it failed before (see compile())
-      cpu = trace::compiling(optimized->name, "cpu", "cpu",
-                             [&] { return backends::cpu::CpuDevice::compile_program(optimized); });
-    return cpu;
+  const std::string key = program_key(device);
+  std::unique_lock lock(programs_mutex);
+  Slot& slot = programs[key];  // unordered_map: the reference outlives other insertions
+  compiled.wait(lock, [&] { return !slot.compiling; });
+  if (slot.program) return slot.program;
+  slot.compiling = true;
+  lock.unlock();  // other devices' programs compile meanwhile
+  std::shared_ptr<backends::Program> program;
+  try {
+    program =
+        device.info().host_memory
+            ? std::shared_ptr<backends::Program>(trace::compiling(
+                  optimized->name, "cpu", "cpu", [&] { return backends::cpu::CpuDevice::compile_program(optimized); }))
+            : trace::compiling(optimized->name, device.info().backend, device.info().id,
+                               [&] { return device.compile(optimized); });
+  } catch (...) {
+    lock.lock();
+    slot.compiling = false;
+    compiled.notify_all();
+    throw;
   }
-  auto& slot = programs[device.info().id];
-  if (!slot)
-    slot = trace::compiling(optimized->name, device.info().backend, device.info().id,
-                            [&] { return device.compile(optimized); });
+  lock.lock();
+  slot.program = program;
+  slot.compiling = false;
+  compiled.notify_all();
+  return program;
+}
+
+bool CompiledKernel::has_program_for(const backends::Device& device) const {
+  std::lock_guard lock(programs_mutex);
+  auto found = programs.find(program_key(device));
+  return found != programs.end() && (found->second.program || found->second.compiling);
+}
+
+BackgroundCompiler::~BackgroundCompiler() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    tasks_.clear();  // their futures say broken_promise: wait() returns all the same
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::shared_future<void> BackgroundCompiler::submit(std::function<void()> task) {
+  std::packaged_task<void()> packaged(std::move(task));
+  std::shared_future<void> done = packaged.get_future().share();
+  std::lock_guard lock(mutex_);
+  if (stopping_) return done;  // broken: nothing will run it
+  tasks_.push_back(std::move(packaged));
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  wake_.notify_one();
+  return done;
+}
+
+void BackgroundCompiler::run() {
+  for (;;) {
+    std::packaged_task<void()> task;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      if (stopping_) return;
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+std::shared_ptr<const CompiledKernel> KernelCache::compiled(const std::shared_ptr<const ir::Kernel>& traced,
+                                                            bool* fresh) {
+  std::lock_guard lock(mutex_);
+  auto& slot = kernels_[traced.get()];
+  if (fresh) *fresh = !slot;
+  if (!slot) slot = compile(traced);
   return slot;
 }
 
-std::shared_ptr<const CompiledKernel> KernelCache::compiled(const std::shared_ptr<const ir::Kernel>& traced) {
-  std::lock_guard lock(mutex_);
-  auto& slot = kernels_[traced.get()];
-  if (!slot) slot = compile(traced);
-  return slot;
+std::vector<std::shared_future<void>> KernelCache::prepare(
+    const std::shared_ptr<const CompiledKernel>& kernel,
+    const std::vector<std::shared_ptr<backends::Device>>& devices) {
+  std::vector<std::shared_future<void>> done;
+  std::vector<std::string> queued;
+  for (const auto& device : devices) {
+    if (!device || kernel->has_program_for(*device)) continue;
+    const std::string key = program_key(*device);
+    if (std::find(queued.begin(), queued.end(), key) != queued.end()) continue;
+    queued.push_back(key);
+    done.push_back(background_.submit([kernel, device] {
+      try {
+        kernel->program_for(*device);
+      } catch (const Error&) {
+        // The launch that needs it compiles it again and reports the failure.
+      }
+    }));
+  }
+  return done;
 }
 
 std::shared_ptr<CompiledKernel> KernelCache::compile(const std::shared_ptr<const ir::Kernel>& traced) {
@@ -44,13 +133,6 @@ std::shared_ptr<CompiledKernel> KernelCache::compile(const std::shared_ptr<const
   const ir::KernelCost cost = ir::cost_of(*compiled->optimized);
   if (dump_enabled("cost")) dump("cost", traced->name, ir::describe_cost(*compiled->optimized, cost));
   compiled->adaptive = AdaptiveKernel{compiled->optimized.get(), jit::hash64(text)};
-  try {
-    compiled->cpu = trace::compiling(traced->name, "cpu", "cpu",
-                                     [&] { return backends::cpu::CpuDevice::compile_program(compiled->optimized); });
-  } catch (const Error& e) {
-    // Compiled again when a CPU leaf needs it; the devices may run it meanwhile.
-    recoveries_.recovered(RecoveryKind::Compile, "cpu", std::string(e.what()) + "; compiling again where needed");
-  }
   compiled->has_loops = ir::has_loops(*compiled->optimized);
   compiled->footprint = ir::footprint_of(*compiled->optimized);
   compiled->ops_per_point = cost.flops + cost.int_ops + cost.accesses();

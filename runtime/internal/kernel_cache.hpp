@@ -1,17 +1,25 @@
 // The compiled-kernel cache: what the engine learns about a traced kernel the
-// first time a region launches it, kept for every later launch. The traced
-// IR is optimized once (with bounds checks in checked mode), its CPU program
-// is compiled at once and its device programs on first use, one per device:
-// a program belongs to the context of the device that built it, so two
-// devices with one fingerprint (two PoCL devices) each build their own, the
-// second finding the binary in the disk cache. What the splitter, the launch
+// first time it sees it (a region's launch, or Runtime::compile), kept for
+// every later launch. The traced IR is optimized once (with bounds checks in
+// checked mode); its programs, one per device, are compiled ahead on the
+// cache's background thread for the devices of the tree's leaves, and a
+// launch that needs one first waits for it (or compiles it, when the
+// background thread has not got to it): a program belongs to the context of
+// the device that built it, so two devices with one fingerprint (two PoCL
+// devices) each build their own, the second finding the binary in the disk
+// cache. What the splitter, the launch
 // refusal and the adaptive policy need (footprint, sure accesses, cost) is
 // computed here too, so a launch only looks it up.
 #pragma once
 
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -47,27 +55,64 @@ struct CompiledKernel {
   double ops_per_point = 0;
 
   /// The program for `device`: the CPU program on CPU devices, else the one
-  /// compiled for that device (compiled on first use). Throws canopy::Error
-  /// when the device cannot build it.
+  /// compiled for that device. Compiles it now unless it is compiled or being
+  /// compiled on another thread (then waits for that). Throws canopy::Error
+  /// when the device cannot build it; a later call tries again.
   std::shared_ptr<backends::Program> program_for(backends::Device& device) const;
+  /// True when the program for `device` is compiled or being compiled.
+  bool has_program_for(const backends::Device& device) const;
 
  private:
-  friend class KernelCache;
+  /// One device's program: null until compiled; `compiling` while a thread
+  /// builds it (others wait on `compiled`).
+  struct Slot {
+    std::shared_ptr<backends::Program> program;
+    bool compiling = false;
+  };
   mutable std::mutex programs_mutex;
-  /// Null when compiling it failed; program_for then compiles it again.
-  mutable std::shared_ptr<backends::cpu::CpuProgram> cpu;
-  mutable std::unordered_map<std::string, std::shared_ptr<backends::Program>> programs;  // by device id
+  mutable std::condition_variable compiled;
+  mutable std::unordered_map<std::string, Slot> programs;  // by device id ("cpu" for every CPU device)
+};
+
+/// Compiles programs ahead of the launches that need them, one at a time on
+/// a thread of its own (started on first use): what a
+/// launch would otherwise wait for. Tasks still queued when it is destroyed
+/// are dropped; the one running finishes first.
+class BackgroundCompiler {
+ public:
+  BackgroundCompiler() = default;
+  ~BackgroundCompiler();
+  BackgroundCompiler(const BackgroundCompiler&) = delete;
+  BackgroundCompiler& operator=(const BackgroundCompiler&) = delete;
+  /// Queues `task`; the future is ready when it has run (or was dropped).
+  std::shared_future<void> submit(std::function<void()> task);
+
+ private:
+  void run();
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::packaged_task<void()>> tasks_;
+  bool stopping_ = false;
+  std::thread thread_;
 };
 
 /// Every kernel the engine has seen, by its traced IR.
 class KernelCache {
  public:
-  /// `checked`: compile with bounds checks (CANOPY_CHECK=bounds). A CPU
-  /// compile that fails is logged in `recoveries` and tried again where needed.
-  KernelCache(bool checked, RecoveryLog& recoveries) : checked_(checked), recoveries_(recoveries) {}
+  /// `checked`: compile with bounds checks (CANOPY_CHECK=bounds).
+  explicit KernelCache(bool checked) : checked_(checked) {}
 
-  /// The kernel compiled from `traced`: compiled now the first time, then looked up.
-  std::shared_ptr<const CompiledKernel> compiled(const std::shared_ptr<const ir::Kernel>& traced);
+  /// The kernel compiled from `traced`: optimized and analysed now the first
+  /// time (then `*fresh` is set, when given), then looked up. Its programs
+  /// come from prepare() or CompiledKernel::program_for.
+  std::shared_ptr<const CompiledKernel> compiled(const std::shared_ptr<const ir::Kernel>& traced,
+                                                 bool* fresh = nullptr);
+  /// Compiles `kernel`'s programs for `devices` on the background thread,
+  /// except those compiled or being compiled. A failure is left for the
+  /// launch that needs the program, which compiles it again and reports it.
+  /// The futures are ready when the compiles queued now are done.
+  std::vector<std::shared_future<void>> prepare(const std::shared_ptr<const CompiledKernel>& kernel,
+                                                const std::vector<std::shared_ptr<backends::Device>>& devices);
   /// True when kernels are compiled with bounds checks.
   bool checked() const { return checked_; }
 
@@ -75,9 +120,9 @@ class KernelCache {
   std::shared_ptr<CompiledKernel> compile(const std::shared_ptr<const ir::Kernel>& traced);
 
   const bool checked_;
-  RecoveryLog& recoveries_;
   std::mutex mutex_;
   std::unordered_map<const ir::Kernel*, std::shared_ptr<const CompiledKernel>> kernels_;
+  BackgroundCompiler background_;  // last: its thread stops before the rest goes
 };
 
 }  // namespace canopy::runtime

@@ -17,6 +17,13 @@ void Engine::State::add_backend(backends::BackendDevices discovered) {
   }
 }
 
+std::vector<std::shared_ptr<backends::Device>> Engine::State::leaf_devices() const {
+  std::vector<std::shared_ptr<backends::Device>> found;
+  for (const auto& [name, worker] : workers)
+    if (worker->device()) found.push_back(worker->device());
+  return found;
+}
+
 std::shared_ptr<backends::Device> Engine::State::device_of(const Location& leaf) const {
   auto it = devices.find(leaf.traits().device);
   return it == devices.end() ? nullptr : it->second;

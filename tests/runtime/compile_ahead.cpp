@@ -1,0 +1,125 @@
+// Runtime::compile: kernels compiled ahead of their first launch on the
+// runtime's background thread, so that the launch finds them ready; the
+// trace (CANOPY_TRACE) says on which thread each compile ran. And compile()
+// followed at once by a launch (the launch waits for, or does, the compile,
+// never twice), and a compile that fails in the background (the launch
+// compiles again).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include <unistd.h>
+
+#include <canopy/backends/fault_injection.hpp>
+
+#include "engine_trees.hpp"
+#include "trace_json.hpp"
+
+using namespace canopy;
+using namespace canopy::engine_tests;
+using namespace canopy::trace_tests;
+
+namespace {
+
+std::string trace_path(const std::string& name) {
+  const auto folder =
+      std::filesystem::temp_directory_path() / ("canopy-compile-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  return (folder / "run.json").string();
+}
+
+constexpr std::int64_t kPoints = 10000;
+
+// CANOPY_FAULT's plan for the scope.
+class FaultPlanFor {
+ public:
+  explicit FaultPlanFor(const char* plan) { backends::set_fault_plan(plan); }
+  ~FaultPlanFor() { backends::set_fault_plan(""); }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "compile ahead: compile(k1, k2).wait() compiles both off the launching thread; their launches compile "
+    "nothing") {
+  const std::string path = trace_path("ahead");
+  // Kernels of their own: no runtime of this process has compiled them.
+  static const Kernel<void(Out<double>, In<double>)> scale(
+      "ahead_scale", [](Out<double> out, In<double> in) { out[index(0)] = in[index(0)] * 3.0; }, {"out", "in"});
+  static const Kernel<void(Out<double>, In<double>)> shift(
+      "ahead_shift", [](Out<double> out, In<double> in) { out[index(0)] = in[index(0)] - 1.0; }, {"out", "in"});
+  {
+    EnvironmentFor trace("CANOPY_TRACE", path.c_str());
+    EnvironmentFor no_cache("CANOPY_CACHE_DIR", "off");
+    Runtime rt;
+    use_tree(rt, one_leaf_tree());
+    const Compilation compiling = rt.compile(scale, shift);
+    compiling.wait();
+    CHECK(compiling.ready());
+    auto in = rt.array<double>(kPoints), mid = rt.array<double>(kPoints), out = rt.array<double>(kPoints);
+    {
+      auto v = in.host();
+      for (std::int64_t i = 0; i < kPoints; ++i) v[i] = double(i);
+    }
+    rt.region(scale).over(kPoints).launch(mid, in);
+    rt.region(shift).over(kPoints).launch(out, mid);
+    rt.pause();
+    const auto v = out.host();
+    for (std::int64_t i = 0; i < kPoints; i += 997) CHECK(v[i] == 3.0 * double(i) - 1.0);
+  }
+  const Trace trace = read_trace(path);
+  std::set<std::string> compiled;
+  for (const auto& compile : trace.of("compile")) {
+    INFO(compile.text("kernel") << " on " << compile.track);
+    CHECK(compile.track != "host thread 1");  // not the thread that launched
+    compiled.insert(compile.text("kernel"));
+  }
+  CHECK(compiled == std::set<std::string>{"ahead_scale", "ahead_shift"});
+  CHECK(trace.of("compile").size() == 2);
+}
+
+TEST_CASE("compile ahead: a launch right after compile() is right, and each kernel is compiled once") {
+  const std::string path = trace_path("race");
+  static const Kernel<void(Out<double>, In<double>)> square(
+      "race_square", [](Out<double> out, In<double> in) { out[index(0)] = in[index(0)] * in[index(0)]; },
+      {"out", "in"});
+  {
+    EnvironmentFor trace("CANOPY_TRACE", path.c_str());
+    EnvironmentFor no_cache("CANOPY_CACHE_DIR", "off");
+    Runtime rt;
+    use_tree(rt, one_leaf_tree());
+    auto in = rt.array<double>(kPoints), out = rt.array<double>(kPoints);
+    {
+      auto v = in.host();
+      for (std::int64_t i = 0; i < kPoints; ++i) v[i] = double(i % 100);
+    }
+    rt.compile(square);  // not waited for
+    rt.region(square).over(kPoints).launch(out, in);
+    rt.pause();
+    const auto v = out.host();
+    for (std::int64_t i = 0; i < kPoints; i += 101) CHECK(v[i] == double((i % 100) * (i % 100)));
+  }
+  CHECK(read_trace(path).of("compile").size() == 1);
+}
+
+TEST_CASE("compile ahead: a compile that fails in the background is done again by the launch") {
+  static const Kernel<void(Out<double>, In<double>)> negate(
+      "ahead_negate", [](Out<double> out, In<double> in) { out[index(0)] = -in[index(0)]; }, {"out", "in"});
+  Runtime rt;
+  use_tree(rt, one_leaf_tree());
+  {
+    FaultPlanFor plan("cpu.compile:1");
+    rt.compile(negate).wait();  // the one injected failure is spent here
+  }
+  auto in = rt.array<double>(100), out = rt.array<double>(100);
+  {
+    auto v = in.host();
+    for (std::int64_t i = 0; i < 100; ++i) v[i] = double(i);
+  }
+  rt.region(negate).over(100).launch(out, in);
+  CHECK(error_of([&] { rt.pause(); }) == "no error");
+  CHECK(out.host()[42] == -42.0);
+}
