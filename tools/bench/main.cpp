@@ -17,6 +17,7 @@ int model_command(int argc, char** argv);
 int adaptive_command(int argc, char** argv);
 int scatter_command(int argc, char** argv);
 int kernels_command(int argc, char** argv);
+int compile_command(int argc, char** argv);
 #ifdef CANOPY_WITH_MPI
 int mpi_command(int argc, char** argv);
 #endif
@@ -59,6 +60,8 @@ void usage(std::FILE* out) {
                "           kmeans' nearest centre, a Mandelbrot set and a branch per point; results checked\n"
                "           [NAMES...]  --repeat K (5)  --bodies N (8192)  --order N (512)  --points N (2^18)\n"
                "           --pixels N (1024)  --elements N (2^23)  --json FILE\n"
+               "  compile  first launches of five kernels compiled from scratch: launched at once, and after\n"
+               "           rt.compile() and some other work  --size N (100000)  --work MS (30)\n"
                "  mpi      2-D heat over 2 MPI ranks, one CPU-only (one core) and one OpenCL-only: per-rank compute\n"
                "           time per iteration after rebalancing, and the run beside the same run with an even split\n"
                "           (starts mpirun itself unless run under it)  --rows N (2048)  --cols N (1024)\n"
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
     if (command == "adaptive") return canopy::bench::adaptive_command(argc - 2, argv + 2);
     if (command == "scatter") return canopy::bench::scatter_command(argc - 2, argv + 2);
     if (command == "kernels") return canopy::bench::kernels_command(argc - 2, argv + 2);
+    if (command == "compile") return canopy::bench::compile_command(argc - 2, argv + 2);
     if (command == "mpi") {
 #ifdef CANOPY_WITH_MPI
       return canopy::bench::mpi_command(argc, argv);
