@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <utility>
 
 #include <canopy/backends/level_zero/level_zero_device.hpp>
 #include <canopy/canopy.hpp>
@@ -94,6 +95,24 @@ struct Raw {
     return module;
   }
 };
+
+// Runs the child test cases matching `test_case` (suite
+// "level-zero-emulated-child") in a new process of this binary, with the
+// variables `environment` ("NAME=VALUE ..."), and returns its wait status and
+// what it printed. A new process, not fork(): the OpenCL host's threads do not
+// survive fork.
+std::pair<int, std::string> run_child(const std::string& test_case, const std::string& environment) {
+  const std::string command = environment + " /proc/" + std::to_string(getpid()) +
+                              "/exe --test-suite=level-zero-emulated-child '--test-case=" + test_case +
+                              "' --no-intro --no-version 2>&1";
+  std::FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  std::string said;
+  char buffer[512];
+  std::size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) said.append(buffer, got);
+  return {pclose(pipe), said};
+}
 
 // The first point kernel of the battery over one dimension of at least
 // 1024 points: its arrays are read and written across its range.
@@ -223,17 +242,7 @@ TEST_CASE("level zero emulated: (in a process of its own) a kernel runs off its 
 TEST_CASE("level zero emulated: a kernel's access outside its allocation ends the process, saying so" *
           doctest::test_suite("level-zero-emulated")) {
   EMULATOR_OR_SKIP();
-  const std::string command =
-      "/proc/" + std::to_string(getpid()) +
-      "/exe --test-suite=level-zero-emulated-child '--test-case=*runs off its arrays' --no-intro "
-      "--no-version 2>&1";
-  std::FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe);
-  std::string said;
-  char buffer[512];
-  std::size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) said.append(buffer, got);
-  const int status = pclose(pipe);
+  const auto [status, said] = run_child("*runs off its arrays", "");
   INFO(said);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 70);
@@ -280,16 +289,7 @@ TEST_CASE("level zero emulated: (in a process of its own) a kernel that never en
 TEST_CASE("level zero emulated: a kernel that never ends loses the device after the time-out, saying so" *
           doctest::test_suite("level-zero-emulated")) {
   EMULATOR_OR_SKIP();
-  const std::string command = "CANOPY_EMULATED_ZE_TIMEOUT=0.5 /proc/" + std::to_string(getpid()) +
-                              "/exe --test-suite=level-zero-emulated-child '--test-case=*never ends' --no-intro "
-                              "--no-version 2>&1";
-  std::FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe);
-  std::string said;
-  char buffer[512];
-  std::size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) said.append(buffer, got);
-  const int status = pclose(pipe);
+  const auto [status, said] = run_child("*never ends", "CANOPY_EMULATED_ZE_TIMEOUT=0.5");
   INFO(said);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
