@@ -163,6 +163,7 @@ Engine::~Engine() {
     // A region failed and nobody paused to hear it; the program is ending anyway.
   }
   if (dump_enabled("program")) dump("program", "canopy", program_record());
+  state_->kernels.stop_background();  // compiles ahead are for launches that will not come
   std::unique_lock lock(state_->tree_mutex);
   state_->workers.clear();
   state_->trace_session.reset();  // writes CANOPY_TRACE's file, now that every piece has run

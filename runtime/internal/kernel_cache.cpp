@@ -58,7 +58,9 @@ bool CompiledKernel::has_program_for(const backends::Device& device) const {
   return found != programs.end() && (found->second.program || found->second.compiling);
 }
 
-BackgroundCompiler::~BackgroundCompiler() {
+BackgroundCompiler::~BackgroundCompiler() { stop(); }
+
+void BackgroundCompiler::stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;

@@ -86,6 +86,8 @@ class BackgroundCompiler {
   BackgroundCompiler& operator=(const BackgroundCompiler&) = delete;
   /// Queues `task`; the future is ready when it has run (or was dropped).
   std::shared_future<void> submit(std::function<void()> task);
+  /// Drops the queued tasks and waits for the one running; later submits are dropped.
+  void stop();
 
  private:
   void run();
@@ -110,6 +112,9 @@ class KernelCache {
   /// Compiles `kernel`'s programs for `devices` on the background thread,
   /// except those compiled or being compiled. A failure is left for the
   /// launch that needs the program, which compiles it again and reports it.
+  /// Stops the background thread (BackgroundCompiler::stop): the engine's
+  /// first step when it goes, before its devices and trace do.
+  void stop_background() { background_.stop(); }
   /// The futures are ready when the compiles queued now are done.
   std::vector<std::shared_future<void>> prepare(const std::shared_ptr<const CompiledKernel>& kernel,
                                                 const std::vector<std::shared_ptr<backends::Device>>& devices);
