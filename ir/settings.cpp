@@ -79,6 +79,10 @@ Settings Settings::from_environment() {
   s.cpu_leaves = variable("CANOPY_CPU_LEAVES");  // any case: discovery checks it
   s.devices = variable("CANOPY_DEVICES");
   s.policy = variable("CANOPY_POLICY");
+  if (!value_if_set("CANOPY_POLICY") && value_if_set("GECKO_POLICY")) {  // Gecko's name; Canopy's wins
+    s.policy = variable("GECKO_POLICY");
+    s.policy_variable = "GECKO_POLICY";
+  }
   s.adaptive_dead_band = fraction_of("CANOPY_ADAPTIVE_DEAD_BAND", 0, 1, false, "a number in [0, 1]");
   s.adaptive_damping = fraction_of("CANOPY_ADAPTIVE_DAMPING", 0, 1, true, "a number in (0, 1]");
   if (const std::string probe = word_of("CANOPY_ADAPTIVE_PROBE", {"0", "1"}, "0 or 1"); !probe.empty())
@@ -147,6 +151,7 @@ const std::vector<std::string_view>& setting_names() {
                                                       "CANOPY_CPU_LEAVES",
                                                       "CANOPY_DEVICES",
                                                       "CANOPY_POLICY",
+                                                      "GECKO_POLICY",
                                                       "CANOPY_ADAPTIVE_DEAD_BAND",
                                                       "CANOPY_ADAPTIVE_DAMPING",
                                                       "CANOPY_ADAPTIVE_PROBE",

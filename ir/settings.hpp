@@ -35,19 +35,20 @@ struct Settings {
   std::string config;            ///< CANOPY_CONFIG: a configuration file
   std::string cpu_leaves;        ///< CANOPY_CPU_LEAVES: numa, l3 or core, any case (checked by discovery)
   std::string devices;           ///< CANOPY_DEVICES: a device selection (checked by discovery)
-  std::string policy;            ///< CANOPY_POLICY: a policy (checked by the runtime)
-  std::optional<double> adaptive_dead_band;  ///< CANOPY_ADAPTIVE_DEAD_BAND, in [0, 1]
-  std::optional<double> adaptive_damping;    ///< CANOPY_ADAPTIVE_DAMPING, in (0, 1]
-  std::optional<bool> adaptive_probe;        ///< CANOPY_ADAPTIVE_PROBE: 0 or 1
-  std::string lib_opencl;                    ///< CANOPY_LIBOPENCL: the OpenCL ICD loader to open
-  std::string lib_cuda;                      ///< CANOPY_LIBCUDA: the CUDA driver library to open
-  std::string nvrtc;                         ///< CANOPY_NVRTC: the NVRTC library to open
-  std::string lib_ze;                        ///< CANOPY_LIBZE: the Level Zero loader to open
-  std::string cuda_home;                     ///< CUDA_HOME: where NVRTC is also looked for (lib64/)
-  std::string home;                          ///< HOME: where the default cache directory is
-  std::string check;                         ///< CANOPY_CHECK: "", "off" or "bounds"
-  std::string split_writes;                  ///< CANOPY_SPLIT_WRITES: "", "auto", "merge" or "one"
-  std::string fault;                         ///< CANOPY_FAULT: faults to inject (checked by the backends)
+  std::string policy;            ///< CANOPY_POLICY, else Gecko's GECKO_POLICY: a policy (checked by the runtime)
+  std::string policy_variable = "CANOPY_POLICY";  ///< which of the two `policy` came from (for messages)
+  std::optional<double> adaptive_dead_band;       ///< CANOPY_ADAPTIVE_DEAD_BAND, in [0, 1]
+  std::optional<double> adaptive_damping;         ///< CANOPY_ADAPTIVE_DAMPING, in (0, 1]
+  std::optional<bool> adaptive_probe;             ///< CANOPY_ADAPTIVE_PROBE: 0 or 1
+  std::string lib_opencl;                         ///< CANOPY_LIBOPENCL: the OpenCL ICD loader to open
+  std::string lib_cuda;                           ///< CANOPY_LIBCUDA: the CUDA driver library to open
+  std::string nvrtc;                              ///< CANOPY_NVRTC: the NVRTC library to open
+  std::string lib_ze;                             ///< CANOPY_LIBZE: the Level Zero loader to open
+  std::string cuda_home;                          ///< CUDA_HOME: where NVRTC is also looked for (lib64/)
+  std::string home;                               ///< HOME: where the default cache directory is
+  std::string check;                              ///< CANOPY_CHECK: "", "off" or "bounds"
+  std::string split_writes;                       ///< CANOPY_SPLIT_WRITES: "", "auto", "merge" or "one"
+  std::string fault;                              ///< CANOPY_FAULT: faults to inject (checked by the backends)
   /// CANOPY_TRACE: the file a trace of the run goes to (checked by the
   /// runtime); unset: no trace. Set but empty is kept, to be refused.
   std::optional<std::string> trace;

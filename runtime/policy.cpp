@@ -459,14 +459,14 @@ std::string Policy::text() const {
 
 Policy parse_policy(std::string_view text) { return PolicyReader(text).read(); }
 
-std::optional<Policy> runtime_policy_of(const std::string& text) {
+std::optional<Policy> runtime_policy_of(const std::string& text, const std::string& variable) {
   if (text.empty()) return std::nullopt;
   Policy runtime;
   runtime.kind = Policy::Kind::Runtime;
   try {
     return resolve_runtime_policy(runtime, text.c_str());
   } catch (const Error& e) {
-    bad_setting("CANOPY_POLICY", text,
+    bad_setting(variable, text,
                 "static, flatten, percentage:[...], range:[...], any or adaptive (" + std::string(e.what()) + ")");
   }
 }

@@ -15,8 +15,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,10 +90,11 @@ Policy parse_policy(std::string_view text);
 /// parse (the message names CANOPY_POLICY), or says "runtime" again.
 Policy resolve_runtime_policy(const Policy& policy, const char* environment_value);
 
-/// CANOPY_POLICY's value (`text`, as the settings read it) resolved once, for
-/// every region of policy "runtime"; nothing when it is empty. Throws
-/// canopy::Error in bad_setting's form when it is not a policy.
-std::optional<Policy> runtime_policy_of(const std::string& text);
+/// CANOPY_POLICY's value (`text`, as the settings read it; `variable` names
+/// where it came from: CANOPY_POLICY, or Gecko's GECKO_POLICY) resolved once,
+/// for every region of policy "runtime"; nothing when it is empty. Throws
+/// canopy::Error in bad_setting's form, naming `variable`, when it is not a policy.
+std::optional<Policy> runtime_policy_of(const std::string& text, const std::string& variable = "CANOPY_POLICY");
 
 /// A share of a region's range: iterations [begin, end) of the outermost
 /// dimension, run by `leaf`.

@@ -57,7 +57,7 @@ struct Engine::State {
   /// CANOPY_CHECK=bounds: kernels are compiled with bounds checks (read once).
   KernelCache kernels{bounds_checks_from_environment()};
   /// CANOPY_POLICY, resolved once: the policy of regions launched with policy "runtime".
-  const std::optional<Policy> runtime_policy = runtime_policy_of(settings().policy);
+  const std::optional<Policy> runtime_policy = runtime_policy_of(settings().policy, settings().policy_variable);
   /// CANOPY_SPLIT_WRITES: how regions whose pieces may write one element split (read once).
   const SplitWriteChoice split_write_choice = split_write_choice_from_environment();
   StatsBook book;

@@ -118,3 +118,18 @@ TEST_CASE("settings: which dumps CANOPY_DUMP asks for") {
   s.dump = "";
   CHECK_FALSE(s.dumps("ir"));
 }
+
+TEST_CASE("settings: Gecko's GECKO_POLICY is read when CANOPY_POLICY is not set, and CANOPY_POLICY wins") {
+  ScopedSetting no_canopy("CANOPY_POLICY", nullptr);
+  {
+    ScopedSetting gecko("GECKO_POLICY", "percentage:[30,70]");
+    CHECK(canopy::settings().policy == "percentage:[30,70]");
+    CHECK(canopy::settings().policy_variable == "GECKO_POLICY");
+    ScopedSetting canopy_policy("CANOPY_POLICY", "static");
+    CHECK(canopy::settings().policy == "static");
+    CHECK(canopy::settings().policy_variable == "CANOPY_POLICY");
+  }
+  ScopedSetting no_gecko("GECKO_POLICY", nullptr);
+  CHECK(canopy::settings().policy.empty());
+  CHECK(canopy::settings().policy_variable == "CANOPY_POLICY");
+}

@@ -107,6 +107,12 @@ TEST_CASE("engine: policy 'runtime' takes CANOPY_POLICY as it was when the Runti
     return text;
   };
   CHECK(pieces_with("percentage:[25,75]") == "percentage:[25,75] cpuA[0,250) cpuB[250,1000)");
+  {
+    // Gecko's name for the variable, read when CANOPY_POLICY is not set.
+    ScopedEnvironment gecko("GECKO_POLICY", "percentage:[40,60]");
+    CHECK(pieces_with(nullptr) == "percentage:[40,60] cpuA[0,400) cpuB[400,1000)");
+    CHECK(pieces_with("percentage:[25,75]") == "percentage:[25,75] cpuA[0,250) cpuB[250,1000)");  // Canopy's wins
+  }
   CHECK(pieces_with(" range:[10, 20, 30, 940] ") ==
         "range:[10,20,30,940] cpuA[0,10) cpuB[10,30) cpuA[30,60) cpuB[60,1000)");
 

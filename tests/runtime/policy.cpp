@@ -284,6 +284,14 @@ TEST_CASE("runtime: resolved from CANOPY_POLICY's value") {
                        Error);
 }
 
+TEST_CASE("runtime: a policy that does not parse is refused naming the variable it came from") {
+  CHECK(runtime_policy_of("") == std::nullopt);
+  CHECK(runtime_policy_of("static") == Policy{Policy::Kind::Static, {}});
+  CHECK_THROWS_WITH_AS(runtime_policy_of("fast", "GECKO_POLICY"),
+                       doctest::Contains("GECKO_POLICY='fast' is not allowed; use static, flatten"), Error);
+  CHECK_THROWS_WITH_AS(runtime_policy_of("fast"), doctest::Contains("CANOPY_POLICY='fast' is not allowed"), Error);
+}
+
 TEST_CASE("static: Figure 3 (a), even at every level of an uneven tree, 1,000,000 iterations") {
   const Hierarchy tree = uneven_tree();
   // node: left and right get half each ("disk" has no leaf); right: r0 and deep a quarter each; deep: an eighth.
