@@ -77,11 +77,25 @@ void Loader::adopt(const Hierarchy& tree) {
   }
 }
 
+void Loader::know(const std::vector<std::string>& loctype_lines) {
+  for (const std::string& text : loctype_lines) {
+    std::optional<Line> line = split_line(text, 0);
+    if (!line) continue;
+    types_.clear();
+    read_loctype(*line);  // read before, so it reads again
+    for (auto& [name, type] : types_) earlier_types_.insert_or_assign(name, type.first);
+  }
+  types_.clear();
+}
+
 void Loader::read(std::string_view text) {
   int number = 0;
   for (std::string_view raw : split(text, '\n')) {
     ++number;
-    if (std::optional<Line> line = split_line(raw, number)) read_line(*line);
+    if (std::optional<Line> line = split_line(raw, number)) {
+      read_line(*line);
+      if (line->fields.front().key == "loctype") loctype_lines_.emplace_back(raw);
+    }
   }
   last_line_ = std::max(number, 1);
 }
@@ -141,9 +155,12 @@ void Loader::read_loctype(const Line& line) {
 
 LocType Loader::type_named(const Where& where, const std::string& name) const {
   if (auto found = types_.find(name); found != types_.end()) return found->second.first;
+  if (auto found = earlier_types_.find(name); found != earlier_types_.end()) return found->second;
   if (std::optional<LocType> kind = kind_type(name)) return *kind;
   std::string declared;
   for (const auto& entry : types_) declared += (declared.empty() ? "" : ", ") + entry.first;
+  for (const auto& entry : earlier_types_)
+    if (!types_.count(entry.first)) declared += (declared.empty() ? "" : ", ") + entry.first;
   std::string types = declared.empty() ? "" : fmt::format("a loctype declared above ({}) or ", declared);
   fail(where, fmt::format("unknown type '{}'", name), fmt::format("{}a kind: {}", types, kKindWords));
 }
@@ -375,13 +392,27 @@ std::int64_t parse_size(std::string_view text) {
   return -1;
 }
 
-Hierarchy load_config(std::string_view text, std::string_view source_name, const NodeInventory& node) {
-  Loader loader(source_name, node);
-  loader.read(text);
-  return loader.finish();
+namespace {
+
+// The types `loader` read, added to `types` once its text has loaded.
+void keep_types(const Loader& loader, ConfigTypes* types) {
+  if (!types) return;
+  for (const std::string& line : loader.loctype_lines()) types->loctype_lines.push_back(line);
 }
 
-Hierarchy load_config_file(const std::string& path, const NodeInventory& node) {
+}  // namespace
+
+Hierarchy load_config(std::string_view text, std::string_view source_name, const NodeInventory& node,
+                      ConfigTypes* types) {
+  Loader loader(source_name, node);
+  if (types) loader.know(types->loctype_lines);
+  loader.read(text);
+  Hierarchy tree = loader.finish();
+  keep_types(loader, types);
+  return tree;
+}
+
+Hierarchy load_config_file(const std::string& path, const NodeInventory& node, ConfigTypes* types) {
   std::error_code ignored;
   std::ifstream file(path, std::ios::binary);
   std::ostringstream text;
@@ -389,15 +420,17 @@ Hierarchy load_config_file(const std::string& path, const NodeInventory& node) {
   if (!file || file.bad() || std::filesystem::is_directory(path, ignored))
     throw Error(
         fmt::format("cannot read the configuration file '{}'; expected a readable file in Gecko's format", path));
-  return load_config(text.str(), path, node);
+  return load_config(text.str(), path, node, types);
 }
 
-void apply_config_text(Hierarchy& tree, std::string_view text, std::string_view source_name,
-                       const NodeInventory& node) {
+void apply_config_text(Hierarchy& tree, std::string_view text, std::string_view source_name, const NodeInventory& node,
+                       ConfigTypes* types) {
   Loader loader(source_name, node);
+  if (types) loader.know(types->loctype_lines);
   loader.adopt(tree);
   loader.read(text);
   Hierarchy next = loader.finish();
+  keep_types(loader, types);
   if (!(next == tree)) tree = std::move(next);
 }
 

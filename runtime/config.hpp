@@ -59,25 +59,39 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "discovery.hpp"
 #include "hierarchy.hpp"
 
 namespace canopy {
 
+/// The location types the configuration texts of one program declared, kept
+/// for its later texts: as in Gecko, a `loctype` stays known for the
+/// program's life, so a `location` line of `rt.configure(...)` may name a type
+/// a file loaded earlier declared. The loctype lines in the order read; a
+/// later line for a name replaces an earlier one.
+struct ConfigTypes {
+  std::vector<std::string> loctype_lines;
+};
+
 /// The tree a configuration text describes, bound to `node`'s cores, NUMA
-/// nodes and devices. `source_name` names the text in error messages.
-Hierarchy load_config(std::string_view text, std::string_view source_name, const NodeInventory& node);
+/// nodes and devices. `source_name` names the text in error messages. With
+/// `types`, the text may use the types it holds, and its own loctype lines
+/// are added to it when it loads.
+Hierarchy load_config(std::string_view text, std::string_view source_name, const NodeInventory& node,
+                      ConfigTypes* types = nullptr);
 
 /// load_config on the contents of the file at `path` (named by its path in
 /// errors). Throws canopy::Error when the file cannot be read.
-Hierarchy load_config_file(const std::string& path, const NodeInventory& node);
+Hierarchy load_config_file(const std::string& path, const NodeInventory& node, ConfigTypes* types = nullptr);
 
 /// Applies configuration lines to an existing tree while a program runs:
 /// new locations bind to what the tree does not use yet, `+` attaches or
 /// moves, `-` removes subtrees. The result must still have exactly one root.
 /// On an error `tree` is left as it was.
-void apply_config_text(Hierarchy& tree, std::string_view text, std::string_view source_name, const NodeInventory& node);
+void apply_config_text(Hierarchy& tree, std::string_view text, std::string_view source_name, const NodeInventory& node,
+                       ConfigTypes* types = nullptr);
 
 /// The size in bytes a SIZE field means ("4MB" -> 4194304, "512" -> 512),
 /// or -1 when `text` is not a size.

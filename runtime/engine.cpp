@@ -149,7 +149,7 @@ Engine::Engine(const RuntimeOptions& options) : state_((read_settings(), std::ma
     state_->add_backend(std::move(found));
   }
   if (const std::string& config = settings().config; !config.empty())
-    state_->tree = load_config_file(config, state_->inventory);
+    state_->tree = load_config_file(config, state_->inventory, &state_->config_types);
   else
     state_->tree = default_hierarchy(state_->inventory, DiscoveryOptions::from_environment());
   std::unique_lock lock(state_->tree_mutex);
@@ -252,13 +252,22 @@ void Engine::reconfigure(const std::function<void(Hierarchy&)>& change) {
   state_->sync_workers();
 }
 
+// The loctypes a text declares are kept only when it loads (under tree_mutex,
+// as reconfigure holds it while `change` runs).
 void Engine::load_config(const std::string& path) {
-  auto tree = load_config_file(path, state_->inventory);
-  reconfigure([&](Hierarchy& h) { h = std::move(tree); });
+  reconfigure([&](Hierarchy& h) {
+    ConfigTypes types = state_->config_types;
+    h = load_config_file(path, state_->inventory, &types);
+    state_->config_types = std::move(types);
+  });
 }
 
 void Engine::apply_config(const std::string& text) {
-  reconfigure([&](Hierarchy& h) { apply_config_text(h, text, "configuration text", state_->inventory); });
+  reconfigure([&](Hierarchy& h) {
+    ConfigTypes types = state_->config_types;
+    apply_config_text(h, text, "configuration text", state_->inventory, &types);
+    state_->config_types = std::move(types);
+  });
 }
 
 void Engine::move_array(const std::shared_ptr<ArrayStorage>& array, const std::string& location) {

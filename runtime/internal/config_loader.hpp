@@ -62,8 +62,13 @@ class Loader {
         device_used_(node.devices.size()) {}
 
   void adopt(const Hierarchy& tree);
+  /// Makes the types of earlier texts' loctype lines known (a type this text
+  /// declares again is this text's).
+  void know(const std::vector<std::string>& loctype_lines);
   void read(std::string_view text);
   Hierarchy finish();
+  /// The loctype lines this text declared, as written.
+  const std::vector<std::string>& loctype_lines() const { return loctype_lines_; }
 
  private:
   void read_line(const Line& line);
@@ -91,6 +96,8 @@ class Loader {
   const NodeInventory& node_;
   int last_line_ = 1;
   std::map<std::string, std::pair<LocType, int>, std::less<>> types_;            // name -> type, line
+  std::map<std::string, LocType, std::less<>> earlier_types_;                    // of earlier texts
+  std::vector<std::string> loctype_lines_;                                       // this text's
   std::map<std::string, std::pair<std::vector<int>, int>, std::less<>> groups_;  // name -> members, line
   std::vector<Staged> locations_;
   std::unordered_map<std::string, int> index_of_;  // living locations only

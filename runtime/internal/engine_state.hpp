@@ -25,6 +25,7 @@
 #include <canopy/ir/settings.hpp>
 
 #include "../adaptive.hpp"
+#include "../config.hpp"
 #include "../engine.hpp"
 #include "../machine_model.hpp"
 #include "../policy.hpp"
@@ -43,6 +44,9 @@ struct Engine::State {
   /// CANOPY_TRACE's recording (null when unset): made first, so a bad value fails the Runtime at once.
   std::unique_ptr<trace::Session> trace_session = trace::session_from_environment();
   NodeInventory inventory;
+  /// The loctypes the configuration texts declared so far (Gecko keeps them
+  /// for the program's life). Guarded by tree_mutex after construction.
+  ConfigTypes config_types;
   /// The devices the backends found, by id ("opencl:0"), and where each keeps
   /// its copies of arrays (coherence places: 0 is the host copy).
   std::map<std::string, std::shared_ptr<backends::Device>> devices;

@@ -640,3 +640,38 @@ TEST_CASE("config: configured trees round-trip") {
   CHECK(mixed.at("top").traits().optional);
   check_round_trip(mixed, node);
 }
+
+TEST_CASE("config: a loctype of an earlier text stays known to later ones, as in Gecko; a text that fails adds none") {
+  const NodeInventory node = two_numa();
+  ConfigTypes types;
+  Hierarchy tree = load_config(
+      "loctype;name,pair;kind,cpu;num_cores,2\n"
+      "loctype;name,mem_t;kind,host_memory\n"
+      "location;name,node;type,virtual\n"
+      "location;name,mem;type,mem_t;all\n"
+      "location;name,a;type,pair\n"
+      "hierarchy;children,+,mem;parent,node\n"
+      "hierarchy;children,+,a;parent,mem0\n",
+      "first.conf", node, &types);
+  CHECK(types.loctype_lines.size() == 2);
+  // A later text names the types without declaring them.
+  apply_config_text(tree, "location;name,b;type,pair\nhierarchy;children,+,b;parent,mem1\n", "later", node, &types);
+  CHECK(tree.at("b").traits().pus == std::vector<unsigned>{2, 3});  // the next free cores, two as `pair` says
+  // Without the kept types, the same line is refused as before.
+  Hierarchy plain = tree;
+  CHECK(error_of([&] { apply_config_text(plain, "location;name,c;type,pair\n", "alone", node); }) ==
+        "alone:1: unknown type 'pair'; expected a kind: x32, x64, NVIDIA, Unified_Memory, Permanent_Storage, "
+        "virtual, cpu, opencl, cuda, level_zero, gpu, host_memory, unified_memory or file_memory");
+  // A later text may declare a type again (its own wins), and one that fails keeps nothing it declared.
+  const auto before = types.loctype_lines;
+  CHECK(error_of([&] {
+          apply_config_text(tree, "loctype;name,solo;kind,cpu;num_cores,1\nlocation;name,bad;type,nothing\n", "failing",
+                            node, &types);
+        }).rfind("failing:2: unknown type 'nothing'", 0) == 0);
+  CHECK(types.loctype_lines == before);
+  apply_config_text(tree,
+                    "loctype;name,pair;kind,cpu;num_cores,1\nlocation;name,d;type,pair\n"
+                    "hierarchy;children,+,d;parent,mem1\n",
+                    "redeclared", node, &types);
+  CHECK(tree.at("d").traits().pus.size() == 1);
+}

@@ -237,6 +237,32 @@ TEST_CASE("engine: load_config replaces the whole tree; arrays go to the new roo
         "format");
 }
 
+TEST_CASE("engine: a loctype of a loaded file stays known to later configure() lines, as in Gecko") {
+  Runtime rt;
+  const auto path = std::filesystem::temp_directory_path() / ("canopy-types-" + std::to_string(::getpid()) + ".conf");
+  {
+    std::ofstream file(path);
+    file << "loctype;name,core;kind,x64;num_cores,1\n"
+            "location;name,top;type,virtual\n"
+            "location;name,mem;type,host_memory\n"
+            "location;name,left;type,core\n"
+            "hierarchy;children,+,mem;parent,top\n"
+            "hierarchy;children,+,left;parent,mem\n";
+  }
+  rt.load_config(path.string());
+  std::filesystem::remove(path);
+  // `core` was declared by the file, not by this text.
+  rt.configure("location;name,right;type,core\nhierarchy;children,+,right;parent,mem");
+  const Hierarchy tree = rt.hierarchy();
+  CHECK(leaf_names(tree, "top") == std::vector<std::string>{"left", "right"});
+  CHECK(tree.at("right").traits().cores == 1);
+  auto x = rt.array<std::int64_t>(100, at("mem"));
+  rt.region(fill_scaled()).over(100).launch(x, 3);
+  rt.pause();
+  CHECK(pieces_of(last_region(rt)) == std::vector<std::string>{"left[0,50)", "right[50,100)"});
+  CHECK(holds_scaled(x, 3));
+}
+
 TEST_CASE("engine: regions launched before a reconfiguration finish with the right results") {
   Runtime rt;
   use_tree(rt, two_leaf_tree());
