@@ -67,6 +67,17 @@ std::vector<std::string> leaf_names(const Hierarchy& tree, const std::string& un
   return names;
 }
 
+// Loads `text` into `rt` through a configuration file of its own (rt.load_config).
+void load_config_text(Runtime& rt, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("canopy-engine-" + std::to_string(::getpid()) + ".conf");
+  {
+    std::ofstream file(path);
+    file << text;
+  }
+  rt.load_config(path.string());
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 
 TEST_CASE("engine: arrays at a removed location keep their values and move to its parent") {
@@ -201,19 +212,14 @@ TEST_CASE("engine: load_config replaces the whole tree; arrays go to the new roo
   rt.region(fill_scaled()).over(n).launch(x, 11);
   rt.region(fill_scaled()).over(n).launch(y, 13);
 
-  const auto path = std::filesystem::temp_directory_path() / ("canopy-engine-" + std::to_string(::getpid()) + ".conf");
-  {
-    std::ofstream file(path);
-    file << "# two one-core leaves below one memory, below a virtual root\n"
-            "loctype;name,core;kind,x64;num_cores,1\n"
-            "location;name,top;type,virtual\n"
-            "location;name,mem;type,host_memory\n"
-            "location;name,left,right;type,core\n"
-            "hierarchy;children,+,mem;parent,top\n"
-            "hierarchy;children,+,left,right;parent,mem\n";
-  }
-  rt.load_config(path.string());
-  std::filesystem::remove(path);
+  load_config_text(rt,
+                   "# two one-core leaves below one memory, below a virtual root\n"
+                   "loctype;name,core;kind,x64;num_cores,1\n"
+                   "location;name,top;type,virtual\n"
+                   "location;name,mem;type,host_memory\n"
+                   "location;name,left,right;type,core\n"
+                   "hierarchy;children,+,mem;parent,top\n"
+                   "hierarchy;children,+,left,right;parent,mem\n");
 
   const Hierarchy tree = rt.hierarchy();
   CHECK(tree.root()->name() == "top");
@@ -239,18 +245,13 @@ TEST_CASE("engine: load_config replaces the whole tree; arrays go to the new roo
 
 TEST_CASE("engine: a loctype of a loaded file stays known to later configure() lines, as in Gecko") {
   Runtime rt;
-  const auto path = std::filesystem::temp_directory_path() / ("canopy-types-" + std::to_string(::getpid()) + ".conf");
-  {
-    std::ofstream file(path);
-    file << "loctype;name,core;kind,x64;num_cores,1\n"
-            "location;name,top;type,virtual\n"
-            "location;name,mem;type,host_memory\n"
-            "location;name,left;type,core\n"
-            "hierarchy;children,+,mem;parent,top\n"
-            "hierarchy;children,+,left;parent,mem\n";
-  }
-  rt.load_config(path.string());
-  std::filesystem::remove(path);
+  load_config_text(rt,
+                   "loctype;name,core;kind,x64;num_cores,1\n"
+                   "location;name,top;type,virtual\n"
+                   "location;name,mem;type,host_memory\n"
+                   "location;name,left;type,core\n"
+                   "hierarchy;children,+,mem;parent,top\n"
+                   "hierarchy;children,+,left;parent,mem\n");
   // `core` was declared by the file, not by this text.
   rt.configure("location;name,right;type,core\nhierarchy;children,+,right;parent,mem");
   const Hierarchy tree = rt.hierarchy();
