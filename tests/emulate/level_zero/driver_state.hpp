@@ -35,9 +35,9 @@ struct Device {
   std::size_t local_memory = 64 * 1024;
   bool fp64 = true;
   bool int64_atomics = true;
-  bool lost = false;                   ///< a launch failed or ran past its time
-  cl_command_queue queue = nullptr;    ///< on the OpenCL host
-  std::mutex run;                      ///< one launch at a time
+  bool lost = false;                 ///< a launch failed or ran past its time
+  cl_command_queue queue = nullptr;  ///< on the OpenCL host
+  std::mutex run;                    ///< one launch at a time
 };
 
 struct Context {};
@@ -89,8 +89,8 @@ struct Kernel {
   const SpirvEntry* entry = nullptr;
   cl_kernel kernel = nullptr;
   std::array<std::uint32_t, 3> group{0, 0, 0};  ///< 0: not set
-  std::vector<bool> set;                          ///< per argument
-  std::size_t max_group = 1;                      ///< what the OpenCL host runs this kernel with
+  std::vector<bool> set;                        ///< per argument
+  std::size_t max_group = 1;                    ///< what the OpenCL host runs this kernel with
 };
 
 struct BuildLog {

@@ -37,11 +37,11 @@ void open_host(OpenClHost& host) {
     host.problem = "the OpenCL library '" + library + "' could not be opened (" + dlerror() + ")";
     return;
   }
-#define CANOPY_EMULATED_ZE_CL_RESOLVE(name)                                         \
-  host.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));            \
-  if (!host.name) {                                                                 \
+#define CANOPY_EMULATED_ZE_CL_RESOLVE(name)                                             \
+  host.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));                \
+  if (!host.name) {                                                                     \
     host.problem = "the OpenCL library '" + library + "' has no " + std::string(#name); \
-    return;                                                                         \
+    return;                                                                             \
   }
   CANOPY_EMULATED_ZE_CL_FUNCTIONS(CANOPY_EMULATED_ZE_CL_RESOLVE)
 #undef CANOPY_EMULATED_ZE_CL_RESOLVE
@@ -118,7 +118,8 @@ const OpenClHost& opencl_host() {
 bool translate_spirv(const std::string& spirv, std::string& bitcode, std::string& log) {
   std::string tool = environment("CANOPY_EMULATED_ZE_LLVM_SPIRV", "");
   std::string found;
-  if (tool.empty()) tool = run_tool({"sh", "-c", "command -v llvm-spirv-15"}, found) == 0 ? "llvm-spirv-15" : "llvm-spirv";
+  if (tool.empty())
+    tool = run_tool({"sh", "-c", "command -v llvm-spirv-15"}, found) == 0 ? "llvm-spirv-15" : "llvm-spirv";
   char directory[] = "/tmp/canopy-emulated-ze-XXXXXX";
   if (!mkdtemp(directory)) {
     log = "cannot make a temporary directory for the translator";

@@ -11,9 +11,8 @@ namespace {
 
 // Opcodes and enumerants of the SPIR-V specification used here.
 constexpr std::uint32_t kMagic = 0x07230203;
-constexpr std::uint32_t kOpCapability = 17, kOpEntryPoint = 15, kOpTypeBool = 20, kOpTypeInt = 21,
-                        kOpTypeFloat = 22, kOpTypeVector = 23, kOpTypePointer = 32, kOpFunction = 54,
-                        kOpFunctionParameter = 55;
+constexpr std::uint32_t kOpCapability = 17, kOpEntryPoint = 15, kOpTypeBool = 20, kOpTypeInt = 21, kOpTypeFloat = 22,
+                        kOpTypeVector = 23, kOpTypePointer = 32, kOpFunction = 54, kOpFunctionParameter = 55;
 constexpr std::uint32_t kCapabilityFloat64 = 10, kCapabilityInt64Atomics = 12;
 constexpr std::uint32_t kStorageWorkgroup = 4, kStorageCrossWorkgroup = 5;
 
@@ -87,8 +86,7 @@ bool parse_spirv(const std::string& binary, SpirvModule& module, std::string& pr
           functions[current].push_back(parameter);
         }
         break;
-      default:
-        break;
+      default: break;
     }
     at += count;
   }
