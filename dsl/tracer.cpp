@@ -45,15 +45,15 @@ int Tracer::add_param(ir::Param param) {
 }
 
 std::string Tracer::fresh_name(std::string_view hint) {
-  auto taken = [&](const std::string& n) {
-    return std::find(used_names_.begin(), used_names_.end(), n) != used_names_.end();
-  };
   // Unnamed locals are v0, v1, ...; a named one keeps its name, or gets a
-  // number after it when the name is taken.
+  // number after it (x, x1, x2, ...) when the name is taken. Names are only
+  // ever added, so each sequence's candidates are tried in order, once.
   const std::string base = hint.empty() ? "v" : std::string(hint);
-  std::string name = hint.empty() ? base + "0" : base;
-  for (int n = 1; taken(name); ++n) name = base + std::to_string(n);
-  used_names_.push_back(name);
+  auto candidate = [&](int k) { return k > 0 ? base + std::to_string(k) : hint.empty() ? base + "0" : base; };
+  int& next = next_number_[hint.empty() ? std::string() : base];
+  while (used_names_.count(candidate(next))) ++next;
+  std::string name = candidate(next++);
+  used_names_.insert(name);
   return name;
 }
 
@@ -98,7 +98,7 @@ ir::Kernel Tracer::finish(const std::vector<std::string>& param_names) {
   kernel.name = name_;
   kernel.params = params_;
   for (std::size_t i = 0; i < param_names.size(); ++i) {
-    if (std::find(used_names_.begin(), used_names_.end(), param_names[i]) != used_names_.end())
+    if (used_names_.count(param_names[i]))
       fail("parameter names", "'" + param_names[i] + "' is also the name of a local variable");
     kernel.params[i].name = param_names[i];
   }

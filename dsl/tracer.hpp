@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <canopy/ir/kernel.hpp>
@@ -84,7 +86,10 @@ class Tracer {
   std::string name_;
   std::vector<ir::Param> params_;
   std::vector<std::vector<ir::Stmt>> blocks_;
-  std::vector<std::string> used_names_;
+  std::unordered_set<std::string> used_names_;
+  /// Per hint ("" for unnamed locals): the number fresh_name tries next, so
+  /// that naming the n-th local costs one lookup, not n.
+  std::unordered_map<std::string, int> next_number_;
   std::set<std::string> snapshots_;
   int max_index_dim_ = 0;
   Tracer* previous_;

@@ -67,13 +67,8 @@ std::string mostly_equal(const std::vector<std::int32_t>& got, const std::vector
   return std::to_string(differ) + " of " + std::to_string(got.size()) + " results differ";
 }
 
-template <class T>
-std::vector<T> copy_of(const Array<T>& a) {
-  auto view = a.host();
-  return std::vector<T>(view.begin(), view.end());
-}
-template <class T>
-std::vector<T> copy_of(const Array<T, 2>& a) {
+template <class T, int Rank>
+std::vector<T> copy_of(const Array<T, Rank>& a) {
   auto view = a.host();
   return std::vector<T>(view.begin(), view.end());
 }

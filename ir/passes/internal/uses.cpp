@@ -96,6 +96,12 @@ ExprReads reads_of(const Expr& expr) {
   return std::move(collector.reads);
 }
 
+ExprReads reads_of(const Stmt& stmt) {
+  ReadCollector collector;
+  collector.walk(stmt);
+  return std::move(collector.reads);
+}
+
 namespace {
 
 // The operands of `expr` whose reads are its own.

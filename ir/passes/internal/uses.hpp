@@ -20,6 +20,8 @@ struct ExprReads {
   bool integer_division = false;  ///< it contains an integer / or %
 };
 ExprReads reads_of(const Expr& expr);
+/// What every expression of a statement (with its children) reads.
+ExprReads reads_of(const Stmt& stmt);
 
 /// reads_of, remembered per node and built from the children's answers, for a
 /// pass that asks about every subtree of deep expressions. Only the locals in

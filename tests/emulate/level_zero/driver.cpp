@@ -98,6 +98,25 @@ Object* known(const std::set<Object*>& set, Handle handle) {
   return object && set.count(object) ? object : nullptr;
 }
 
+// Destroys the object `handle` names in `set`, after `release` readies it
+// (or refuses with an error, and the object stays).
+template <typename Object, typename Handle, typename Release>
+ze_result_t destroy(std::set<Object*>& set, Handle handle, Release&& release) {
+  if (!driver().initialized) return ZE_RESULT_ERROR_UNINITIALIZED;
+  std::lock_guard lock(driver().mutex);
+  Object* object = known(set, handle);
+  if (!object) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (const ze_result_t refused = release(*object); refused != ZE_RESULT_SUCCESS) return refused;
+  set.erase(object);
+  delete object;
+  return ZE_RESULT_SUCCESS;
+}
+
+template <typename Object, typename Handle>
+ze_result_t destroy(std::set<Object*>& set, Handle handle) {
+  return destroy(set, handle, [](Object&) { return ZE_RESULT_SUCCESS; });
+}
+
 Device* known_device(ze_device_handle_t handle) {
   for (auto& device : driver().devices)
     if (reinterpret_cast<Device*>(handle) == device.get()) return device.get();
@@ -441,15 +460,7 @@ ze_result_t ZE_APICALL ContextCreate(ze_driver_handle_t handle, const ze_context
   return ZE_RESULT_SUCCESS;
 }
 
-ze_result_t ZE_APICALL ContextDestroy(ze_context_handle_t handle) {
-  CHECK_INITIALIZED();
-  std::lock_guard lock(driver().mutex);
-  Context* context = known(driver().contexts, handle);
-  if (!context) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  driver().contexts.erase(context);
-  delete context;
-  return ZE_RESULT_SUCCESS;
-}
+ze_result_t ZE_APICALL ContextDestroy(ze_context_handle_t handle) { return destroy(driver().contexts, handle); }
 
 ze_result_t ZE_APICALL CommandListCreateImmediate(ze_context_handle_t context_handle, ze_device_handle_t device_handle,
                                                   const ze_command_queue_desc_t* desc, ze_command_list_handle_t* list) {
@@ -466,15 +477,7 @@ ze_result_t ZE_APICALL CommandListCreateImmediate(ze_context_handle_t context_ha
   return ZE_RESULT_SUCCESS;
 }
 
-ze_result_t ZE_APICALL CommandListDestroy(ze_command_list_handle_t handle) {
-  CHECK_INITIALIZED();
-  std::lock_guard lock(driver().mutex);
-  CommandList* list = known(driver().lists, handle);
-  if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  driver().lists.erase(list);
-  delete list;
-  return ZE_RESULT_SUCCESS;
-}
+ze_result_t ZE_APICALL CommandListDestroy(ze_command_list_handle_t handle) { return destroy(driver().lists, handle); }
 
 ze_result_t ZE_APICALL EventPoolCreate(ze_context_handle_t context_handle, const ze_event_pool_desc_t* desc,
                                        uint32_t device_count, ze_device_handle_t* devices,
@@ -494,15 +497,11 @@ ze_result_t ZE_APICALL EventPoolCreate(ze_context_handle_t context_handle, const
 }
 
 ze_result_t ZE_APICALL EventPoolDestroy(ze_event_pool_handle_t handle) {
-  CHECK_INITIALIZED();
-  std::lock_guard lock(driver().mutex);
-  EventPool* pool = known(driver().pools, handle);
-  if (!pool) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  for (Event* event : pool->events)
-    if (event) return ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE;
-  driver().pools.erase(pool);
-  delete pool;
-  return ZE_RESULT_SUCCESS;
+  return destroy(driver().pools, handle, [](EventPool& pool) {
+    for (Event* event : pool.events)
+      if (event) return ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE;
+    return ZE_RESULT_SUCCESS;
+  });
 }
 
 ze_result_t ZE_APICALL EventCreate(ze_event_pool_handle_t pool_handle, const ze_event_desc_t* desc,
@@ -522,14 +521,10 @@ ze_result_t ZE_APICALL EventCreate(ze_event_pool_handle_t pool_handle, const ze_
 }
 
 ze_result_t ZE_APICALL EventDestroy(ze_event_handle_t handle) {
-  CHECK_INITIALIZED();
-  std::lock_guard lock(driver().mutex);
-  Event* event = known(driver().events, handle);
-  if (!event) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  event->pool->events[event->index] = nullptr;
-  driver().events.erase(event);
-  delete event;
-  return ZE_RESULT_SUCCESS;
+  return destroy(driver().events, handle, [](Event& event) {
+    event.pool->events[event.index] = nullptr;
+    return ZE_RESULT_SUCCESS;
+  });
 }
 
 ze_result_t ZE_APICALL EventHostSignal(ze_event_handle_t handle) {
@@ -765,16 +760,12 @@ ze_result_t ZE_APICALL ModuleCreate(ze_context_handle_t context_handle, ze_devic
 }
 
 ze_result_t ZE_APICALL ModuleDestroy(ze_module_handle_t handle) {
-  CHECK_INITIALIZED();
-  std::lock_guard lock(driver().mutex);
-  Module* module = known(driver().modules, handle);
-  if (!module) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  for (Kernel* kernel : driver().kernels)
-    if (kernel->module == module) return ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE;
-  opencl_host().clReleaseProgram(module->program);
-  driver().modules.erase(module);
-  delete module;
-  return ZE_RESULT_SUCCESS;
+  return destroy(driver().modules, handle, [](Module& module) {
+    for (Kernel* kernel : driver().kernels)
+      if (kernel->module == &module) return ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE;
+    opencl_host().clReleaseProgram(module.program);
+    return ZE_RESULT_SUCCESS;
+  });
 }
 
 ze_result_t ZE_APICALL ModuleBuildLogGetString(ze_module_build_log_handle_t handle, size_t* size, char* text) {
@@ -794,13 +785,7 @@ ze_result_t ZE_APICALL ModuleBuildLogGetString(ze_module_build_log_handle_t hand
 }
 
 ze_result_t ZE_APICALL ModuleBuildLogDestroy(ze_module_build_log_handle_t handle) {
-  CHECK_INITIALIZED();
-  std::lock_guard lock(driver().mutex);
-  BuildLog* log = known(driver().logs, handle);
-  if (!log) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  driver().logs.erase(log);
-  delete log;
-  return ZE_RESULT_SUCCESS;
+  return destroy(driver().logs, handle);
 }
 
 ze_result_t ZE_APICALL ModuleGetNativeBinary(ze_module_handle_t handle, size_t* size, uint8_t* binary) {
@@ -852,14 +837,10 @@ ze_result_t ZE_APICALL KernelCreate(ze_module_handle_t module_handle, const ze_k
 }
 
 ze_result_t ZE_APICALL KernelDestroy(ze_kernel_handle_t handle) {
-  CHECK_INITIALIZED();
-  std::lock_guard lock(driver().mutex);
-  Kernel* kernel = known(driver().kernels, handle);
-  if (!kernel) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  opencl_host().clReleaseKernel(kernel->kernel);
-  driver().kernels.erase(kernel);
-  delete kernel;
-  return ZE_RESULT_SUCCESS;
+  return destroy(driver().kernels, handle, [](Kernel& kernel) {
+    opencl_host().clReleaseKernel(kernel.kernel);
+    return ZE_RESULT_SUCCESS;
+  });
 }
 
 // The most work-items a group of `kernel` may have on its device.
