@@ -75,6 +75,15 @@ Settings Settings::from_environment() {
   s.dump = dump_list();
   s.dump_dir = variable("CANOPY_DUMP_DIR");
   s.streaming_stores = word_of("CANOPY_STREAMING_STORES", {"auto", "on", "off"}, "auto, on or off");
+  s.simd = word_of("CANOPY_SIMD", {"auto", "on", "off"}, "auto, on or off");
+  if (const std::string width = variable("CANOPY_SIMD_WIDTH"); !width.empty()) {
+    const std::string allowed = "a power of two from 2 to 64";
+    if (width.size() > 2 || width.find_first_not_of("0123456789") != std::string::npos)
+      bad_setting("CANOPY_SIMD_WIDTH", width, allowed);
+    s.simd_width = std::stoi(width);
+    if (s.simd_width < 2 || s.simd_width > 64 || (s.simd_width & (s.simd_width - 1)) != 0)
+      bad_setting("CANOPY_SIMD_WIDTH", width, allowed);
+  }
   s.config = variable("CANOPY_CONFIG");
   s.cpu_leaves = variable("CANOPY_CPU_LEAVES");  // any case: discovery checks it
   s.devices = variable("CANOPY_DEVICES");
@@ -147,6 +156,8 @@ const std::vector<std::string_view>& setting_names() {
                                                       "CANOPY_DUMP_DIR",
                                                       "CANOPY_TRACE",
                                                       "CANOPY_STREAMING_STORES",
+                                                      "CANOPY_SIMD",
+                                                      "CANOPY_SIMD_WIDTH",
                                                       "CANOPY_CONFIG",
                                                       "CANOPY_CPU_LEAVES",
                                                       "CANOPY_DEVICES",

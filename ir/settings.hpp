@@ -32,6 +32,8 @@ struct Settings {
   std::string dump;              ///< CANOPY_DUMP: comma-separated dump kinds (checked)
   std::string dump_dir;          ///< CANOPY_DUMP_DIR; empty: ./canopy-dump
   std::string streaming_stores;  ///< CANOPY_STREAMING_STORES: "", "auto", "on" or "off"
+  std::string simd;              ///< CANOPY_SIMD: "", "auto", "on" or "off"
+  int simd_width = 0;            ///< CANOPY_SIMD_WIDTH: lanes per vector, a power of two in [2, 64]; 0: from the CPU
   std::string config;            ///< CANOPY_CONFIG: a configuration file
   std::string cpu_leaves;        ///< CANOPY_CPU_LEAVES: numa, l3 or core, any case (checked by discovery)
   std::string devices;           ///< CANOPY_DEVICES: a device selection (checked by discovery)

@@ -18,6 +18,7 @@
 #include "hash.hpp"
 #include "internal/cpu_jit.hpp"
 #include "internal/cpu_target.hpp"
+#include "internal/simd_lowering.hpp"
 
 #ifndef CANOPY_VERSION_STRING
 #define CANOPY_VERSION_STRING "unknown"
@@ -98,6 +99,7 @@ CpuCompiler::~CpuCompiler() = default;
 std::string CpuCompiler::cache_key(const ir::Kernel& kernel, const CodeOptions& code) const {
   std::string variant = "streaming stores";
   for (int p : code.streaming_stores) variant += " " + std::to_string(p);
+  variant += "\nsimd lanes " + std::to_string(simd_plan(kernel, HostTarget::get().vector_bits()).lanes);
   return hash_hex(state_->key_prefix + variant + "\n" + ir::print(kernel));
 }
 

@@ -22,6 +22,7 @@
 
 #include "cpu_abi.hpp"
 #include "internal/llvm_lowering.hpp"
+#include "internal/simd_lowering.hpp"
 
 namespace canopy::jit {
 
@@ -128,6 +129,13 @@ HostTarget::HostTarget() {
   description_ = triple_ + ";" + cpu_ + ";" + features_;
 }
 
+int HostTarget::vector_bits() const {
+  auto has = [&](const char* feature) { return ("," + features_ + ",").find(std::string(",+") + feature + ",") != std::string::npos; };
+  if (has("avx512f")) return 512;
+  if (has("avx")) return 256;
+  return 128;
+}
+
 const HostTarget& HostTarget::get() {
   static const HostTarget host;
   return host;
@@ -149,8 +157,15 @@ std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol
   module.setTargetTriple(machine->getTargetTriple().str());
   module.setDataLayout(machine->createDataLayout());
 
-  LlvmLowering lowering(module, kernel);
-  llvm::Function* function = lowering.lower(symbol);
+  const SimdPlan plan = simd_plan(kernel, HostTarget::get().vector_bits());
+  llvm::Function* function = nullptr;
+  if (plan.lanes > 0) {
+    SimdLowering lowering(module, kernel, plan.lanes);
+    function = lowering.lower(symbol);
+  } else {
+    LlvmLowering lowering(module, kernel);
+    function = lowering.lower(symbol);
+  }
   function->addFnAttr("target-cpu", machine->getTargetCPU());
   function->addFnAttr("target-features", machine->getTargetFeatureString());
 
@@ -163,7 +178,7 @@ std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol
     mark_streaming_stores(*module.getFunction(symbol), slots);
     dump_name += ".streaming";
   }
-  if (dump_enabled("llvm")) dump("llvm", dump_name, module_text(module));
+  if (dump_enabled("llvm")) dump("llvm", dump_name, "; canopy: " + plan.reason + "\n" + module_text(module));
   if (dump_enabled("asm")) {
     // Code generation changes the module, so the assembly comes from a copy.
     auto copy = llvm::CloneModule(module);

@@ -181,11 +181,17 @@ llvm::Type* LlvmLowering::memory_type(ScalarType type) const {
 }
 
 llvm::Value* LlvmLowering::to_memory(llvm::Value* value, ScalarType type) {
-  return type == ScalarType::Bool ? builder_.CreateZExt(value, builder_.getInt8Ty()) : value;
+  if (type != ScalarType::Bool) return value;
+  return builder_.CreateZExt(value, with_lanes_of(builder_.getInt8Ty(), value->getType()));
 }
 
 llvm::Value* LlvmLowering::from_memory(llvm::Value* value, ScalarType type) {
-  return type == ScalarType::Bool ? builder_.CreateICmpNE(value, builder_.getInt8(0)) : value;
+  return type == ScalarType::Bool ? builder_.CreateICmpNE(value, llvm::ConstantInt::get(value->getType(), 0)) : value;
+}
+
+llvm::Type* LlvmLowering::with_lanes_of(llvm::Type* scalar, llvm::Type* like) {
+  if (auto* vector = llvm::dyn_cast<llvm::VectorType>(like)) return llvm::VectorType::get(scalar, vector);
+  return scalar;
 }
 
 llvm::Value* LlvmLowering::value_of(const ir::Expr& expr) {
@@ -352,8 +358,8 @@ llvm::Value* LlvmLowering::lower_binary(ir::BinaryOp op, ScalarType type, llvm::
     default: break;
   }
   if (type == ScalarType::Bool) fail("operator " + std::string(ir::name_of(op)) + " on bools");
-  auto* int_type = llvm::cast<llvm::IntegerType>(a->getType());
-  const unsigned width = int_type->getBitWidth();
+  llvm::Type* int_type = a->getType();  // an integer, or a vector of them (constants below splat)
+  const unsigned width = int_type->getScalarSizeInBits();
   switch (op) {
     case BinaryOp::Add: return builder_.CreateAdd(a, b);  // wrapping: no nsw
     case BinaryOp::Sub: return builder_.CreateSub(a, b);
@@ -387,13 +393,16 @@ llvm::Value* LlvmLowering::lower_binary(ir::BinaryOp op, ScalarType type, llvm::
 void LlvmLowering::visit(const ir::Compare& node) {
   llvm::Value* a = value_of(node.lhs);
   llvm::Value* b = value_of(node.rhs);
+  value_ = lower_compare(node.op, node.lhs->type, a, b);
+}
+
+llvm::Value* LlvmLowering::lower_compare(ir::CompareOp op, ScalarType type, llvm::Value* a, llvm::Value* b) {
   using P = llvm::CmpInst::Predicate;
   using ir::CompareOp;
-  const ScalarType type = node.lhs->type;
   P predicate = P::BAD_ICMP_PREDICATE;
   if (ir::is_float(type)) {
     // Ordered (false on NaN), except != which is true on NaN, as in C++.
-    switch (node.op) {
+    switch (op) {
       case CompareOp::Eq: predicate = P::FCMP_OEQ; break;
       case CompareOp::Ne: predicate = P::FCMP_UNE; break;
       case CompareOp::Lt: predicate = P::FCMP_OLT; break;
@@ -401,12 +410,11 @@ void LlvmLowering::visit(const ir::Compare& node) {
       case CompareOp::Gt: predicate = P::FCMP_OGT; break;
       case CompareOp::Ge: predicate = P::FCMP_OGE; break;
     }
-    value_ = builder_.CreateFCmp(predicate, a, b);
-    return;
+    return builder_.CreateFCmp(predicate, a, b);
   }
   // Bools compare as 0 and 1 (unsigned); integers are signed.
   const bool is_unsigned = type == ScalarType::Bool;
-  switch (node.op) {
+  switch (op) {
     case CompareOp::Eq: predicate = P::ICMP_EQ; break;
     case CompareOp::Ne: predicate = P::ICMP_NE; break;
     case CompareOp::Lt: predicate = is_unsigned ? P::ICMP_ULT : P::ICMP_SLT; break;
@@ -414,7 +422,7 @@ void LlvmLowering::visit(const ir::Compare& node) {
     case CompareOp::Gt: predicate = is_unsigned ? P::ICMP_UGT : P::ICMP_SGT; break;
     case CompareOp::Ge: predicate = is_unsigned ? P::ICMP_UGE : P::ICMP_SGE; break;
   }
-  value_ = builder_.CreateICmp(predicate, a, b);
+  return builder_.CreateICmp(predicate, a, b);
 }
 
 void LlvmLowering::visit(const ir::Cast& node) {
@@ -423,7 +431,7 @@ void LlvmLowering::visit(const ir::Cast& node) {
 
 llvm::Value* LlvmLowering::lower_cast(llvm::Value* value, ScalarType from, ScalarType to) {
   if (from == to) return value;
-  llvm::Type* target = value_type(to);
+  llvm::Type* target = with_lanes_of(value_type(to), value->getType());
   if (to == ScalarType::Bool) {
     if (ir::is_float(from)) return builder_.CreateFCmpUNE(value, llvm::ConstantFP::get(value->getType(), 0.0));
     return builder_.CreateICmpNE(value, llvm::ConstantInt::get(value->getType(), 0));

@@ -34,6 +34,9 @@ class HostTarget {
   const std::string& triple() const { return triple_; }
   const std::string& cpu() const { return cpu_; }
   const std::string& features() const { return features_; }
+  /// The width of the widest vector registers the features enable: 512 with
+  /// AVX-512, 256 with AVX, else 128.
+  int vector_bits() const;
 
   /// A new TargetMachine for the host at the aggressive codegen level. Each
   /// compilation makes its own: a TargetMachine is not safe to share between

@@ -78,6 +78,8 @@ class LlvmLowering : protected ir::Visitor {
   /// A register value of `type` as it is stored in memory, and back.
   llvm::Value* to_memory(llvm::Value* value, ir::ScalarType type);
   llvm::Value* from_memory(llvm::Value* value, ir::ScalarType type);
+  /// `scalar`, or a vector of it with as many lanes as `like` when that is a vector.
+  static llvm::Type* with_lanes_of(llvm::Type* scalar, llvm::Type* like);
   /// Lowers an expression at the builder's insertion point.
   llvm::Value* value_of(const ir::Expr& expr);
   /// `a op b` for a reduction operator (sum with `reassoc` on floats).
@@ -127,13 +129,16 @@ class LlvmLowering : protected ir::Visitor {
   void visit(const ir::If& node) override;
   void visit(const ir::For& node) override;
 
+  llvm::Value* lower_binary(ir::BinaryOp op, ir::ScalarType type, llvm::Value* a, llvm::Value* b);
+  llvm::Value* lower_cast(llvm::Value* value, ir::ScalarType from, ir::ScalarType to);
+  llvm::Value* lower_compare(ir::CompareOp op, ir::ScalarType type, llvm::Value* a, llvm::Value* b);
+
+  llvm::Value* value_ = nullptr;  ///< the result of the expression just visited
+
  private:
   /// Address of array element `indices` of parameter `param` (row-major, i64).
   llvm::Value* element_address(int param, const std::vector<ir::Expr>& indices);
-  llvm::Value* lower_binary(ir::BinaryOp op, ir::ScalarType type, llvm::Value* a, llvm::Value* b);
-  llvm::Value* lower_cast(llvm::Value* value, ir::ScalarType from, ir::ScalarType to);
 
-  llvm::Value* value_ = nullptr;  ///< the result of the expression just visited
   std::unordered_map<std::string, llvm::AllocaInst*> locals_;
   std::unordered_map<std::string, llvm::Value*> loop_counters_;
 };

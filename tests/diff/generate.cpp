@@ -520,6 +520,10 @@ class KernelBuilder {
       --budget;
       if (auto s = statement(budget, depth)) stmts.push_back(*s);
     }
+    // A local's last value, stored where it can be compared: what a branch or
+    // a loop assigned to it is then seen (without this most locals are dead).
+    if (rng_.chance(0.4))
+      if (auto s = sink()) stmts.push_back(*s);
     locals_.resize(scope);
     return stmts;
   }
@@ -561,6 +565,17 @@ class KernelBuilder {
     use.written = true;
     const ScalarType type = program_.array(array).type;
     return ir::make_store(use.param, use.own, value(type, 3));
+  }
+
+  std::optional<Stmt> sink() {
+    if (owned_.empty() || locals_.empty()) return std::nullopt;
+    const Local& v = locals_[rng_.below(locals_.size())];
+    const int array = owned_[rng_.below(owned_.size())];
+    ArrayUse& use = use_array(array, Role::Own);
+    use.written = true;
+    const ScalarType type = program_.array(array).type;
+    Expr var = ir::make_var(v.type, v.name);
+    return ir::make_store(use.param, use.own, v.type == type ? var : ir::make_cast(type, var));
   }
 
   Stmt atomic() {

@@ -9,6 +9,7 @@
 #include <canopy/backends/cpu/cpu_device.hpp>
 
 #include "battery/battery.hpp"
+#include "scoped_setting.hpp"
 
 namespace {
 
@@ -33,3 +34,18 @@ TEST_CASE("battery on the CPU JIT: conversions and math functions") { run_group(
 TEST_CASE("battery on the CPU JIT: control flow, loops and scalars") { run_group("control"); }
 TEST_CASE("battery on the CPU JIT: reductions and atomics") { run_group("reductions"); }
 TEST_CASE("battery on the CPU JIT: 1-D, 2-D and 3-D shapes and pieces") { run_group("shapes"); }
+
+// The same table with one point per SIMD lane (jit/internal/simd_lowering.hpp)
+// for every kernel, straight-line ones included, at widths that leave
+// remainders of every size: 2 and 4 lanes, 16 (two AVX-512 registers of
+// floats, four of doubles) and 64 (wider than any CPU: LLVM splits it).
+TEST_CASE("battery on the CPU JIT with SIMD across points") {
+  canopy::testing::ScopedSetting simd("CANOPY_SIMD", "on");
+  for (const char* lanes : {"2", "4", "16", "64"}) {
+    CAPTURE(lanes);
+    canopy::testing::ScopedSetting width("CANOPY_SIMD_WIDTH", lanes);
+    for (const char* group : {"operators", "math", "control", "reductions", "shapes"})
+      battery::run_group(group, std::string("CPU JIT, ") + lanes + " lanes",
+                         [](const battery::Case& c) { return battery::run_on(device(), c); });
+  }
+}

@@ -1,0 +1,132 @@
+// SimdLowering: the CPU lowering with one SIMD lane per point. The points of
+// a kernel are independent (the kernel's contract), so the innermost
+// dimension of the index space runs `lanes` consecutive points at a time, one
+// per lane, instead of leaving LLVM to vectorize whatever innermost loop it
+// can prove safe (which is never the point loop when a point has a loop of
+// its own, as in an n-body force or a matrix product).
+//
+// Every value has a shape, decided while lowering:
+//   uniform   the same in every lane: a scalar, computed once for all lanes;
+//   linear    lane l holds base + l * stride (integers only): the index of the
+//             vector dimension and what adds or scales it;
+//   varying   anything else: an LLVM vector of `lanes` elements.
+// Array accesses follow the shape of their linear element number: uniform is
+// one scalar access, linear with stride 1 a vector load or store, anything
+// else a gather or scatter. Control flow whose condition or bounds vary
+// between lanes becomes a mask: an `If` runs each side under the lanes that
+// take it and skips a side no lane takes; a `For` whose bounds vary runs
+// while any lane is still in its range. Stores, reductions and atomics only
+// happen in active lanes; the last points, fewer than `lanes`, run under a
+// mask too.
+//
+// Each lane computes exactly what the scalar lowering computes for its point
+// (the same LLVM operations on vectors, the same math intrinsics), so integer
+// results are identical and floating-point results are the same except for
+// the order in which a float sum reduction is combined, which the scalar
+// code leaves to LLVM already. Kernels that this lowering does not take (see
+// simd_plan) use the scalar lowering, and the LLVM dump says why.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "llvm_lowering.hpp"
+
+namespace canopy::jit {
+
+/// How a kernel is lowered for the host CPU.
+struct SimdPlan {
+  int lanes = 0;       ///< points per vector; 0: the scalar lowering
+  std::string reason;  ///< why, for the dumps ("8 lanes of dimension 0", or why not)
+};
+
+/// Decides, from CANOPY_SIMD and CANOPY_SIMD_WIDTH and the kernel, whether
+/// the kernel is lowered with SIMD across points and with how many lanes.
+/// `vector_bits` is the width of the host's vector registers (128, 256, 512).
+/// In `auto` mode a kernel is taken when a point has control flow (a loop or
+/// a branch), which LLVM's loop vectorizer cannot turn into lanes; a
+/// straight-line body stays with the vectorizer, which already does it well.
+SimdPlan simd_plan(const ir::Kernel& kernel, int vector_bits);
+
+class SimdLowering final : public LlvmLowering {
+ public:
+  SimdLowering(llvm::Module& module, const ir::Kernel& kernel, int lanes);
+
+ private:
+  enum class Shape { Uniform, Linear, Varying };
+  /// A lowered value and its shape. Linear: `value` is lane 0's value and
+  /// `stride` the step from one lane to the next (both scalars).
+  struct Shaped {
+    Shape shape = Shape::Uniform;
+    llvm::Value* value = nullptr;
+    llvm::Value* stride = nullptr;
+  };
+
+  // ---- hooks ----
+  void emit_index_space(const std::function<void()>& body) override;
+  void begin_reductions() override;
+  void finish_reductions() override;
+
+  // ---- shapes ----
+  Shaped shaped_of(const ir::Expr& expr);
+  static Shaped uniform(llvm::Value* value) { return {Shape::Uniform, value, nullptr}; }
+  static Shaped varying(llvm::Value* value) { return {Shape::Varying, value, nullptr}; }
+  Shaped linear(llvm::Value* base, llvm::Value* stride);
+  /// The value as a vector of `lanes_` elements.
+  llvm::Value* vector_of(const Shaped& value);
+  llvm::Value* splat(llvm::Value* scalar);
+  /// The mask of active lanes as a vector (all true when every lane is).
+  llvm::Value* active_lanes();
+  /// True in some lane of `mask`.
+  llvm::Value* any_lane(llvm::Value* mask);
+  /// Shaped integer arithmetic: linear where it stays linear.
+  Shaped add(const Shaped& a, const Shaped& b);
+  Shaped multiply(const Shaped& a, const Shaped& b);
+  Shaped negate(const Shaped& a);
+  /// The element number of `indices` in array `param`, and its element type in memory.
+  Shaped element_number(int param, const std::vector<ir::Expr>& indices);
+  /// The addresses of the elements `number` of `param`: a scalar pointer when
+  /// uniform or consecutive (lane 0's), else a vector of pointers.
+  llvm::Value* element_pointer(int param, const Shaped& number);
+  static bool is_consecutive(const Shaped& number);
+  /// Runs `body` under `mask` (a vector), skipping it when no lane is active.
+  void under_mask(llvm::Value* mask, const std::function<void()>& body);
+
+  void visit(const ir::Const& node) override;
+  void visit(const ir::Index& node) override;
+  void visit(const ir::ParamRef& node) override;
+  void visit(const ir::VarRef& node) override;
+  void visit(const ir::Extent& node) override;
+  void visit(const ir::Load& node) override;
+  void visit(const ir::Unary& node) override;
+  void visit(const ir::Binary& node) override;
+  void visit(const ir::Compare& node) override;
+  void visit(const ir::Cast& node) override;
+  void visit(const ir::Call& node) override;
+  void visit(const ir::Select& node) override;
+
+  void visit(const ir::Decl& node) override;
+  void visit(const ir::Assign& node) override;
+  void visit(const ir::Store& node) override;
+  void visit(const ir::AtomicAdd& node) override;
+  void visit(const ir::Reduce& node) override;
+  void visit(const ir::If& node) override;
+  void visit(const ir::For& node) override;
+
+  const int lanes_;
+  Shaped shaped_;                 ///< the result of the expression just visited
+  std::vector<Shaped> indices_;   ///< index(d) at the current points
+  llvm::Value* mask_ = nullptr;   ///< the active lanes; null when all are
+  /// Variables assigned after their declaration live in vector stack slots;
+  /// the others are bound to their value (of any shape) where declared.
+  std::unordered_set<std::string> assigned_;
+  std::unordered_map<std::string, Shaped> bound_;
+  std::unordered_map<std::string, llvm::AllocaInst*> slots_;
+  /// Per reduction parameter: one accumulator per lane.
+  std::vector<llvm::AllocaInst*> lane_accumulators_;
+};
+
+}  // namespace canopy::jit

@@ -1,0 +1,562 @@
+#include "internal/simd_lowering.hpp"
+
+#include <algorithm>
+
+#include <llvm/IR/Intrinsics.h>
+
+#include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
+#include <canopy/ir/visitor.hpp>
+
+namespace canopy::jit {
+
+using ir::ScalarType;
+
+namespace {
+
+// What a plan needs to know of a kernel's body, in one walk.
+struct BodyFacts : ir::Visitor {
+  bool control_flow = false;
+  std::unordered_set<std::string> assigned;
+  int widest_bits = 0;  ///< of the floats and 32-bit integers points compute with
+
+  void note(ScalarType type) {
+    if (ir::is_float(type) || type == ScalarType::I32) widest_bits = std::max(widest_bits, static_cast<int>(ir::size_of(type) * 8));
+  }
+  void visit(const ir::If& node) override {
+    control_flow = true;
+    Visitor::visit(node);
+  }
+  void visit(const ir::For& node) override {
+    control_flow = true;
+    Visitor::visit(node);
+  }
+  void visit(const ir::Assign& node) override {
+    assigned.insert(node.name);
+    Visitor::visit(node);
+  }
+  void visit(const ir::Decl& node) override {
+    note(node.type);
+    Visitor::visit(node);
+  }
+  void visit(const ir::Load& node) override {
+    note(node.type);
+    Visitor::visit(node);
+  }
+};
+
+}  // namespace
+
+SimdPlan simd_plan(const ir::Kernel& kernel, int vector_bits) {
+  const Settings& s = settings();
+  if (s.simd == "off") return {0, "scalar point loop: CANOPY_SIMD=off"};
+  if (kernel.dims < 1) return {0, "scalar point loop: the kernel has no index space"};
+  BodyFacts facts;
+  facts.walk(kernel.body);
+  if (s.simd != "on" && !facts.control_flow)
+    return {0, "scalar point loop: a straight-line body, left to LLVM's loop vectorizer (CANOPY_SIMD=on takes it)"};
+  for (const auto& param : kernel.params)
+    if (param.is_array()) facts.note(param.type);
+  // Two registers' worth of the widest type: two independent chains per
+  // accumulator hide the latency of floating-point adds.
+  const int widest = std::max(facts.widest_bits, 32);
+  int lanes = s.simd_width > 0 ? s.simd_width : std::clamp(2 * vector_bits / widest, 2, 32);
+  return {lanes, "SIMD across points: " + std::to_string(lanes) + " lanes of dimension " +
+                     std::to_string(kernel.dims - 1) + (s.simd_width > 0 ? " (CANOPY_SIMD_WIDTH)" : "")};
+}
+
+SimdLowering::SimdLowering(llvm::Module& module, const ir::Kernel& kernel, int lanes)
+    : LlvmLowering(module, kernel), lanes_(lanes) {
+  BodyFacts facts;
+  facts.walk(kernel.body);
+  assigned_ = std::move(facts.assigned);
+}
+
+// ---- the index space --------------------------------------------------------
+
+void SimdLowering::emit_index_space(const std::function<void()>& body) {
+  const int last = kernel_.dims - 1;
+  indices_.assign(kernel_.dims, {});
+  auto* i64 = builder_.getInt64Ty();
+  auto* one = builder_.getInt64(1);
+  std::function<void(int)> nest = [&](int dim) {
+    if (dim < last) {
+      std::string name = "i";
+      name += std::to_string(dim);
+      emit_counted_loop(ranges_[dim].first, ranges_[dim].second, 1, name, [&](llvm::Value* i) {
+        indices_[dim] = uniform(i);
+        nest(dim + 1);
+      });
+      return;
+    }
+    // Whole vectors of points, then the rest under a mask.
+    auto [lo, hi] = ranges_[last];
+    llvm::Value* count = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, builder_.CreateSub(hi, lo),
+                                                        llvm::ConstantInt::get(i64, 0), nullptr, "points");
+    llvm::Value* whole = builder_.CreateAnd(count, llvm::ConstantInt::get(i64, -std::int64_t{lanes_}));
+    llvm::Value* whole_end = builder_.CreateAdd(lo, whole, "whole_end");
+    emit_counted_loop(lo, whole_end, lanes_, "v" + std::to_string(last), [&](llvm::Value* i) {
+      indices_[last] = linear(i, one);
+      mask_ = nullptr;
+      body();
+    });
+    llvm::Value* rest = builder_.CreateSub(count, whole, "rest");
+    auto* tail = llvm::BasicBlock::Create(context_, "tail", function_);
+    auto* done = llvm::BasicBlock::Create(context_, "tail.done", function_);
+    builder_.CreateCondBr(builder_.CreateICmpSGT(rest, llvm::ConstantInt::get(i64, 0)), tail, done);
+    builder_.SetInsertPoint(tail);
+    std::vector<llvm::Constant*> numbers;
+    for (int l = 0; l < lanes_; ++l) numbers.push_back(llvm::ConstantInt::get(i64, l));
+    mask_ = builder_.CreateICmpSLT(llvm::ConstantVector::get(numbers), splat(rest), "tail.lanes");
+    indices_[last] = linear(whole_end, one);
+    body();
+    mask_ = nullptr;
+    builder_.CreateBr(done);
+    builder_.SetInsertPoint(done);
+  };
+  nest(0);
+}
+
+void SimdLowering::begin_reductions() {
+  LlvmLowering::begin_reductions();
+  lane_accumulators_.assign(kernel_.params.size(), nullptr);
+  for (std::size_t p = 0; p < kernel_.params.size(); ++p) {
+    const ir::Param& param = kernel_.params[p];
+    if (!param.is_reduction()) continue;
+    llvm::Value* identity = value_of(ir::identity_of(param.reduce, param.type));
+    lane_accumulators_[p] = entry_alloca(llvm::VectorType::get(identity->getType(), lanes_, false), param.name + ".lanes");
+    builder_.CreateStore(splat(identity), lane_accumulators_[p]);
+  }
+}
+
+void SimdLowering::finish_reductions() {
+  // The lanes are combined into the scalar accumulator, which the scalar
+  // lowering then publishes.
+  for (std::size_t p = 0; p < kernel_.params.size(); ++p) {
+    llvm::AllocaInst* lanes = lane_accumulators_[p];
+    if (!lanes) continue;
+    const ir::Param& param = kernel_.params[p];
+    llvm::AllocaInst* accumulator = params_[p].accumulator;
+    llvm::Value* vector = builder_.CreateLoad(lanes->getAllocatedType(), lanes);
+    llvm::Value* total = builder_.CreateLoad(accumulator->getAllocatedType(), accumulator);
+    for (int l = 0; l < lanes_; ++l)
+      total = combine(param.reduce, param.type, total, builder_.CreateExtractElement(vector, l));
+    builder_.CreateStore(total, accumulator);
+  }
+  LlvmLowering::finish_reductions();
+}
+
+// ---- shapes -----------------------------------------------------------------
+
+SimdLowering::Shaped SimdLowering::shaped_of(const ir::Expr& expr) {
+  if (!expr) fail("an expression is missing");
+  shaped_ = {};
+  walk(expr);
+  if (!shaped_.value) fail("an expression produced no value");
+  return shaped_;
+}
+
+SimdLowering::Shaped SimdLowering::linear(llvm::Value* base, llvm::Value* stride) {
+  if (auto* constant = llvm::dyn_cast<llvm::ConstantInt>(stride); constant && constant->isZero()) return uniform(base);
+  return {Shape::Linear, base, stride};
+}
+
+llvm::Value* SimdLowering::splat(llvm::Value* scalar) { return builder_.CreateVectorSplat(lanes_, scalar); }
+
+llvm::Value* SimdLowering::vector_of(const Shaped& value) {
+  switch (value.shape) {
+    case Shape::Varying: return value.value;
+    case Shape::Uniform: return splat(value.value);
+    case Shape::Linear: {
+      std::vector<llvm::Constant*> numbers;
+      for (int l = 0; l < lanes_; ++l) numbers.push_back(llvm::ConstantInt::get(value.value->getType(), l));
+      // Wrapping arithmetic, as the scalar code's would be for each point.
+      return builder_.CreateAdd(splat(value.value),
+                                builder_.CreateMul(llvm::ConstantVector::get(numbers), splat(value.stride)));
+    }
+  }
+  fail("unknown shape");
+}
+
+llvm::Value* SimdLowering::active_lanes() { return mask_ ? mask_ : splat(builder_.getTrue()); }
+
+llvm::Value* SimdLowering::any_lane(llvm::Value* mask) {
+  return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_or, mask);
+}
+
+SimdLowering::Shaped SimdLowering::add(const Shaped& a, const Shaped& b) {
+  if (a.shape == Shape::Varying || b.shape == Shape::Varying)
+    return varying(builder_.CreateAdd(vector_of(a), vector_of(b)));
+  llvm::Value* value = builder_.CreateAdd(a.value, b.value);
+  if (a.shape == Shape::Uniform && b.shape == Shape::Uniform) return uniform(value);
+  if (a.shape == Shape::Uniform) return linear(value, b.stride);
+  if (b.shape == Shape::Uniform) return linear(value, a.stride);
+  return linear(value, builder_.CreateAdd(a.stride, b.stride));
+}
+
+SimdLowering::Shaped SimdLowering::multiply(const Shaped& a, const Shaped& b) {
+  if (a.shape == Shape::Uniform && b.shape == Shape::Uniform) return uniform(builder_.CreateMul(a.value, b.value));
+  if (a.shape == Shape::Linear && b.shape == Shape::Uniform)
+    return linear(builder_.CreateMul(a.value, b.value), builder_.CreateMul(a.stride, b.value));
+  if (a.shape == Shape::Uniform && b.shape == Shape::Linear) return multiply(b, a);
+  return varying(builder_.CreateMul(vector_of(a), vector_of(b)));
+}
+
+SimdLowering::Shaped SimdLowering::negate(const Shaped& a) {
+  switch (a.shape) {
+    case Shape::Uniform: return uniform(builder_.CreateNeg(a.value));
+    case Shape::Linear: return linear(builder_.CreateNeg(a.value), builder_.CreateNeg(a.stride));
+    case Shape::Varying: return varying(builder_.CreateNeg(a.value));
+  }
+  fail("unknown shape");
+}
+
+bool SimdLowering::is_consecutive(const Shaped& number) {
+  if (number.shape != Shape::Linear) return false;
+  auto* stride = llvm::dyn_cast<llvm::ConstantInt>(number.stride);
+  return stride && stride->isOne();
+}
+
+SimdLowering::Shaped SimdLowering::element_number(int param, const std::vector<ir::Expr>& indices) {
+  const ir::Param& p = kernel_.params.at(param);
+  const LoweredParam& lowered = params_.at(param);
+  if (!p.is_array() || indices.size() != lowered.extents.size())
+    fail("parameter '" + p.name + "' indexed as an array of rank " + std::to_string(indices.size()));
+  Shaped number;
+  for (std::size_t d = 0; d < indices.size(); ++d) {
+    Shaped index = shaped_of(indices[d]);
+    if (index.value->getType()->getScalarSizeInBits() != 64) {
+      // Widening a linear i32 could wrap between lanes: only uniform values stay as they are.
+      if (index.shape == Shape::Uniform)
+        index = uniform(builder_.CreateSExt(index.value, builder_.getInt64Ty()));
+      else
+        index = varying(builder_.CreateSExt(vector_of(index), llvm::VectorType::get(builder_.getInt64Ty(), lanes_, false)));
+    }
+    number = d == 0 ? index : add(multiply(number, uniform(lowered.extents[d])), index);
+  }
+  return number;
+}
+
+llvm::Value* SimdLowering::element_pointer(int param, const Shaped& number) {
+  llvm::Type* element = memory_type(kernel_.params.at(param).type);
+  llvm::Value* base = params_.at(param).base;
+  // In bounds: a kernel never addresses outside its arrays (checked mode says so when it would).
+  if (number.shape == Shape::Varying) return builder_.CreateInBoundsGEP(element, base, number.value);
+  if (number.shape == Shape::Linear && !is_consecutive(number))
+    return builder_.CreateInBoundsGEP(element, base, vector_of(number));
+  return builder_.CreateInBoundsGEP(element, base, number.value);
+}
+
+void SimdLowering::under_mask(llvm::Value* mask, const std::function<void()>& body) {
+  auto* run = llvm::BasicBlock::Create(context_, "lanes", function_);
+  auto* after = llvm::BasicBlock::Create(context_, "lanes.done", function_);
+  builder_.CreateCondBr(any_lane(mask), run, after);
+  builder_.SetInsertPoint(run);
+  llvm::Value* outer = mask_;
+  mask_ = mask;
+  body();
+  mask_ = outer;
+  builder_.CreateBr(after);
+  builder_.SetInsertPoint(after);
+}
+
+// ---- expressions ------------------------------------------------------------
+
+void SimdLowering::visit(const ir::Const& node) {
+  LlvmLowering::visit(node);
+  shaped_ = uniform(value_);
+}
+
+void SimdLowering::visit(const ir::Index& node) {
+  if (node.dim < 0 || node.dim >= static_cast<int>(indices_.size()) || !indices_[node.dim].value)
+    fail("index(" + std::to_string(node.dim) + ") in a kernel of " + std::to_string(kernel_.dims) + " dimensions");
+  shaped_ = indices_[node.dim];
+}
+
+void SimdLowering::visit(const ir::ParamRef& node) {
+  LlvmLowering::visit(node);
+  shaped_ = uniform(value_);
+}
+
+void SimdLowering::visit(const ir::Extent& node) {
+  LlvmLowering::visit(node);
+  shaped_ = uniform(value_);
+}
+
+void SimdLowering::visit(const ir::VarRef& node) {
+  if (auto bound = bound_.find(node.name); bound != bound_.end()) {
+    shaped_ = bound->second;
+    return;
+  }
+  auto slot = slots_.find(node.name);
+  if (slot == slots_.end()) fail("variable '" + node.name + "' read before its declaration");
+  shaped_ = varying(builder_.CreateLoad(slot->second->getAllocatedType(), slot->second, node.name));
+}
+
+void SimdLowering::visit(const ir::Load& node) {
+  const Shaped number = element_number(node.param, node.indices);
+  llvm::Type* element = memory_type(node.type);
+  llvm::Value* pointer = element_pointer(node.param, number);
+  const auto align = module_.getDataLayout().getABITypeAlign(element);
+  if (number.shape == Shape::Uniform) {
+    // Some lane is active wherever code runs, and its point loads this element.
+    shaped_ = uniform(from_memory(builder_.CreateLoad(element, pointer), node.type));
+    return;
+  }
+  auto* type = llvm::VectorType::get(element, lanes_, false);
+  llvm::Value* loaded = nullptr;
+  if (is_consecutive(number)) {
+    if (mask_)
+      loaded = builder_.CreateMaskedLoad(type, pointer, align, mask_, llvm::PoisonValue::get(type));
+    else
+      loaded = builder_.CreateAlignedLoad(type, pointer, align);
+  } else {
+    loaded = builder_.CreateMaskedGather(type, pointer, align, active_lanes(), llvm::PoisonValue::get(type));
+  }
+  shaped_ = varying(from_memory(loaded, node.type));
+}
+
+void SimdLowering::visit(const ir::Unary& node) {
+  const Shaped x = shaped_of(node.operand);
+  if (node.op == ir::UnaryOp::Neg && !ir::is_float(node.type)) {
+    shaped_ = negate(x);
+    return;
+  }
+  llvm::Value* operand = x.shape == Shape::Uniform ? x.value : vector_of(x);
+  llvm::Value* result = node.op == ir::UnaryOp::Not ? builder_.CreateNot(operand)
+                        : ir::is_float(node.type)   ? builder_.CreateFNeg(operand)
+                                                    : builder_.CreateNeg(operand);
+  shaped_ = x.shape == Shape::Uniform ? uniform(result) : varying(result);
+}
+
+void SimdLowering::visit(const ir::Binary& node) {
+  const Shaped a = shaped_of(node.lhs);
+  const Shaped b = shaped_of(node.rhs);
+  if (ir::is_int(node.type)) {
+    switch (node.op) {
+      case ir::BinaryOp::Add: shaped_ = add(a, b); return;
+      case ir::BinaryOp::Sub: shaped_ = add(a, negate(b)); return;
+      case ir::BinaryOp::Mul: shaped_ = multiply(a, b); return;
+      default: break;
+    }
+  }
+  if (a.shape == Shape::Uniform && b.shape == Shape::Uniform) {
+    shaped_ = uniform(lower_binary(node.op, node.type, a.value, b.value));
+    return;
+  }
+  shaped_ = varying(lower_binary(node.op, node.type, vector_of(a), vector_of(b)));
+}
+
+void SimdLowering::visit(const ir::Compare& node) {
+  const Shaped a = shaped_of(node.lhs);
+  const Shaped b = shaped_of(node.rhs);
+  if (a.shape == Shape::Uniform && b.shape == Shape::Uniform) {
+    shaped_ = uniform(lower_compare(node.op, node.lhs->type, a.value, b.value));
+    return;
+  }
+  shaped_ = varying(lower_compare(node.op, node.lhs->type, vector_of(a), vector_of(b)));
+}
+
+void SimdLowering::visit(const ir::Cast& node) {
+  const Shaped x = shaped_of(node.operand);
+  const ScalarType from = node.operand->type;
+  if (x.shape == Shape::Uniform) {
+    shaped_ = uniform(lower_cast(x.value, from, node.type));
+  } else if (x.shape == Shape::Linear && ir::is_int(node.type) && ir::size_of(node.type) <= ir::size_of(from)) {
+    // Narrowing (or none) keeps lanes linear: truncation respects wrapping sums and products.
+    shaped_ = linear(lower_cast(x.value, from, node.type), lower_cast(x.stride, from, node.type));
+  } else {
+    shaped_ = varying(lower_cast(vector_of(x), from, node.type));
+  }
+}
+
+void SimdLowering::visit(const ir::Call& node) {
+  if (static_cast<int>(node.args.size()) != ir::arity_of(node.fn))
+    fail("math function " + std::string(ir::name_of(node.fn)) + " with " + std::to_string(node.args.size()) +
+         " arguments");
+  std::vector<Shaped> shaped;
+  bool all_uniform = true;
+  for (const auto& arg : node.args) {
+    shaped.push_back(shaped_of(arg));
+    all_uniform = all_uniform && shaped.back().shape == Shape::Uniform;
+  }
+  std::vector<llvm::Value*> args;
+  for (const auto& arg : shaped) args.push_back(all_uniform ? arg.value : vector_of(arg));
+  llvm::Value* result = emit_math(node.fn, node.type, args);
+  shaped_ = all_uniform ? uniform(result) : varying(result);
+}
+
+void SimdLowering::visit(const ir::Select& node) {
+  const Shaped cond = shaped_of(node.cond);
+  const Shaped if_true = shaped_of(node.if_true);
+  const Shaped if_false = shaped_of(node.if_false);
+  if (cond.shape == Shape::Uniform && if_true.shape == Shape::Uniform && if_false.shape == Shape::Uniform) {
+    shaped_ = uniform(builder_.CreateSelect(cond.value, if_true.value, if_false.value));
+    return;
+  }
+  // A uniform condition may pick between vectors as a whole.
+  llvm::Value* c = cond.shape == Shape::Uniform ? cond.value : vector_of(cond);
+  shaped_ = varying(builder_.CreateSelect(c, vector_of(if_true), vector_of(if_false)));
+}
+
+// ---- statements -------------------------------------------------------------
+
+void SimdLowering::visit(const ir::Decl& node) {
+  const Shaped init = shaped_of(node.init);
+  if (!assigned_.count(node.name)) {
+    bound_[node.name] = init;  // never assigned: the value itself, of whatever shape
+    return;
+  }
+  auto [slot, inserted] = slots_.try_emplace(node.name, nullptr);
+  if (inserted)
+    slot->second = entry_alloca(llvm::VectorType::get(value_type(node.type), lanes_, false), node.name + ".lanes");
+  // Inactive lanes may take the value too: the variable is not visible outside this block.
+  builder_.CreateStore(vector_of(init), slot->second);
+}
+
+void SimdLowering::visit(const ir::Assign& node) {
+  auto slot = slots_.find(node.name);
+  if (slot == slots_.end()) fail("assignment to undeclared variable '" + node.name + "'");
+  llvm::Value* value = vector_of(shaped_of(node.value));
+  if (mask_) {
+    llvm::Value* old = builder_.CreateLoad(slot->second->getAllocatedType(), slot->second);
+    value = builder_.CreateSelect(mask_, value, old);
+  }
+  builder_.CreateStore(value, slot->second);
+}
+
+void SimdLowering::visit(const ir::Store& node) {
+  llvm::Value* value = to_memory(vector_of(shaped_of(node.value)), node.value->type);
+  const Shaped number = element_number(node.param, node.indices);
+  llvm::Value* pointer = element_pointer(node.param, number);
+  const auto align = module_.getDataLayout().getABITypeAlign(memory_type(node.value->type));
+  if (is_consecutive(number)) {
+    if (mask_)
+      builder_.CreateMaskedStore(value, pointer, align, mask_);
+    else
+      builder_.CreateAlignedStore(value, pointer, align);
+    return;
+  }
+  // A scatter writes its lanes in order, so the last point that stores to an
+  // element wins, as in the scalar loop.
+  if (number.shape == Shape::Uniform) pointer = splat(pointer);
+  builder_.CreateMaskedScatter(value, pointer, align, active_lanes());
+}
+
+void SimdLowering::visit(const ir::AtomicAdd& node) {
+  if (!ir::is_numeric(node.value->type)) fail("atomic add of a bool");
+  llvm::Value* values = vector_of(shaped_of(node.value));
+  const Shaped number = element_number(node.param, node.indices);
+  llvm::Value* pointer = element_pointer(node.param, number);
+  if (number.shape != Shape::Varying && number.shape != Shape::Linear) pointer = splat(pointer);
+  if (is_consecutive(number))
+    pointer = builder_.CreateInBoundsGEP(memory_type(node.value->type), splat(pointer),
+                                         vector_of(linear(builder_.getInt64(0), builder_.getInt64(1))));
+  // One atomic per active lane, in lane order.
+  for (int l = 0; l < lanes_; ++l) {
+    auto emit = [&] {
+      emit_atomic_add(builder_.CreateExtractElement(pointer, l), builder_.CreateExtractElement(values, l),
+                      node.value->type);
+    };
+    if (!mask_) {
+      emit();
+      continue;
+    }
+    auto* run = llvm::BasicBlock::Create(context_, "atomic.lane", function_);
+    auto* after = llvm::BasicBlock::Create(context_, "atomic.next", function_);
+    builder_.CreateCondBr(builder_.CreateExtractElement(mask_, l), run, after);
+    builder_.SetInsertPoint(run);
+    emit();
+    builder_.CreateBr(after);
+    builder_.SetInsertPoint(after);
+  }
+}
+
+void SimdLowering::visit(const ir::Reduce& node) {
+  const ir::Param& p = kernel_.params.at(node.param);
+  llvm::AllocaInst* lanes = lane_accumulators_.at(node.param);
+  if (!lanes) fail("reduce into parameter '" + p.name + "', which is not a reduction");
+  llvm::Value* current = builder_.CreateLoad(lanes->getAllocatedType(), lanes);
+  llvm::Value* next = combine(p.reduce, p.type, current, vector_of(shaped_of(node.value)));
+  if (mask_) next = builder_.CreateSelect(mask_, next, current);
+  builder_.CreateStore(next, lanes);
+}
+
+void SimdLowering::visit(const ir::If& node) {
+  const Shaped cond = shaped_of(node.cond);
+  if (cond.shape == Shape::Uniform) {
+    // The same way for every lane: an ordinary branch.
+    auto* then_block = llvm::BasicBlock::Create(context_, "then", function_);
+    auto* else_block = node.else_body ? llvm::BasicBlock::Create(context_, "else", function_) : nullptr;
+    auto* merge = llvm::BasicBlock::Create(context_, "endif", function_);
+    builder_.CreateCondBr(cond.value, then_block, else_block ? else_block : merge);
+    builder_.SetInsertPoint(then_block);
+    walk(node.then_body);
+    builder_.CreateBr(merge);
+    if (else_block) {
+      builder_.SetInsertPoint(else_block);
+      walk(node.else_body);
+      builder_.CreateBr(merge);
+    }
+    builder_.SetInsertPoint(merge);
+    return;
+  }
+  llvm::Value* c = vector_of(cond);
+  llvm::Value* taken = mask_ ? builder_.CreateAnd(mask_, c) : c;
+  llvm::Value* not_taken = node.else_body ? builder_.CreateNot(c) : nullptr;
+  if (not_taken && mask_) not_taken = builder_.CreateAnd(mask_, not_taken);
+  under_mask(taken, [&] { walk(node.then_body); });
+  if (node.else_body) under_mask(not_taken, [&] { walk(node.else_body); });
+}
+
+void SimdLowering::visit(const ir::For& node) {
+  if (!ir::is_const(node.step) || !ir::is_int(node.step->type) || node.step->as<ir::Const>().int_value <= 0)
+    fail("loop over '" + node.var + "' whose step is not a positive integer literal");
+  const std::int64_t step = node.step->as<ir::Const>().int_value;
+  const Shaped begin = shaped_of(node.begin);
+  const Shaped end = shaped_of(node.end);
+  if (begin.shape == Shape::Uniform && end.shape == Shape::Uniform) {
+    emit_counted_loop(begin.value, end.value, step, node.var, [&](llvm::Value* counter) {
+      bound_[node.var] = uniform(counter);
+      walk(node.body);
+    });
+    bound_.erase(node.var);
+    return;
+  }
+  // Bounds that differ between lanes: each lane counts on its own, and the
+  // loop runs while any lane is still below its end. A lane's counter never
+  // wraps: once its next value would pass its end, it is set to the end.
+  llvm::Value* first = vector_of(begin);
+  llvm::Value* last = vector_of(end);
+  auto* type = first->getType();
+  auto* element = llvm::cast<llvm::IntegerType>(type->getScalarType());
+  llvm::Value* step_value = llvm::ConstantInt::get(type, step, true);
+  llvm::Value* limit = builder_.CreateSub(last, step_value, node.var + ".limit");
+  llvm::Value* can_step = builder_.CreateICmpSGE(
+      last, llvm::ConstantInt::get(type, llvm::APInt::getSignedMinValue(element->getBitWidth()) + step));
+  llvm::Value* outer = mask_;
+  auto* before = builder_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(context_, node.var + ".lanes.loop", function_);
+  auto* body = llvm::BasicBlock::Create(context_, node.var + ".lanes.body", function_);
+  auto* after = llvm::BasicBlock::Create(context_, node.var + ".lanes.done", function_);
+  builder_.CreateBr(header);
+  builder_.SetInsertPoint(header);
+  auto* counter = builder_.CreatePHI(type, 2, node.var);
+  counter->addIncoming(first, before);
+  llvm::Value* active = builder_.CreateICmpSLT(counter, last);
+  if (outer) active = builder_.CreateAnd(outer, active);
+  builder_.CreateCondBr(any_lane(active), body, after);
+  builder_.SetInsertPoint(body);
+  mask_ = active;
+  bound_[node.var] = varying(counter);
+  walk(node.body);
+  bound_.erase(node.var);
+  mask_ = outer;
+  llvm::Value* steps = builder_.CreateAnd(can_step, builder_.CreateICmpSLT(counter, limit));
+  llvm::Value* next = builder_.CreateSelect(steps, builder_.CreateAdd(counter, step_value), last);
+  counter->addIncoming(next, builder_.GetInsertBlock());
+  builder_.CreateBr(header);
+  builder_.SetInsertPoint(after);
+}
+
+}  // namespace canopy::jit
