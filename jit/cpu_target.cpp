@@ -19,6 +19,7 @@
 
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 #include "cpu_abi.hpp"
 #include "internal/llvm_lowering.hpp"
@@ -130,7 +131,9 @@ HostTarget::HostTarget() {
 }
 
 int HostTarget::vector_bits() const {
-  auto has = [&](const char* feature) { return ("," + features_ + ",").find(std::string(",+") + feature + ",") != std::string::npos; };
+  auto has = [&](const char* feature) {
+    return ("," + features_ + ",").find(std::string(",+") + feature + ",") != std::string::npos;
+  };
   if (has("avx512f")) return 512;
   if (has("avx")) return 256;
   return 128;
@@ -157,12 +160,19 @@ std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol
   module.setTargetTriple(machine->getTargetTriple().str());
   module.setDataLayout(machine->createDataLayout());
 
-  const SimdPlan plan = simd_plan(kernel, HostTarget::get().vector_bits());
+  SimdPlan plan = simd_plan(kernel, HostTarget::get().vector_bits());
   llvm::Function* function = nullptr;
   if (plan.lanes > 0) {
     SimdLowering lowering(module, kernel, plan.lanes);
     function = lowering.lower(symbol);
-  } else {
+    // In auto mode a kernel whose inner loop would gather goes back to the scalar loop.
+    if (std::string refusal = lowering.refusal(); !refusal.empty() && settings().simd != "on") {
+      function->eraseFromParent();
+      function = nullptr;
+      plan = {0, refusal};
+    }
+  }
+  if (!function) {
     LlvmLowering lowering(module, kernel);
     function = lowering.lower(symbol);
   }

@@ -21,7 +21,8 @@ struct BodyFacts : ir::Visitor {
   int widest_bits = 0;  ///< of the floats and 32-bit integers points compute with
 
   void note(ScalarType type) {
-    if (ir::is_float(type) || type == ScalarType::I32) widest_bits = std::max(widest_bits, static_cast<int>(ir::size_of(type) * 8));
+    if (ir::is_float(type) || type == ScalarType::I32)
+      widest_bits = std::max(widest_bits, static_cast<int>(ir::size_of(type) * 8));
   }
   void visit(const ir::If& node) override {
     control_flow = true;
@@ -124,7 +125,8 @@ void SimdLowering::begin_reductions() {
     const ir::Param& param = kernel_.params[p];
     if (!param.is_reduction()) continue;
     llvm::Value* identity = value_of(ir::identity_of(param.reduce, param.type));
-    lane_accumulators_[p] = entry_alloca(llvm::VectorType::get(identity->getType(), lanes_, false), param.name + ".lanes");
+    lane_accumulators_[p] =
+        entry_alloca(llvm::VectorType::get(identity->getType(), lanes_, false), param.name + ".lanes");
     builder_.CreateStore(splat(identity), lane_accumulators_[p]);
   }
 }
@@ -230,7 +232,8 @@ SimdLowering::Shaped SimdLowering::element_number(int param, const std::vector<i
       if (index.shape == Shape::Uniform)
         index = uniform(builder_.CreateSExt(index.value, builder_.getInt64Ty()));
       else
-        index = varying(builder_.CreateSExt(vector_of(index), llvm::VectorType::get(builder_.getInt64Ty(), lanes_, false)));
+        index =
+            varying(builder_.CreateSExt(vector_of(index), llvm::VectorType::get(builder_.getInt64Ty(), lanes_, false)));
     }
     number = d == 0 ? index : add(multiply(number, uniform(lowered.extents[d])), index);
   }
@@ -245,6 +248,21 @@ llvm::Value* SimdLowering::element_pointer(int param, const Shaped& number) {
   if (number.shape == Shape::Linear && !is_consecutive(number))
     return builder_.CreateInBoundsGEP(element, base, vector_of(number));
   return builder_.CreateInBoundsGEP(element, base, number.value);
+}
+
+void SimdLowering::note_access(const Shaped& number) {
+  if (loop_depth_ > deepest_) {
+    deepest_ = loop_depth_;
+    scattered_ = 0;
+  }
+  const bool scattered = number.shape == Shape::Varying || (number.shape == Shape::Linear && !is_consecutive(number));
+  if (loop_depth_ == deepest_ && scattered) ++scattered_;
+}
+
+std::string SimdLowering::refusal() const {
+  if (deepest_ == 0 || scattered_ == 0) return "";
+  return "scalar point loop: " + std::to_string(scattered_) +
+         " gathers or scatters in the innermost loop of a point would cost more than the scalar loop";
 }
 
 void SimdLowering::under_mask(llvm::Value* mask, const std::function<void()>& body) {
@@ -295,6 +313,7 @@ void SimdLowering::visit(const ir::VarRef& node) {
 
 void SimdLowering::visit(const ir::Load& node) {
   const Shaped number = element_number(node.param, node.indices);
+  note_access(number);
   llvm::Type* element = memory_type(node.type);
   llvm::Value* pointer = element_pointer(node.param, number);
   const auto align = module_.getDataLayout().getABITypeAlign(element);
@@ -382,8 +401,49 @@ void SimdLowering::visit(const ir::Call& node) {
   }
   std::vector<llvm::Value*> args;
   for (const auto& arg : shaped) args.push_back(all_uniform ? arg.value : vector_of(arg));
-  llvm::Value* result = emit_math(node.fn, node.type, args);
-  shaped_ = all_uniform ? uniform(result) : varying(result);
+  if (all_uniform) {
+    shaped_ = uniform(emit_math(node.fn, node.type, args));
+    return;
+  }
+  const bool library_call = node.fn == ir::MathFn::Exp || node.fn == ir::MathFn::Log || node.fn == ir::MathFn::Sin ||
+                            node.fn == ir::MathFn::Cos || node.fn == ir::MathFn::Pow;
+  if (!mask_ || !library_call) {
+    shaped_ = varying(emit_math(node.fn, node.type, args));
+    return;
+  }
+  // The C library's function once per active lane only: under a branch most
+  // lanes may be inactive, and each call costs as much as a whole vector of
+  // arithmetic.
+  // Arguments and results go through stack arrays, so that each lane is a
+  // scalar load and store rather than a whole vector's insert.
+  llvm::Type* element = value_type(node.type);
+  auto* vector_type = llvm::VectorType::get(element, lanes_, false);
+  std::vector<llvm::AllocaInst*> arg_slots;
+  for (std::size_t a = 0; a < args.size(); ++a) {
+    arg_slots.push_back(entry_alloca(args[a]->getType(), "arg.lanes"));
+    builder_.CreateStore(args[a], arg_slots.back());
+  }
+  auto* result = entry_alloca(vector_type, std::string(ir::name_of(node.fn)) + ".lanes");
+  auto* bits_type = builder_.getIntNTy(static_cast<unsigned>(lanes_));
+  llvm::Value* first_bits = builder_.CreateBitCast(mask_, bits_type);
+  auto* before = builder_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(context_, "call.lane", function_);
+  auto* done = llvm::BasicBlock::Create(context_, "call.done", function_);
+  builder_.CreateCondBr(builder_.CreateICmpNE(first_bits, llvm::ConstantInt::get(bits_type, 0)), loop, done);
+  builder_.SetInsertPoint(loop);
+  auto* bits = builder_.CreatePHI(bits_type, 2, "lanes.left");
+  bits->addIncoming(first_bits, before);
+  llvm::Value* lane = builder_.CreateZExt(
+      builder_.CreateBinaryIntrinsic(llvm::Intrinsic::cttz, bits, builder_.getTrue()), builder_.getInt64Ty());
+  std::vector<llvm::Value*> lane_args;
+  for (auto* slot : arg_slots)
+    lane_args.push_back(builder_.CreateLoad(element, builder_.CreateInBoundsGEP(element, slot, lane)));
+  builder_.CreateStore(emit_math(node.fn, node.type, lane_args), builder_.CreateInBoundsGEP(element, result, lane));
+  llvm::Value* rest = builder_.CreateAnd(bits, builder_.CreateSub(bits, llvm::ConstantInt::get(bits_type, 1)));
+  bits->addIncoming(rest, builder_.GetInsertBlock());
+  builder_.CreateCondBr(builder_.CreateICmpNE(rest, llvm::ConstantInt::get(bits_type, 0)), loop, done);
+  builder_.SetInsertPoint(done);
+  shaped_ = varying(builder_.CreateLoad(vector_type, result));
 }
 
 void SimdLowering::visit(const ir::Select& node) {
@@ -426,10 +486,17 @@ void SimdLowering::visit(const ir::Assign& node) {
 }
 
 void SimdLowering::visit(const ir::Store& node) {
-  llvm::Value* value = to_memory(vector_of(shaped_of(node.value)), node.value->type);
+  const Shaped shaped = shaped_of(node.value);
   const Shaped number = element_number(node.param, node.indices);
+  note_access(number);
   llvm::Value* pointer = element_pointer(node.param, number);
   const auto align = module_.getDataLayout().getABITypeAlign(memory_type(node.value->type));
+  if (number.shape == Shape::Uniform && shaped.shape == Shape::Uniform) {
+    // Every active lane (there is one wherever code runs) stores the same value to the same element.
+    builder_.CreateAlignedStore(to_memory(shaped.value, node.value->type), pointer, align);
+    return;
+  }
+  llvm::Value* value = to_memory(vector_of(shaped), node.value->type);
   if (is_consecutive(number)) {
     if (mask_)
       builder_.CreateMaskedStore(value, pointer, align, mask_);
@@ -447,6 +514,7 @@ void SimdLowering::visit(const ir::AtomicAdd& node) {
   if (!ir::is_numeric(node.value->type)) fail("atomic add of a bool");
   llvm::Value* values = vector_of(shaped_of(node.value));
   const Shaped number = element_number(node.param, node.indices);
+  note_access(number);
   llvm::Value* pointer = element_pointer(node.param, number);
   if (number.shape != Shape::Varying && number.shape != Shape::Linear) pointer = splat(pointer);
   if (is_consecutive(number))
@@ -516,10 +584,12 @@ void SimdLowering::visit(const ir::For& node) {
   const Shaped begin = shaped_of(node.begin);
   const Shaped end = shaped_of(node.end);
   if (begin.shape == Shape::Uniform && end.shape == Shape::Uniform) {
+    ++loop_depth_;
     emit_counted_loop(begin.value, end.value, step, node.var, [&](llvm::Value* counter) {
       bound_[node.var] = uniform(counter);
       walk(node.body);
     });
+    --loop_depth_;
     bound_.erase(node.var);
     return;
   }
@@ -549,7 +619,9 @@ void SimdLowering::visit(const ir::For& node) {
   builder_.SetInsertPoint(body);
   mask_ = active;
   bound_[node.var] = varying(counter);
+  ++loop_depth_;
   walk(node.body);
+  --loop_depth_;
   bound_.erase(node.var);
   mask_ = outer;
   llvm::Value* steps = builder_.CreateAnd(can_step, builder_.CreateICmpSLT(counter, limit));

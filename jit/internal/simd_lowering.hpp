@@ -55,6 +55,15 @@ class SimdLowering final : public LlvmLowering {
  public:
   SimdLowering(llvm::Module& module, const ir::Kernel& kernel, int lanes);
 
+  /// After lower(): why the scalar lowering is expected to run this kernel
+  /// faster, or empty. A point whose innermost loop gathers or scatters (a
+  /// row per point walked along its columns, an edge list per node) is
+  /// cheaper as a scalar loop, whose inner loop LLVM may vectorize itself
+  /// and whose accesses follow the cache lines; SIMD across points pays where
+  /// the inner loop's accesses are the same for every lane or consecutive
+  /// across them.
+  std::string refusal() const;
+
  private:
   enum class Shape { Uniform, Linear, Varying };
   /// A lowered value and its shape. Linear: `value` is lane 0's value and
@@ -116,10 +125,16 @@ class SimdLowering final : public LlvmLowering {
   void visit(const ir::If& node) override;
   void visit(const ir::For& node) override;
 
+  /// Notes a memory access of the given shape at the current loop depth.
+  void note_access(const Shaped& number);
+
   const int lanes_;
-  Shaped shaped_;                 ///< the result of the expression just visited
-  std::vector<Shaped> indices_;   ///< index(d) at the current points
-  llvm::Value* mask_ = nullptr;   ///< the active lanes; null when all are
+  int loop_depth_ = 0;           ///< For loops around the current statement, within a point
+  int deepest_ = 0;              ///< the deepest loop depth with a memory access
+  int scattered_ = 0;            ///< gathers and scatters at that depth
+  Shaped shaped_;                ///< the result of the expression just visited
+  std::vector<Shaped> indices_;  ///< index(d) at the current points
+  llvm::Value* mask_ = nullptr;  ///< the active lanes; null when all are
   /// Variables assigned after their declaration live in vector stack slots;
   /// the others are bound to their value (of any shape) where declared.
   std::unordered_set<std::string> assigned_;
