@@ -41,14 +41,16 @@ llvm::orc::JITTargetMachineBuilder host_machine_builder() {
   return std::move(*builder);
 }
 
-void optimize(llvm::Module& module, llvm::TargetMachine& machine) {
+void optimize(llvm::Module& module, llvm::TargetMachine& machine, bool lanes_are_points) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager call_graph;
   llvm::ModuleAnalysisManager modules;
   llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
+  // Code with one point per lane is vector code already: LLVM's vectorizers
+  // would find nothing to do in it and only cost compile time.
+  tuning.LoopVectorization = !lanes_are_points;
+  tuning.SLPVectorization = !lanes_are_points;
   tuning.LoopUnrolling = true;
   llvm::PassBuilder passes(&machine, tuning);
   // The host's C library: registered first so that it wins over the default.
@@ -59,7 +61,8 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine) {
   passes.registerFunctionAnalyses(functions);
   passes.registerLoopAnalyses(loops);
   passes.crossRegisterProxies(loops, functions, call_graph, modules);
-  passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
+  passes.buildPerModuleDefaultPipeline(lanes_are_points ? llvm::OptimizationLevel::O2 : llvm::OptimizationLevel::O3)
+      .run(module, modules);
 }
 
 std::string emit(llvm::Module& module, llvm::TargetMachine& machine, llvm::CodeGenFileType kind) {
@@ -89,7 +92,7 @@ bool mark_streaming_stores(llvm::Function& function, const std::vector<int>& slo
       auto* store = llvm::dyn_cast<llvm::StoreInst>(&instruction);
       if (!store || !store->getValueOperand()->getType()->isVectorTy()) continue;
       const auto bytes = layout.getTypeStoreSize(store->getValueOperand()->getType()).getFixedSize();
-      if (bytes < 16 || bytes > 64 || (bytes & (bytes - 1)) != 0) continue;
+      if (bytes < 16 || (bytes & (bytes - 1)) != 0) continue;
       // The array's base pointer is loaded from its slot of the argument block.
       auto* base = llvm::dyn_cast<llvm::LoadInst>(llvm::getUnderlyingObject(store->getPointerOperand(), 0));
       if (!base) continue;
@@ -97,7 +100,9 @@ bool mark_streaming_stores(llvm::Function& function, const std::vector<int>& slo
       if (base->getPointerOperand()->stripAndAccumulateConstantOffsets(layout, offset, true) != args) continue;
       const auto slot = offset.getSExtValue() / 8;
       if (std::find(slots.begin(), slots.end(), slot) == slots.end()) continue;
-      store->setAlignment(llvm::Align(bytes));
+      // Wider than a cache line (SIMD across points with two or more
+      // registers): code generation splits it into stores of one line each.
+      store->setAlignment(llvm::Align(std::min<std::uint64_t>(bytes, 64)));
       store->setMetadata(llvm::LLVMContext::MD_nontemporal, flag);
       marked = true;
     }
@@ -179,7 +184,7 @@ std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol
   function->addFnAttr("target-cpu", machine->getTargetCPU());
   function->addFnAttr("target-features", machine->getTargetFeatureString());
 
-  optimize(module, *machine);
+  optimize(module, *machine, plan.lanes > 0);
   std::string dump_name = kernel.name;
   if (!streaming_stores.empty() && machine->getTargetTriple().getArch() == llvm::Triple::x86_64) {
     const auto layout = cpu_arg_layout(kernel);

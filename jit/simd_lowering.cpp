@@ -16,21 +16,12 @@ namespace {
 
 // What a plan needs to know of a kernel's body, in one walk.
 struct BodyFacts : ir::Visitor {
-  bool control_flow = false;
   std::unordered_set<std::string> assigned;
   int widest_bits = 0;  ///< of the floats and 32-bit integers points compute with
 
   void note(ScalarType type) {
     if (ir::is_float(type) || type == ScalarType::I32)
       widest_bits = std::max(widest_bits, static_cast<int>(ir::size_of(type) * 8));
-  }
-  void visit(const ir::If& node) override {
-    control_flow = true;
-    Visitor::visit(node);
-  }
-  void visit(const ir::For& node) override {
-    control_flow = true;
-    Visitor::visit(node);
   }
   void visit(const ir::Assign& node) override {
     assigned.insert(node.name);
@@ -54,8 +45,6 @@ SimdPlan simd_plan(const ir::Kernel& kernel, int vector_bits) {
   if (kernel.dims < 1) return {0, "scalar point loop: the kernel has no index space"};
   BodyFacts facts;
   facts.walk(kernel.body);
-  if (s.simd != "on" && !facts.control_flow)
-    return {0, "scalar point loop: a straight-line body, left to LLVM's loop vectorizer (CANOPY_SIMD=on takes it)"};
   for (const auto& param : kernel.params)
     if (param.is_array()) facts.note(param.type);
   // Two registers' worth of the widest type: two independent chains per
@@ -141,8 +130,15 @@ void SimdLowering::finish_reductions() {
     llvm::AllocaInst* accumulator = params_[p].accumulator;
     llvm::Value* vector = builder_.CreateLoad(lanes->getAllocatedType(), lanes);
     llvm::Value* total = builder_.CreateLoad(accumulator->getAllocatedType(), accumulator);
-    for (int l = 0; l < lanes_; ++l)
-      total = combine(param.reduce, param.type, total, builder_.CreateExtractElement(vector, l));
+    if (param.reduce == ir::ReduceOp::Sum && ir::is_float(param.type)) {
+      // In any order, as every float sum reduction may be combined.
+      auto* sum = builder_.CreateFAddReduce(total, vector);
+      sum->setHasAllowReassoc(true);
+      total = sum;
+    } else {
+      for (int l = 0; l < lanes_; ++l)
+        total = combine(param.reduce, param.type, total, builder_.CreateExtractElement(vector, l));
+    }
     builder_.CreateStore(total, accumulator);
   }
   LlvmLowering::finish_reductions();
@@ -260,9 +256,9 @@ void SimdLowering::note_access(const Shaped& number) {
 }
 
 std::string SimdLowering::refusal() const {
-  if (deepest_ == 0 || scattered_ == 0) return "";
-  return "scalar point loop: " + std::to_string(scattered_) +
-         " gathers or scatters in the innermost loop of a point would cost more than the scalar loop";
+  if (scattered_ == 0) return "";
+  return "scalar point loop: " + std::to_string(scattered_) + " gathers or scatters " +
+         (deepest_ > 0 ? "in the innermost loop of a point" : "in a point") + " would cost more than the scalar loop";
 }
 
 void SimdLowering::under_mask(llvm::Value* mask, const std::function<void()>& body) {

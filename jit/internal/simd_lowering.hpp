@@ -46,9 +46,8 @@ struct SimdPlan {
 /// Decides, from CANOPY_SIMD and CANOPY_SIMD_WIDTH and the kernel, whether
 /// the kernel is lowered with SIMD across points and with how many lanes.
 /// `vector_bits` is the width of the host's vector registers (128, 256, 512).
-/// In `auto` mode a kernel is taken when a point has control flow (a loop or
-/// a branch), which LLVM's loop vectorizer cannot turn into lanes; a
-/// straight-line body stays with the vectorizer, which already does it well.
+/// In `auto` mode every kernel is planned for lanes, and SimdLowering::refusal
+/// may still send it back to the scalar lowering (with `on` it may not).
 SimdPlan simd_plan(const ir::Kernel& kernel, int vector_bits);
 
 class SimdLowering final : public LlvmLowering {
@@ -56,12 +55,13 @@ class SimdLowering final : public LlvmLowering {
   SimdLowering(llvm::Module& module, const ir::Kernel& kernel, int lanes);
 
   /// After lower(): why the scalar lowering is expected to run this kernel
-  /// faster, or empty. A point whose innermost loop gathers or scatters (a
-  /// row per point walked along its columns, an edge list per node) is
-  /// cheaper as a scalar loop, whose inner loop LLVM may vectorize itself
-  /// and whose accesses follow the cache lines; SIMD across points pays where
-  /// the inner loop's accesses are the same for every lane or consecutive
-  /// across them.
+  /// faster, or empty. A point whose innermost loop (or whose body, without
+  /// loops) gathers or scatters (a row per point walked along its columns,
+  /// an edge list per node, a row of a matrix per point) is cheaper as a
+  /// scalar loop, whose inner loop LLVM may vectorize itself, with
+  /// interleaved loads where a row is read whole, and whose accesses follow
+  /// the cache lines; SIMD across points pays where the innermost accesses
+  /// are the same for every lane or consecutive across them.
   std::string refusal() const;
 
  private:

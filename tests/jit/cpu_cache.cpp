@@ -344,3 +344,55 @@ TEST_CASE("a planted entry in a cache directory others may write is never loaded
     MESSAGE("not root: the directory owned by another user is checked in tests/jit/checked_file.cpp only");
   }
 }
+
+// Which lowering a kernel got (jit/internal/simd_lowering.hpp) is the first
+// line of its LLVM dump: lanes for a point whose loop reads the same element
+// in every lane (an n-body force) or consecutive ones, the scalar loop for a
+// point that walks its own row (a gather in the innermost loop) unless
+// CANOPY_SIMD=on, and the scalar loop for everything with CANOPY_SIMD=off.
+TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, and why not") {
+  TempDir cache, dumps;
+  canopy::testing::ScopedSetting dump("CANOPY_DUMP", "llvm"), dump_dir("CANOPY_DUMP_DIR", dumps.str().c_str());
+  auto i = make_index(0);
+  auto k = make_var(I64, "k");
+  // out[i] = sum over k of in[k] * in[i]: in[k] is one element for all lanes.
+  auto all_pairs = [&](const std::string& name) {
+    return make_kernel(
+        name, {Param::array("out", F64, 1, Access::Out), Param::array("in", F64, 1, Access::In)}, 1,
+        {make_decl("acc", make_const(F64, 0.0)),
+         make_for("k", make_int(I64, 0), make_extent(1, 0),
+                  make_block({make_assign("acc", make_binary(BinaryOp::Add, make_var(F64, "acc"),
+                                                             make_binary(BinaryOp::Mul, make_load(F64, 1, {k}),
+                                                                         make_load(F64, 1, {i}))))})),
+         make_store(0, {i}, make_var(F64, "acc"))});
+  };
+  // out[i] = sum over k of m[i][k]: a row per point, read along the row.
+  Kernel row_sums = make_kernel(
+      "simd.row_sums", {Param::array("out", F64, 1, Access::Out), Param::array("m", F64, 2, Access::In)}, 1,
+      {make_decl("acc", make_const(F64, 0.0)),
+       make_for("k", make_int(I64, 0), make_extent(1, 1),
+                make_block(
+                    {make_assign("acc", make_binary(BinaryOp::Add, make_var(F64, "acc"), make_load(F64, 1, {i, k})))})),
+       make_store(0, {i}, make_var(F64, "acc"))});
+  auto first_line = [&](const std::string& name) {
+    const std::string text = read_all((dumps.path() / (name + ".llvm")).string());
+    return text.substr(0, text.find('\n'));
+  };
+  {
+    canopy::testing::ScopedSetting simd("CANOPY_SIMD", nullptr), width("CANOPY_SIMD_WIDTH", "8");
+    CpuCompiler compiler(CpuCompiler::Options{cache.str()});
+    compiler.compile(all_pairs("simd.pairs"));
+    compiler.compile(row_sums);
+    CHECK(first_line("simd.pairs") == "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH)");
+    CHECK(first_line("simd.row_sums").find("; canopy: scalar point loop: ") == 0);
+    CHECK(first_line("simd.row_sums").find("gathers or scatters in the innermost loop") != std::string::npos);
+    const std::string pairs_ir = read_all((dumps.path() / "simd.pairs.llvm").string());
+    CHECK(pairs_ir.find("x double>") != std::string::npos);
+  }
+  {
+    canopy::testing::ScopedSetting simd("CANOPY_SIMD", "off");
+    CpuCompiler compiler(CpuCompiler::Options{cache.str()});
+    compiler.compile(all_pairs("simd.pairs_off"));
+    CHECK(first_line("simd.pairs_off") == "; canopy: scalar point loop: CANOPY_SIMD=off");
+  }
+}
