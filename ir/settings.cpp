@@ -85,6 +85,7 @@ Settings Settings::from_environment() {
       bad_setting("CANOPY_SIMD_WIDTH", width, allowed);
   }
   s.config = variable("CANOPY_CONFIG");
+  s.config_strict = word_of("CANOPY_CONFIG_STRICT", {"0", "1"}, "0 or 1") == "1";
   s.cpu_leaves = variable("CANOPY_CPU_LEAVES");  // any case: discovery checks it
   s.devices = variable("CANOPY_DEVICES");
   s.policy = variable("CANOPY_POLICY");
@@ -159,6 +160,7 @@ const std::vector<std::string_view>& setting_names() {
                                                       "CANOPY_SIMD",
                                                       "CANOPY_SIMD_WIDTH",
                                                       "CANOPY_CONFIG",
+                                                      "CANOPY_CONFIG_STRICT",
                                                       "CANOPY_CPU_LEAVES",
                                                       "CANOPY_DEVICES",
                                                       "CANOPY_POLICY",

@@ -35,6 +35,7 @@ struct Settings {
   std::string simd;              ///< CANOPY_SIMD: "", "auto", "on" or "off"
   int simd_width = 0;            ///< CANOPY_SIMD_WIDTH: lanes per vector, a power of two in [2, 64]; 0: from the CPU
   std::string config;            ///< CANOPY_CONFIG: a configuration file
+  bool config_strict = false;    ///< CANOPY_CONFIG_STRICT=1: a file the node cannot serve as written is an error
   std::string cpu_leaves;        ///< CANOPY_CPU_LEAVES: numa, l3 or core, any case (checked by discovery)
   std::string devices;           ///< CANOPY_DEVICES: a device selection (checked by discovery)
   std::string policy;            ///< CANOPY_POLICY, else Gecko's GECKO_POLICY: a policy (checked by the runtime)

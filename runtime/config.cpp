@@ -10,6 +10,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,6 +20,7 @@
 #include <unordered_map>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 #include "internal/config_loader.hpp"
 #include "internal/config_syntax.hpp"
@@ -403,16 +405,24 @@ void keep_types(const Loader& loader, ConfigTypes* types) {
 }  // namespace
 
 Hierarchy load_config(std::string_view text, std::string_view source_name, const NodeInventory& node,
-                      ConfigTypes* types) {
+                      ConfigTypes* types, std::vector<std::string>* warnings) {
   Loader loader(source_name, node);
   if (types) loader.know(types->loctype_lines);
+  loader.set_lenient(!settings().config_strict);
   loader.read(text);
   Hierarchy tree = loader.finish();
   keep_types(loader, types);
+  for (const std::string& warning : loader.warnings()) {
+    if (warnings)
+      warnings->push_back(warning);
+    else
+      std::fprintf(stderr, "canopy: %s (CANOPY_CONFIG_STRICT=1 makes this an error)\n", warning.c_str());
+  }
   return tree;
 }
 
-Hierarchy load_config_file(const std::string& path, const NodeInventory& node, ConfigTypes* types) {
+Hierarchy load_config_file(const std::string& path, const NodeInventory& node, ConfigTypes* types,
+                           std::vector<std::string>* warnings) {
   std::error_code ignored;
   std::ifstream file(path, std::ios::binary);
   std::ostringstream text;
@@ -420,7 +430,7 @@ Hierarchy load_config_file(const std::string& path, const NodeInventory& node, C
   if (!file || file.bad() || std::filesystem::is_directory(path, ignored))
     throw Error(
         fmt::format("cannot read the configuration file '{}'; expected a readable file in Gecko's format", path));
-  return load_config(text.str(), path, node, types);
+  return load_config(text.str(), path, node, types, warnings);
 }
 
 void apply_config_text(Hierarchy& tree, std::string_view text, std::string_view source_name, const NodeInventory& node,

@@ -44,8 +44,11 @@
 // discovered devices of their kind ("gpu": any accelerator); in the order
 // they are declared, or from `start`/`pus`, never one unit twice. Memories
 // and devices bind first, then CPU locations. A location the node cannot
-// give what it needs makes loading fail, naming it and what was discovered,
-// unless it is optional: then it is left out, with its subtree.
+// give what it needs is left out with its subtree when it is optional;
+// otherwise a whole text (load_config) takes what there is, with a warning
+// (fewer cores, or an empty virtual location), and with
+// CANOPY_CONFIG_STRICT=1, or in lines applied to a running tree, loading
+// fails, naming it and what was discovered.
 //
 // Traits: a CPU location gets its cores' PUs, count and NUMA node (-1 when
 // they span several) and the node's vector width and CPU model; a device
@@ -53,7 +56,9 @@
 // loctype's mem, bandwidth and (for devices) num_cores replace what binding
 // found. Subkinds ("x64,Skylake") are notes and ignored.
 //
-// The tree's root is the one location left without a parent. Every error is
+// The tree's root is the one location left without a parent (a whole text
+// not loaded strictly keeps the largest tree and leaves the other parentless
+// locations out, with a warning). Every error is
 // a canopy::Error "SOURCE:LINE: PROBLEM; expected WHAT".
 #pragma once
 
@@ -79,12 +84,22 @@ struct ConfigTypes {
 /// nodes and devices. `source_name` names the text in error messages. With
 /// `types`, the text may use the types it holds, and its own loctype lines
 /// are added to it when it loads.
+///
+/// A whole text loads as Gecko's files do on a node that differs from the
+/// one they were written for, unless CANOPY_CONFIG_STRICT=1 (then each of
+/// these is the error it names): a CPU location asking for more cores than
+/// are free gets those that are; a location whose device, memory or cores
+/// the node cannot give becomes an empty virtual location; locations
+/// attached to no parent are left out, with their subtrees, but for the
+/// largest tree. Each change is a warning "SOURCE:LINE: ...", added to
+/// `warnings` when given, else printed on stderr.
 Hierarchy load_config(std::string_view text, std::string_view source_name, const NodeInventory& node,
-                      ConfigTypes* types = nullptr);
+                      ConfigTypes* types = nullptr, std::vector<std::string>* warnings = nullptr);
 
 /// load_config on the contents of the file at `path` (named by its path in
 /// errors). Throws canopy::Error when the file cannot be read.
-Hierarchy load_config_file(const std::string& path, const NodeInventory& node, ConfigTypes* types = nullptr);
+Hierarchy load_config_file(const std::string& path, const NodeInventory& node, ConfigTypes* types = nullptr,
+                           std::vector<std::string>* warnings = nullptr);
 
 /// Applies configuration lines to an existing tree while a program runs:
 /// new locations bind to what the tree does not use yet, `+` attaches or

@@ -130,12 +130,69 @@ void Loader::bind_all(bool cpus) {
     Staged& location = locations_[i];
     if (!location.alive || location.existing || (location.kind == LocationKind::Cpu) != cpus) continue;
     if (bind(location)) continue;
+    if (!location.optional && lenient_ && bind_leniently(location)) continue;
     if (!location.optional)
       fail(Where{source_, location.line},
            fmt::format("location '{}' needs {}, which this node does not have free (discovered: {})", location.name,
                        need_of(location), inventory_summary(node_)),
            "fewer such locations, or 'optional' on its location line");
     kill(static_cast<int>(i));
+  }
+}
+
+/// A location the node cannot give all it asks for: a CPU location takes the
+/// cores that are free, anything else becomes an empty virtual location.
+/// False when even that cannot be (never, today).
+bool Loader::bind_leniently(Staged& location) {
+  const std::string need = need_of(location);
+  if (location.kind == LocationKind::Cpu && location.pus.empty() && location.cores_wanted > 0 && !location.start) {
+    const int wanted = location.cores_wanted;
+    location.cores_wanted = 0;  // all that are left
+    if (bind(location)) {
+      warnings_.push_back(fmt::format("{}:{}: location '{}' asked for {} cores and this node has {} free: it has {}",
+                                      source_, location.line, location.name, wanted, location.traits.cores,
+                                      location.traits.cores));
+      return true;
+    }
+  }
+  warnings_.push_back(fmt::format(
+      "{}:{}: location '{}' needs {}, which this node does not have free (discovered: {}): it is an empty virtual "
+      "location",
+      source_, location.line, location.name, need, inventory_summary(node_)));
+  location.kind = LocationKind::Virtual;
+  location.traits = LocationTraits{};
+  return true;
+}
+
+/// Leaves out every location without a parent but the root of the largest
+/// tree (the first declared among equals), with their subtrees.
+void Loader::drop_unattached() {
+  auto size_of = [&](int index) {
+    int count = 0;
+    std::vector<int> stack{index};
+    while (!stack.empty()) {
+      const int at = stack.back();
+      stack.pop_back();
+      ++count;
+      stack.insert(stack.end(), locations_[at].children.begin(), locations_[at].children.end());
+    }
+    return count;
+  };
+  std::vector<int> roots;
+  for (std::size_t i = 0; i < locations_.size(); ++i)
+    if (locations_[i].alive && locations_[i].parent == -1) roots.push_back(static_cast<int>(i));
+  if (roots.size() < 2) return;
+  int keep = roots.front();
+  for (int index : roots)
+    if (size_of(index) > size_of(keep)) keep = index;
+  for (int index : roots) {
+    if (index == keep || locations_[index].existing) continue;
+    const int count = size_of(index);
+    warnings_.push_back(fmt::format("{}:{}: location '{}' is attached to no parent: left out{} (the root is '{}')",
+                                    source_, locations_[index].line, locations_[index].name,
+                                    count > 1 ? fmt::format(" with the {} below it", count - 1) : std::string(),
+                                    locations_[keep].name));
+    kill(index);
   }
 }
 
@@ -175,6 +232,7 @@ Hierarchy Loader::build(int root) const {
 
 Hierarchy Loader::finish() {
   mark_existing_units();
+  if (lenient_) drop_unattached();
   bind_all(false);
   bind_all(true);
   return build(root());

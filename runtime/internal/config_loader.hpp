@@ -66,7 +66,15 @@ class Loader {
   /// declares again is this text's).
   void know(const std::vector<std::string>& loctype_lines);
   void read(std::string_view text);
+  /// Gecko's files as they are (the default for whole files; not with
+  /// CANOPY_CONFIG_STRICT=1): a location the node cannot give all it asks
+  /// for loads with what there is (fewer cores, or as an empty virtual
+  /// location), and locations attached to no parent are left out but for
+  /// the largest tree; each such change is a warning.
+  void set_lenient(bool lenient) { lenient_ = lenient; }
   Hierarchy finish();
+  /// What the lenient loading changed, one message per location ("SOURCE:LINE: ...").
+  const std::vector<std::string>& warnings() const { return warnings_; }
   /// The loctype lines this text declared, as written.
   const std::vector<std::string>& loctype_lines() const { return loctype_lines_; }
 
@@ -89,6 +97,8 @@ class Loader {
   bool bind_cpu(Staged& location);
   std::string need_of(const Staged& location) const;
   void bind_all(bool cpus);
+  bool bind_leniently(Staged& location);
+  void drop_unattached();
   int root() const;
   Hierarchy build(int root) const;
 
@@ -102,6 +112,8 @@ class Loader {
   std::vector<Staged> locations_;
   std::unordered_map<std::string, int> index_of_;  // living locations only
   std::vector<bool> core_used_, numa_used_, device_used_;
+  bool lenient_ = false;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace canopy::config_loader

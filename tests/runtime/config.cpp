@@ -13,6 +13,8 @@
 #include <canopy/ir/error.hpp>
 #include <canopy/runtime/config.hpp>
 
+#include "scoped_setting.hpp"
+
 using namespace canopy;
 
 namespace {
@@ -54,6 +56,7 @@ NodeInventory with_devices() {
 
 /// The message loading `text` (as "t.conf") on `node` fails with.
 std::string rejected(std::string_view text, const NodeInventory& node = two_numa()) {
+  canopy::testing::ScopedSetting strict("CANOPY_CONFIG_STRICT", "1");
   return error_of([&] { load_config(text, "t.conf", node); });
 }
 
@@ -101,6 +104,76 @@ TEST_CASE("config: the Gecko paper's Figure 6 (a) loads on a node without GPUs")
         "  LocG [virtual]\n");
   CHECK(tree.find("LocG1") == nullptr);  // optional and absent
   CHECK(tree.leaves(tree.at("LocH")).size() == 1);
+}
+
+// The paper's file as printed (lines 4-18 of its listing), with the third
+// loctype's name as its location line spells it (the text extraction split
+// NODE_MEMORY at the underscore), on a node it was not written for: two
+// cores where it asks for four, no GPU, and LocG2 declared but never attached.
+constexpr const char* kFigure6AsPrinted = R"(loctype;name,host;kind,x64,Skylake;num_cores,4;mem,4MB;
+loctype;name,tesla;kind,NVIDIA,CC7.0;mem,4GB
+loctype;name,NODE_MEMORY;kind,Unified_Memory;size,16GB
+
+location;name,LocA;type,NODE_MEMORY;
+location;name,LocN,LocG;type,virtual
+location;name,LocN1;type,host;
+location;name,LocG1,LocG2;type,tesla
+
+location;name,LocH;type,virtual
+
+hierarchy;children,+,LocH,LocG;parent,LocA
+hierarchy;children,+,LocN;parent,LocH
+hierarchy;children,+,LocG1;parent,LocG
+hierarchy;children,+,LocN1;parent,LocN
+)";
+
+TEST_CASE("config: the paper's Figure 6 (a) unchanged loads on a smaller node, each change a warning") {
+  canopy::testing::ScopedSetting lenient("CANOPY_CONFIG_STRICT", nullptr);
+  const NodeInventory node = discover_node_synthetic("pack:1 numa:1 core:2 pu:1");
+  std::vector<std::string> warnings;
+  Hierarchy tree = load_config(kFigure6AsPrinted, "fig6.conf", node, nullptr, &warnings);
+  CHECK(tree.to_text() ==
+        "LocA [unified_memory] capacity=16GiB\n"
+        "  LocH [virtual]\n"
+        "    LocN [virtual]\n"
+        "      LocN1 [cpu] cores=2 pus=0-1 capacity=4MiB numa=0\n"
+        "  LocG [virtual]\n"
+        "    LocG1 [virtual]\n");
+  CHECK(tree.find("LocG2") == nullptr);
+  REQUIRE(warnings.size() == 3);
+  CHECK(warnings[0] == "fig6.conf:8: location 'LocG2' is attached to no parent: left out (the root is 'LocA')");
+  CHECK(warnings[1].rfind("fig6.conf:8: location 'LocG1' needs a cuda device, which this node does not have free "
+                          "(discovered: 2 cores on 1 NUMA nodes; devices: none",
+                          0) == 0);
+  CHECK(warnings[1].find("): it is an empty virtual location") != std::string::npos);
+  CHECK(warnings[2] == "fig6.conf:7: location 'LocN1' asked for 4 cores and this node has 2 free: it has 2");
+  // Strict, the same file is refused at its first problem, as before.
+  canopy::testing::ScopedSetting strict("CANOPY_CONFIG_STRICT", "1");
+  CHECK(error_of([&] {
+          load_config(kFigure6AsPrinted, "fig6.conf", node);
+        }).rfind("fig6.conf:8: location 'LocG1' needs a cuda device", 0) == 0);
+  // Without `warnings`, they go to stderr; the tree is the same.
+  canopy::testing::ScopedSetting lenient_again("CANOPY_CONFIG_STRICT", "0");
+  CHECK(load_config(kFigure6AsPrinted, "fig6.conf", node) == tree);
+}
+
+TEST_CASE("config: leniently, CPU locations with no core left and a missing NUMA node become virtual") {
+  canopy::testing::ScopedSetting lenient("CANOPY_CONFIG_STRICT", nullptr);
+  const NodeInventory node = discover_node_synthetic("pack:1 numa:1 core:2 pu:1");
+  std::vector<std::string> warnings;
+  Hierarchy tree = load_config(
+      "location;name,top;type,virtual\nlocation;name,a,b,c;type,cpu\nlocation;name,m;type,host_memory;start,3\n"
+      "hierarchy;children,+,a,b,c,m;parent,top",
+      "t.conf", node, nullptr, &warnings);
+  CHECK(tree.at("a").kind() == LocationKind::Cpu);  // every core (no num_cores)
+  CHECK(tree.at("a").traits().cores == 2);
+  CHECK(tree.at("b").kind() == LocationKind::Virtual);
+  CHECK(tree.at("c").kind() == LocationKind::Virtual);
+  CHECK(tree.at("m").kind() == LocationKind::Virtual);
+  REQUIRE(warnings.size() == 3);
+  CHECK(warnings[0].rfind("t.conf:3: location 'm' needs NUMA node 3, which this node does not have free", 0) == 0);
+  CHECK(warnings[1].rfind("t.conf:2: location 'b' needs a core, which this node does not have free", 0) == 0);
+  CHECK(warnings[2].rfind("t.conf:2: location 'c' needs a core, which this node does not have free", 0) == 0);
 }
 
 TEST_CASE("config: Figure 6 (a) with two GPUs: LocG2 has no parent, as in the paper") {

@@ -56,7 +56,10 @@ NodeInventory made_up_node() {
   return node;
 }
 
+/// The error a configuration text is refused with under CANOPY_CONFIG_STRICT=1
+/// (without it, a node that lacks what the text asks for is a warning).
 std::string config_error(const std::string& text) {
+  ScopedVariable strict("CANOPY_CONFIG_STRICT", "1");
   return error_of([&] { load_config(text, "site.conf", made_up_node()); });
 }
 
