@@ -29,6 +29,14 @@ void Runtime::add_location(std::string name, LocationKind kind, LocationTraits t
   engine_->reconfigure([&](Hierarchy& h) { h.add(std::move(name), kind, std::move(traits), parent); });
 }
 
+void Runtime::add_location(const std::string& name, const std::string& type, const std::string& parent) {
+  for (const std::string* field : {&name, &type, &parent})
+    if (field->empty() || field->find_first_of(";,\n\r#") != std::string::npos)
+      throw Error("add_location(\"" + name + "\", \"" + type + "\", \"" + parent +
+                  "\"): a name or type is empty or holds one of ; , # or a line break; expected plain names");
+  configure("location;name," + name + ";type," + type + "\nhierarchy;children,+," + name + ";parent," + parent);
+}
+
 void Runtime::remove_location(const std::string& name) {
   engine_->reconfigure([&](Hierarchy& h) { h.remove(name); });
 }

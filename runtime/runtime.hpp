@@ -128,6 +128,12 @@ class Runtime {
   void configure(const std::string& lines);
   /// Adds a location below `parent`.
   void add_location(std::string name, LocationKind kind, LocationTraits traits, const std::string& parent);
+  /// Adds a location of `type` below `parent`, bound to what the tree does
+  /// not use yet, as the configure() line "location;name,NAME;type,TYPE"
+  /// would: `type` is a loctype of a file or configure() line read earlier
+  /// (Gecko's types stay known for the program's life) or a kind ("cpu",
+  /// "virtual", "host_memory", "opencl", ...).
+  void add_location(const std::string& name, const std::string& type, const std::string& parent);
   /// Removes a location and its subtree; arrays placed there move to its parent.
   void remove_location(const std::string& name);
   /// Moves a location (and its subtree) below `new_parent`.

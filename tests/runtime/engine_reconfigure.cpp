@@ -243,7 +243,7 @@ TEST_CASE("engine: load_config replaces the whole tree; arrays go to the new roo
         "format");
 }
 
-TEST_CASE("engine: a loctype of a loaded file stays known to later configure() lines, as in Gecko") {
+TEST_CASE("engine: a loctype of a loaded file stays known to later configure() lines and add_location(), as in Gecko") {
   Runtime rt;
   load_config_text(rt,
                    "loctype;name,core;kind,x64;num_cores,1\n"
@@ -262,6 +262,15 @@ TEST_CASE("engine: a loctype of a loaded file stays known to later configure() l
   rt.pause();
   CHECK(pieces_of(last_region(rt)) == std::vector<std::string>{"left[0,50)", "right[50,100)"});
   CHECK(holds_scaled(x, 3));
+  // add_location() by type name knows it too; bad names are refused before the tree changes.
+  rt.configure("hierarchy;children,-,right;parent,mem");
+  rt.add_location("again", "core", "mem");
+  CHECK(leaf_names(rt.hierarchy(), "top") == std::vector<std::string>{"left", "again"});
+  CHECK(rt.hierarchy().at("again").traits().cores == 1);
+  CHECK(error_of([&] { rt.add_location("a;b", "core", "mem"); }).find("expected plain names") != std::string::npos);
+  CHECK(error_of([&] { rt.add_location("other", "nothing", "mem"); }).find("unknown type 'nothing'") !=
+        std::string::npos);
+  CHECK(leaf_names(rt.hierarchy(), "top") == std::vector<std::string>{"left", "again"});
 }
 
 TEST_CASE("engine: regions launched before a reconfiguration finish with the right results") {
