@@ -108,6 +108,7 @@ Settings Settings::from_environment() {
                            "auto (merge where it pays), merge (always merge what each memory wrote) or one (run such "
                            "regions on one memory)");
   s.fault = variable("CANOPY_FAULT");
+  s.test_rank_time = variable("CANOPY_TEST_RANK_TIME");
   s.trace = value_if_set("CANOPY_TRACE");
   s.mpi_rank = variable("OMPI_COMM_WORLD_RANK");
   if (s.mpi_rank.empty()) s.mpi_rank = variable("PMI_RANK");
@@ -177,6 +178,7 @@ const std::vector<std::string_view>& setting_names() {
                                                       "CANOPY_CHECK",
                                                       "CANOPY_SPLIT_WRITES",
                                                       "CANOPY_FAULT",
+                                                      "CANOPY_TEST_RANK_TIME",
                                                       "OMPI_COMM_WORLD_RANK",
                                                       "PMI_RANK"};
   return names;

@@ -21,12 +21,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <numeric>
 #include <string>
 #include <vector>
 
 #include <canopy/canopy.hpp>
 #include <canopy/runtime/mpi/job.hpp>
+#include <canopy/runtime/mpi/partition.hpp>
 
 namespace heat {
 
@@ -39,11 +39,10 @@ struct Options {
   /// and again after as many more, `rebalances` times in all.
   int rebalance_after = 6;
   int rebalances = 1;
-  /// A rebalancing moves rows only when some rank's block would change by
-  /// more than this fraction of the grid's rows: moving rows costs new
-  /// arrays and a copy of the block, which a change of a few rows does not
-  /// pay back.
-  double min_change = 0.02;
+  /// A rebalancing moves rows only when the slowest rank's modelled time per
+  /// step drops by more than this fraction (and the saving over the
+  /// iterations left beats the cost of moving: see mpi::Partition).
+  double min_gain = 0.02;
   /// Rank 0 also runs the whole grid alone and compares the results.
   bool check = false;
   /// How each rank splits its block over its own leaves.
@@ -65,12 +64,13 @@ struct RankResult {
 
 /// What a run did, the same on every rank.
 struct Result {
-  std::vector<RankResult> ranks;  ///< per rank
-  double seconds = 0;             ///< wall time of all iterations (the slowest rank)
-  double checksum = 0;            ///< the sum of the final temperatures
-  bool checked = false;           ///< rank 0 compared with its single-process run
-  bool identical = false;         ///< ... and every value was equal, bit for bit
-  std::int64_t differing = 0;     ///< values that differed
+  std::vector<RankResult> ranks;        ///< per rank
+  double seconds = 0;                   ///< wall time of all iterations (the slowest rank)
+  double checksum = 0;                  ///< the sum of the final temperatures
+  bool checked = false;                 ///< rank 0 compared with its single-process run
+  bool identical = false;               ///< ... and every value was equal, bit for bit
+  std::int64_t differing = 0;           ///< values that differed
+  std::vector<std::string> rebalances;  ///< what each rebalancing did (mpi::Partition::Report::text)
 };
 
 /// The coefficients of the update: a time step over the heat capacity
@@ -147,36 +147,6 @@ struct Block {
   }
 };
 
-/// Splits `rows` over ranks in proportion to `weights` (each at least one
-/// row; the remainder to the largest fractions, then the lowest ranks).
-/// Returns size()+1 boundaries.
-inline std::vector<std::int64_t> split_rows(std::int64_t rows, const std::vector<double>& weights) {
-  const std::size_t n = weights.size();
-  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
-  std::vector<std::int64_t> counts(n, 1);
-  std::vector<double> fraction(n, 0.0);
-  std::int64_t left = rows - static_cast<std::int64_t>(n);
-  const std::int64_t spread = left;
-  for (std::size_t r = 0; r < n; ++r) {
-    const double exact = total > 0 ? static_cast<double>(spread) * weights[r] / total : double(spread) / double(n);
-    const auto whole = static_cast<std::int64_t>(std::floor(exact));
-    counts[r] += whole;
-    left -= whole;
-    fraction[r] = exact - static_cast<double>(whole);
-  }
-  while (left > 0) {
-    std::size_t best = 0;
-    for (std::size_t r = 1; r < n; ++r)
-      if (fraction[r] > fraction[best]) best = r;
-    ++counts[best];
-    fraction[best] = -1.0;
-    --left;
-  }
-  std::vector<std::int64_t> bounds{0};
-  for (std::int64_t c : counts) bounds.push_back(bounds.back() + c);
-  return bounds;
-}
-
 /// Sends the block's edge rows to its neighbours and receives their halos.
 inline void exchange_halos(canopy::mpi::Job& job, Block& block) {
   const int up = job.rank() > 0 ? job.rank() - 1 : canopy::mpi::no_rank;
@@ -187,35 +157,11 @@ inline void exchange_halos(canopy::mpi::Job& job, Block& block) {
   job.sendrecv(t.slice(n, n + 1), down, t.slice(0, 1), up, 2);
 }
 
-/// Moves rows so that each rank holds rows [bounds[rank], bounds[rank+1]).
-inline Block redistribute(canopy::mpi::Job& job, canopy::Runtime& rt, Block& old, const std::vector<std::int64_t>& from,
-                          const std::vector<std::int64_t>& to, std::int64_t cols) {
-  const int rank = job.rank(), size = job.size();
-  Block fresh(rt, to[rank], to[rank + 1] - to[rank], cols);
-  auto overlap = [](std::int64_t a0, std::int64_t a1, std::int64_t b0, std::int64_t b1) {
-    return std::pair(std::max(a0, b0), std::min(a1, b1));
-  };
-  // Rows this rank keeps: copied on the host.
-  {
-    const auto [k0, k1] = overlap(from[rank], from[rank + 1], to[rank], to[rank + 1]);
-    if (k0 < k1) {
-      auto source = old.temperature.host_read();
-      auto target = fresh.temperature.host();
-      std::memcpy(&target(k0 - to[rank] + 1, 0), &source(k0 - from[rank] + 1, 0),
-                  static_cast<std::size_t>((k1 - k0) * cols) * sizeof(double));
-    }
-  }
-  // The others, one shift at a time: at each step every rank sends to one
-  // rank and receives from one, so no exchange waits on another.
-  for (int d = 1; d < size; ++d) {
-    const int dest = (rank + d) % size, source = (rank - d + size) % size;
-    const auto [s0, s1] = overlap(from[rank], from[rank + 1], to[dest], to[dest + 1]);
-    const auto [r0, r1] = overlap(from[source], from[source + 1], to[rank], to[rank + 1]);
-    const bool sends = s0 < s1, receives = r0 < r1;
-    auto out = sends ? old.temperature.slice(s0 - from[rank] + 1, s1 - from[rank] + 1) : old.temperature.slice(0, 0);
-    auto in = receives ? fresh.temperature.slice(r0 - to[rank] + 1, r1 - to[rank] + 1) : fresh.temperature.slice(0, 0);
-    job.sendrecv(out, sends ? dest : canopy::mpi::no_rank, in, receives ? source : canopy::mpi::no_rank, 3);
-  }
+/// The block of `partition` after it moved rows: the temperatures travel
+/// with their rows; the power is computed again for the new rows.
+inline Block moved(canopy::mpi::Partition& partition, canopy::Runtime& rt, const Block& old, std::int64_t cols) {
+  Block fresh(rt, partition.first(), partition.count(), cols);
+  fresh.temperature = partition.redistribute(old.temperature, 1);
   return fresh;
 }
 
@@ -252,11 +198,14 @@ inline Result run(canopy::mpi::Job& job, const Options& options) {
   const Coefficients c;
   if (options.rows < size) throw canopy::Error("heat: the grid has fewer rows than there are ranks");
   job.compile(step_kernel());
-  auto bounds = split_rows(options.rows, std::vector<double>(static_cast<std::size_t>(size), 1.0));
-  Block block(rt, bounds[rank], bounds[rank + 1] - bounds[rank], options.cols);
+  canopy::mpi::Partition partition(
+      job, options.rows,
+      {.steps_ahead = std::max(1, options.iterations - options.rebalance_after), .min_gain = options.min_gain});
+  Block block(rt, partition.first(), partition.count(), options.cols);
   block.start(options.cols);
   RankResult mine;
   mine.rows_before = block.rows;
+  std::vector<std::string> reports;
   // Compute seconds of each iteration of the current phase (between
   // rebalancings), its first iteration left out.
   std::vector<double> phase;
@@ -274,19 +223,16 @@ inline Result run(canopy::mpi::Job& job, const Options& options) {
   for (int it = 0; it < options.iterations; ++it) {
     exchange_halos(job, block);
     const double seconds = step(rt, block, options.rows, options.cols, c, options);
-    if (it > phase_start) phase.push_back(seconds);
+    if (it > phase_start) {
+      phase.push_back(seconds);
+      partition.record(seconds);  // the first iteration of a block size warms caches and is left out
+    }
     if (size > 1 && options.rebalance_after > 0 && rebalanced < options.rebalances &&
         it + 1 == options.rebalance_after * (rebalanced + 1)) {
-      const double typical = phase.empty() ? seconds : phase_median();
-      if (rebalanced == 0) first_phase = typical;
-      const auto speeds = job.allgather(static_cast<double>(block.rows) / typical);
-      const auto next_bounds = split_rows(options.rows, speeds);
-      std::int64_t largest_move = 0;
-      for (int r = 0; r <= size; ++r) largest_move = std::max(largest_move, std::abs(next_bounds[r] - bounds[r]));
-      if (static_cast<double>(largest_move) > options.min_change * static_cast<double>(options.rows)) {
-        block = redistribute(job, rt, block, bounds, next_bounds, options.cols);
-        bounds = next_bounds;
-      }
+      if (rebalanced == 0) first_phase = phase.empty() ? seconds : phase_median();
+      const auto report = partition.rebalance();
+      reports.push_back(report.text());
+      if (report.moved) block = moved(partition, rt, block, options.cols);
       ++rebalanced;
       phase.clear();
       phase_start = it + 1;
@@ -294,6 +240,7 @@ inline Result run(canopy::mpi::Job& job, const Options& options) {
   }
   job.barrier();
   Result result;
+  result.rebalances = reports;
   result.seconds = job.allreduce(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                                  canopy::mpi::Op::Max);
   mine.rows_after = block.rows;
@@ -313,8 +260,9 @@ inline Result run(canopy::mpi::Job& job, const Options& options) {
     {
       auto t = block.temperature.host_read();
       auto g = grid.host();
-      std::memcpy(&g(bounds[0], 0), &t(1, 0), static_cast<std::size_t>(block.rows * options.cols) * sizeof(double));
+      std::memcpy(&g(0, 0), &t(1, 0), static_cast<std::size_t>(block.rows * options.cols) * sizeof(double));
     }
+    const auto& bounds = partition.bounds();
     for (int r = 1; r < size; ++r) job.recv(grid.slice(bounds[r], bounds[r + 1]), r, 4);
     auto g = grid.host_read();
     double sum = 0;

@@ -1,0 +1,101 @@
+// canopy::mpi::Partition on four ranks whose step times follow known models
+// (CANOPY_TEST_RANK_TIME): the blocks reach the balance the models imply
+// within a few rebalances, the rows an array holds travel with them, and a
+// balanced partition stays put. Run by the mpi-partition test with -np 4.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <canopy/canopy.hpp>
+#include <canopy/runtime/mpi/partition.hpp>
+
+#include "mpi_support.hpp"
+#include "scoped_setting.hpp"
+
+namespace {
+
+struct Model {
+  double fixed, per_row;
+};
+
+// The time T at which blocks of at least one row sum to `rows`, by bisection
+// (the partition solves the same balance in closed form).
+double ideal_time(const std::vector<Model>& models, std::int64_t rows) {
+  auto rows_at = [&](double t) {
+    double sum = 0;
+    for (const Model& m : models) sum += std::max(1.0, (t - m.fixed) / m.per_row);
+    return sum;
+  };
+  double lo = 0, hi = 1;
+  while (rows_at(hi) < double(rows)) hi *= 2;
+  for (int k = 0; k < 200; ++k) {
+    const double mid = 0.5 * (lo + hi);
+    (rows_at(mid) < double(rows) ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+}  // namespace
+
+TEST_CASE("mpi partition: rows converge to the balance of known step-time models, and move with their data") {
+  auto& job = mpi_test::job();
+  REQUIRE(job.size() == 4);
+  const std::vector<Model> models{{0.002, 1e-5}, {0.0, 4e-5}, {0.001, 2e-5}, {0.0005, 1e-5}};
+  canopy::testing::ScopedSetting timing("CANOPY_TEST_RANK_TIME", "0:0.002:1e-5,1:0:4e-5,2:0.001:2e-5,3:0.0005:1e-5");
+  const std::int64_t rows = 1000, cols = 3;
+  canopy::mpi::Partition partition(job, rows, {.steps_ahead = 1000, .min_gain = 0.01});
+  CHECK(partition.bounds() == std::vector<std::int64_t>{0, 250, 500, 750, 1000});
+  // Each row holds its global index in every column, with one halo row above and below.
+  auto block = partition.make<double>(cols, 1);
+  auto fill = [&](canopy::Array<double, 2>& a) {
+    auto h = a.host();
+    for (std::int64_t r = 0; r < partition.count(); ++r)
+      for (std::int64_t c = 0; c < cols; ++c) h(r + 1, c) = double(partition.first() + r) + 0.25 * double(c);
+  };
+  auto holds_its_rows = [&](const canopy::Array<double, 2>& a) {
+    auto h = a.host_read();
+    bool ok = a.extent(0) == partition.count() + 2;
+    for (std::int64_t r = 0; ok && r < partition.count(); ++r)
+      for (std::int64_t c = 0; c < cols; ++c)
+        ok = ok && h(r + 1, c) == double(partition.first() + r) + 0.25 * double(c);
+    return ok;
+  };
+  fill(block);
+  const double ideal = ideal_time(models, rows);
+  int rebalances = 0;
+  bool balanced = false;
+  for (; rebalances < 4 && !balanced; ++rebalances) {
+    for (int step = 0; step < 3; ++step) partition.record(1.0);  // replaced by this rank's model
+    const auto report = partition.rebalance();
+    MESSAGE(report.text());
+    if (report.moved) block = partition.redistribute(block, 1);
+    CHECK(mpi_test::all_ranks(job, holds_its_rows(block)));
+    const Model& mine = models[std::size_t(job.rank())];
+    const double time = mine.fixed + mine.per_row * double(partition.count());
+    balanced = job.allreduce(std::abs(time - ideal) / ideal, canopy::mpi::Op::Max) < 0.01;
+  }
+  CHECK(balanced);
+  CHECK(rebalances <= 2);  // the first fit has one size per rank, the second two: exact for linear models
+  // Balanced: the next rebalance keeps the blocks.
+  for (int step = 0; step < 3; ++step) partition.record(1.0);
+  const auto bounds = partition.bounds();
+  const auto report = partition.rebalance();
+  CHECK_FALSE(report.moved);
+  CHECK(partition.bounds() == bounds);
+}
+
+TEST_CASE("mpi partition: a bad CANOPY_TEST_RANK_TIME is refused naming the variable") {
+  auto& job = mpi_test::job();
+  canopy::testing::ScopedSetting timing("CANOPY_TEST_RANK_TIME", "0:fast");
+  canopy::mpi::Partition partition(job, 100);
+  std::string message;
+  try {
+    partition.record(0.5);
+  } catch (const canopy::Error& e) {
+    message = e.what();
+  }
+  CHECK(message.rfind("CANOPY_TEST_RANK_TIME='0:fast' is not allowed", 0) == 0);
+}
