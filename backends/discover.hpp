@@ -2,6 +2,8 @@
 // backend by name.
 #pragma once
 
+#include <functional>
+#include <string_view>
 #include <vector>
 
 #include "device.hpp"
@@ -10,7 +12,11 @@ namespace canopy::backends {
 
 /// What each device backend found (or why it found nothing), in order of
 /// preference for a device more than one of them can drive: CUDA, Level Zero,
-/// then OpenCL. Never throws.
-std::vector<BackendDevices> discover_devices();
+/// then OpenCL. Never throws. A backend for which `wanted` says no is not
+/// started at all (its library is not even opened); it is reported absent,
+/// with `why_not` as the reason.
+std::vector<BackendDevices> discover_devices(
+    const std::function<bool(std::string_view backend)>& wanted = [](std::string_view) { return true; },
+    const std::string& why_not = "");
 
 }  // namespace canopy::backends

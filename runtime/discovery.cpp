@@ -357,6 +357,16 @@ DiscoveryOptions DiscoveryOptions::from_environment() {
   return options;
 }
 
+bool selection_needs_backend(std::string_view devices, std::string_view backend) {
+  if (devices.empty()) return true;
+  auto picks = [&](std::string_view b) {
+    for (const std::string& word : words_of(devices))
+      if (word == "all" || word == "gpu" || word == b || word.rfind(std::string(b) + ":", 0) == 0) return true;
+    return false;
+  };
+  return picks(backend) || (backend != "opencl" && picks("opencl"));
+}
+
 NodeInventory select_devices(const NodeInventory& node, std::string_view devices) {
   std::vector<std::string> words = words_of(devices);
   if (words.empty()) words.push_back("all");

@@ -156,6 +156,14 @@ struct DiscoveryOptions {
 /// Throws canopy::Error naming the value and what is accepted.
 CpuGrain parse_cpu_grain(std::string_view text);
 
+/// Whether the device selection `devices` (CANOPY_DEVICES's words; empty is
+/// "all") may pick devices of `backend` ("opencl", "cuda", "level_zero"):
+/// "all", "gpu", the backend's name or one of its device ids. A GPU that
+/// CUDA or Level Zero drives is told apart from the same GPU seen through
+/// OpenCL only when those backends run too, so a selection that may pick
+/// OpenCL devices needs all three. With "cpu" alone no backend is started.
+bool selection_needs_backend(std::string_view devices, std::string_view backend);
+
 /// The inventory with only what `devices` (see DiscoveryOptions::devices)
 /// selects: without "cpu" or "all" the cores are dropped; devices not named
 /// (by backend or id) are dropped. Throws canopy::Error for a word that

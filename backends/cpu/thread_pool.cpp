@@ -2,48 +2,76 @@
 
 #include "poll.hpp"
 
-#include <hwloc.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <set>
+#include <string>
 
 namespace canopy::backends::cpu {
 
 namespace {
 
-hwloc_topology_t binding_topology() {
-  static std::once_flag once;
-  static hwloc_topology_t topology = nullptr;
-  std::call_once(once, [] {
-    hwloc_topology_t t;
-    if (hwloc_topology_init(&t) == 0 && hwloc_topology_load(t) == 0) topology = t;
-  });
-  return topology;
+std::string read_line(const std::string& path) {
+  std::ifstream file(path);
+  std::string line;
+  std::getline(file, line);
+  return line;
+}
+
+/// "32K", "1024K", "32M" (sysfs's cache sizes) in bytes; 0 when unreadable.
+std::size_t size_of_text(const std::string& text) {
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (...) {
+    return 0;
+  }
+  const char unit = used < text.size() ? text[used] : 'B';
+  const std::size_t scale = unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : unit == 'G' ? 1024ull << 20 : 1;
+  return static_cast<std::size_t>(value) * scale;
 }
 
 }  // namespace
 
+// Both read what they need from the kernel directly: a second hwloc topology
+// (discovery has the first) would cost every Runtime a full scan of sysfs.
 bool bind_current_thread(unsigned pu) {
-  auto topology = binding_topology();
-  if (!topology) return false;
-  std::unique_ptr<hwloc_bitmap_s, void (*)(hwloc_bitmap_t)> set(hwloc_bitmap_alloc(), hwloc_bitmap_free);
-  hwloc_bitmap_only(set.get(), pu);
-  return hwloc_set_cpubind(topology, set.get(), HWLOC_CPUBIND_THREAD) == 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (pu >= CPU_SETSIZE) return false;
+  CPU_SET(pu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
 std::size_t last_level_cache_bytes(const std::vector<unsigned>& pus) {
-  auto topology = binding_topology();
-  if (!topology) return 0;
-  std::vector<hwloc_obj_t> caches;
-  for (unsigned pu : pus) {
-    hwloc_obj_t obj = hwloc_get_pu_obj_by_os_index(topology, pu);
-    hwloc_obj_t last = nullptr;
-    for (; obj; obj = obj->parent)
-      if (hwloc_obj_type_is_dcache(obj->type) && obj->attr) last = obj;
-    if (last && std::find(caches.begin(), caches.end(), last) == caches.end()) caches.push_back(last);
-  }
+  // Per PU: the highest-level data or unified cache; caches are the same
+  // when their level and the PUs sharing them are.
+  std::set<std::pair<int, std::string>> seen;
   std::size_t bytes = 0;
-  for (auto cache : caches) bytes += cache->attr->cache.size;
+  for (unsigned pu : pus) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(pu) + "/cache/";
+    int best_level = 0;
+    std::string best_shared;
+    std::size_t best_size = 0;
+    for (int index = 0; index < 16; ++index) {
+      const std::string entry = dir + "index" + std::to_string(index) + "/";
+      const std::string level = read_line(entry + "level");
+      if (level.empty()) break;
+      if (read_line(entry + "type") == "Instruction") continue;
+      const int number = std::atoi(level.c_str());
+      if (number <= best_level) continue;
+      best_level = number;
+      best_shared = read_line(entry + "shared_cpu_list");
+      best_size = size_of_text(read_line(entry + "size"));
+    }
+    if (best_level > 0 && seen.emplace(best_level, best_shared).second) bytes += best_size;
+  }
   return bytes;
 }
 

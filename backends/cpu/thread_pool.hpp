@@ -73,13 +73,14 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
 };
 
-/// Binds the calling thread to processing unit `pu` (hwloc OS index); false
-/// when the system refuses (the thread then runs unbound).
+/// Binds the calling thread to processing unit `pu` (the OS's index, as
+/// hwloc's os_index); false when the system refuses (the thread then runs
+/// unbound).
 bool bind_current_thread(unsigned pu);
 
 /// Bytes of last-level cache the processing units `pus` share among them
-/// (the sum over the distinct last-level caches that hold one of them); 0
-/// when hwloc does not know.
+/// (the sum over the distinct last-level caches that hold one of them, as
+/// sysfs describes them); 0 when the system does not say.
 std::size_t last_level_cache_bytes(const std::vector<unsigned>& pus);
 
 }  // namespace canopy::backends::cpu

@@ -148,7 +148,10 @@ std::vector<std::string> allgather_text(MPI_Comm comm, const std::string& text) 
 NodeInventory discover_whole_node() {
   NodeInventory node = discover_node();
   std::vector<backends::DeviceInfo> known;
-  for (auto& found : backends::discover_devices()) {
+  const std::string& selection = settings().config.empty() ? settings().devices : std::string();
+  const auto wanted = [&](std::string_view backend) { return selection_needs_backend(selection, backend); };
+  for (auto& found :
+       backends::discover_devices(wanted, "not started: CANOPY_DEVICES=" + selection + " does not ask for it")) {
     auto kept = without_duplicates(std::move(found), known);
     add_backend_devices(node, kept);
     for (const auto& device : kept.devices) known.push_back(device->info());

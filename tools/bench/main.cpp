@@ -18,6 +18,7 @@ int adaptive_command(int argc, char** argv);
 int scatter_command(int argc, char** argv);
 int kernels_command(int argc, char** argv);
 int compile_command(int argc, char** argv);
+int startup_command(int argc, char** argv);
 #ifdef CANOPY_WITH_MPI
 int mpi_command(int argc, char** argv);
 #endif
@@ -62,6 +63,8 @@ void usage(std::FILE* out) {
                "           --pixels N (1024)  --elements N (2^23)  --json FILE\n"
                "  compile  first launches of five kernels compiled from scratch: launched at once, and after\n"
                "           rt.compile() and some other work  --size N (100000)  --work MS (30)\n"
+               "  startup  whole processes from exec to exit: nothing, `Runtime rt;`, and `Runtime rt;` with\n"
+               "           CANOPY_DEVICES=cpu; median wall time and peak memory  --runs N (10)\n"
                "  mpi      2-D heat over 2 MPI ranks, one CPU-only (one core) and one OpenCL-only: per-rank compute\n"
                "           time per iteration after rebalancing, and the run beside the same run with an even split\n"
                "           (starts mpirun itself unless run under it)  --rows N (2048)  --cols N (1024)\n"
@@ -89,6 +92,7 @@ int main(int argc, char** argv) {
     if (command == "scatter") return canopy::bench::scatter_command(argc - 2, argv + 2);
     if (command == "kernels") return canopy::bench::kernels_command(argc - 2, argv + 2);
     if (command == "compile") return canopy::bench::compile_command(argc - 2, argv + 2);
+    if (command == "startup") return canopy::bench::startup_command(argc - 2, argv + 2);
     if (command == "mpi") {
 #ifdef CANOPY_WITH_MPI
       return canopy::bench::mpi_command(argc, argv);
