@@ -231,11 +231,13 @@ inline Result run(canopy::mpi::Job& job, const Options& options) {
         it + 1 == options.rebalance_after * (rebalanced + 1)) {
       if (rebalanced == 0) first_phase = phase.empty() ? seconds : phase_median();
       const auto report = partition.rebalance();
-      reports.push_back(report.text());
-      if (report.moved) block = moved(partition, rt, block, options.cols);
+      if (report.moved || reports.empty()) reports.push_back(report.text());
       ++rebalanced;
-      phase.clear();
-      phase_start = it + 1;
+      if (report.moved) {  // a new phase: the times of the old block size say nothing of the new
+        block = moved(partition, rt, block, options.cols);
+        phase.clear();
+        phase_start = it + 1;
+      }
     }
   }
   job.barrier();
