@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
                     static_cast<long long>(rr.rows_before), static_cast<long long>(rr.rows_after),
                     rr.seconds_before * 1e3, rr.seconds_after * 1e3);
       }
+      for (const std::string& line : result.rebalances) std::printf("  rebalancing: %s\n", line.c_str());
       std::printf("time: %.3f s, checksum %.10e\n", result.seconds, result.checksum);
       if (result.checked) {
         if (result.identical)
