@@ -748,3 +748,38 @@ TEST_CASE("config: a loctype of an earlier text stays known to later ones, as in
                     "redeclared", node, &types);
   CHECK(tree.at("d").traits().pus.size() == 1);
 }
+
+// The shapes of the Gecko paper's Figure 6, as files a user would write
+// (examples/gecko/shapes/): each loads on a node it was not written for, with
+// one warning per location that got less than it asked for, and with none on
+// a node that has what they ask for.
+TEST_CASE("config: the files of Figure 6's shapes load on any node, with a warning per location it lacks") {
+  canopy::testing::ScopedSetting lenient("CANOPY_CONFIG_STRICT", nullptr);
+  const std::string dir = std::string(CANOPY_TEST_SOURCE_DIR) + "/../examples/gecko/shapes/";
+  const NodeInventory small = discover_node_synthetic("pack:1 numa:1 core:2 pu:1");
+  NodeInventory big = discover_node_synthetic("pack:1 numa:2 core:8 pu:1");
+  for (int k = 0; k < 4; ++k) big.devices.push_back(fake_device(LocationKind::Cuda, k, k / 2));
+  struct Shape {
+    const char* file;
+    std::size_t warnings_small, warnings_big;
+    const char* leaf_under_lock_h;  ///< a leaf below LocH on the big node
+  };
+  const Shape shapes[] = {{"figure6a-paper.conf", 3, 1, "LocN1"},
+                          {"multicore.conf", 2, 0, "LocN2"},
+                          {"one-gpu.conf", 1, 0, "LocG1"},
+                          {"several-gpus.conf", 4, 0, "LocG3"},
+                          {"cpu-and-gpus.conf", 2, 0, "LocG2"}};
+  for (const Shape& shape : shapes) {
+    CAPTURE(shape.file);
+    std::vector<std::string> small_warnings, big_warnings;
+    const Hierarchy on_small = load_config_file(dir + shape.file, small, nullptr, &small_warnings);
+    const Hierarchy on_big = load_config_file(dir + shape.file, big, nullptr, &big_warnings);
+    CAPTURE(on_small.to_text());
+    CHECK(small_warnings.size() == shape.warnings_small);
+    CHECK(big_warnings.size() == shape.warnings_big);
+    CHECK(on_small.find("LocH") != nullptr);
+    std::vector<std::string> leaves;
+    for (const Location* leaf : on_big.leaves(on_big.at("LocH"))) leaves.push_back(leaf->name());
+    CHECK(std::find(leaves.begin(), leaves.end(), shape.leaf_under_lock_h) != leaves.end());
+  }
+}

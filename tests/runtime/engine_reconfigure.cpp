@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "engine_trees.hpp"
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 using namespace canopy::engine_tests;
@@ -318,4 +319,21 @@ TEST_CASE("engine: one thread launches while another splits and joins the leaves
   launcher.join();
   rt.pause();
   CHECK(holds_constant(x, 2000));
+}
+
+TEST_CASE("engine: a Figure 6 shape file loads on this node, runs regions, and takes a location of its own type") {
+  canopy::testing::ScopedSetting lenient("CANOPY_CONFIG_STRICT", nullptr);
+  Runtime rt;
+  // Two 8-core groups: on a smaller node the first takes every core and the
+  // second is an empty virtual location (warnings on stderr).
+  rt.load_config(std::string(CANOPY_TEST_SOURCE_DIR) + "/../examples/gecko/shapes/multicore.conf");
+  CHECK(rt.hierarchy().at("LocN1").kind() == LocationKind::Cpu);
+  auto x = rt.array<std::int64_t>(1000, at("LocH"));
+  rt.region(fill_scaled()).over(1000).launch(x, 5);
+  rt.pause();
+  CHECK(holds_scaled(x, 5));
+  // `group` is the file's type, known to add_location() after it.
+  rt.add_location("LocX", "group", "LocA");
+  CHECK(rt.hierarchy().at("LocX").kind() == LocationKind::Virtual);
+  CHECK(rt.hierarchy().at("LocX").parent()->name() == "LocA");
 }
