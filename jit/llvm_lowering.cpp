@@ -497,8 +497,9 @@ void LlvmLowering::visit(const ir::AtomicAdd& node) {
 
 void LlvmLowering::visit(const ir::Reduce& node) { emit_reduce(node.param, value_of(node.value)); }
 
-void LlvmLowering::visit(const ir::If& node) {
-  llvm::Value* cond = value_of(node.cond);
+void LlvmLowering::visit(const ir::If& node) { emit_branch(value_of(node.cond), node); }
+
+void LlvmLowering::emit_branch(llvm::Value* cond, const ir::If& node) {
   auto* then_block = llvm::BasicBlock::Create(context_, "then", function_);
   auto* else_block = node.else_body ? llvm::BasicBlock::Create(context_, "else", function_) : nullptr;
   auto* merge = llvm::BasicBlock::Create(context_, "endif", function_);

@@ -407,19 +407,20 @@ void SimdLowering::visit(const ir::Call& node) {
     shaped_ = varying(emit_math(node.fn, node.type, args));
     return;
   }
-  // The C library's function once per active lane only: under a branch most
-  // lanes may be inactive, and each call costs as much as a whole vector of
-  // arithmetic.
+  shaped_ = varying(call_per_active_lane(node.fn, node.type, args));
+}
+
+llvm::Value* SimdLowering::call_per_active_lane(ir::MathFn fn, ScalarType type, const std::vector<llvm::Value*>& args) {
   // Arguments and results go through stack arrays, so that each lane is a
   // scalar load and store rather than a whole vector's insert.
-  llvm::Type* element = value_type(node.type);
+  llvm::Type* element = value_type(type);
   auto* vector_type = llvm::VectorType::get(element, lanes_, false);
   std::vector<llvm::AllocaInst*> arg_slots;
   for (std::size_t a = 0; a < args.size(); ++a) {
     arg_slots.push_back(entry_alloca(args[a]->getType(), "arg.lanes"));
     builder_.CreateStore(args[a], arg_slots.back());
   }
-  auto* result = entry_alloca(vector_type, std::string(ir::name_of(node.fn)) + ".lanes");
+  auto* result = entry_alloca(vector_type, std::string(ir::name_of(fn)) + ".lanes");
   auto* bits_type = builder_.getIntNTy(static_cast<unsigned>(lanes_));
   llvm::Value* first_bits = builder_.CreateBitCast(mask_, bits_type);
   auto* before = builder_.GetInsertBlock();
@@ -434,12 +435,12 @@ void SimdLowering::visit(const ir::Call& node) {
   std::vector<llvm::Value*> lane_args;
   for (auto* slot : arg_slots)
     lane_args.push_back(builder_.CreateLoad(element, builder_.CreateInBoundsGEP(element, slot, lane)));
-  builder_.CreateStore(emit_math(node.fn, node.type, lane_args), builder_.CreateInBoundsGEP(element, result, lane));
+  builder_.CreateStore(emit_math(fn, type, lane_args), builder_.CreateInBoundsGEP(element, result, lane));
   llvm::Value* rest = builder_.CreateAnd(bits, builder_.CreateSub(bits, llvm::ConstantInt::get(bits_type, 1)));
   bits->addIncoming(rest, builder_.GetInsertBlock());
   builder_.CreateCondBr(builder_.CreateICmpNE(rest, llvm::ConstantInt::get(bits_type, 0)), loop, done);
   builder_.SetInsertPoint(done);
-  shaped_ = varying(builder_.CreateLoad(vector_type, result));
+  return builder_.CreateLoad(vector_type, result);
 }
 
 void SimdLowering::visit(const ir::Select& node) {
@@ -548,23 +549,7 @@ void SimdLowering::visit(const ir::Reduce& node) {
 
 void SimdLowering::visit(const ir::If& node) {
   const Shaped cond = shaped_of(node.cond);
-  if (cond.shape == Shape::Uniform) {
-    // The same way for every lane: an ordinary branch.
-    auto* then_block = llvm::BasicBlock::Create(context_, "then", function_);
-    auto* else_block = node.else_body ? llvm::BasicBlock::Create(context_, "else", function_) : nullptr;
-    auto* merge = llvm::BasicBlock::Create(context_, "endif", function_);
-    builder_.CreateCondBr(cond.value, then_block, else_block ? else_block : merge);
-    builder_.SetInsertPoint(then_block);
-    walk(node.then_body);
-    builder_.CreateBr(merge);
-    if (else_block) {
-      builder_.SetInsertPoint(else_block);
-      walk(node.else_body);
-      builder_.CreateBr(merge);
-    }
-    builder_.SetInsertPoint(merge);
-    return;
-  }
+  if (cond.shape == Shape::Uniform) return emit_branch(cond.value, node);  // the same way for every lane
   llvm::Value* c = vector_of(cond);
   llvm::Value* taken = mask_ ? builder_.CreateAnd(mask_, c) : c;
   llvm::Value* not_taken = node.else_body ? builder_.CreateNot(c) : nullptr;

@@ -91,6 +91,8 @@ class LlvmLowering : protected ir::Visitor {
   /// the loop stops when the next value would pass end.
   void emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
                          const std::function<void(llvm::Value* counter)>& body);
+  /// `node`'s then and else bodies as an ordinary branch on the i1 `cond`.
+  void emit_branch(llvm::Value* cond, const ir::If& node);
   /// Throws canopy::Error for a kernel this lowering cannot handle.
   [[noreturn]] void fail(const std::string& what) const;
 

@@ -101,6 +101,10 @@ class SimdLowering final : public LlvmLowering {
   /// uniform or consecutive (lane 0's), else a vector of pointers.
   llvm::Value* element_pointer(int param, const Shaped& number);
   static bool is_consecutive(const Shaped& number);
+  /// `fn` of the vectors `args` through the C library, called once per lane
+  /// active in mask_ (under a branch most lanes may be inactive, and each
+  /// call costs as much as a whole vector of arithmetic).
+  llvm::Value* call_per_active_lane(ir::MathFn fn, ir::ScalarType type, const std::vector<llvm::Value*>& args);
   /// Runs `body` under `mask` (a vector), skipping it when no lane is active.
   void under_mask(llvm::Value* mask, const std::function<void()>& body);
 
