@@ -131,6 +131,8 @@ std::int64_t Partition::count() const {
 }
 
 void Partition::record(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0)
+    throw Error(fmt::format("Partition::record({}): the seconds of a step must be a finite number >= 0", seconds));
   if (auto model = test_model(job_.rank())) seconds = model->at(count());
   samples_[count()].push_back(seconds);
 }
@@ -153,7 +155,8 @@ Partition::Report Partition::rebalance() {
   const std::vector<double> fixed = job_.allgather(mine.fixed);
   const std::vector<double> per_row = job_.allgather(mine.per_row);
   std::vector<Model> models;
-  for (int r = 0; r < size; ++r) models.push_back(Model{fixed[r], per_row[r]});
+  // A rank too fast to time (0 s per row) counts as very fast, not as free.
+  for (int r = 0; r < size; ++r) models.push_back(Model{fixed[r], std::max(per_row[r], 1e-12)});
 
   Report report;
   report.before = bounds_;

@@ -102,4 +102,17 @@ TEST_CASE("mpi partition: a bad CANOPY_TEST_RANK_TIME is refused naming the vari
     message = e.what();
   }
   CHECK(message.rfind("CANOPY_TEST_RANK_TIME='0:fast' is not allowed", 0) == 0);
+  canopy::testing::ScopedSetting none("CANOPY_TEST_RANK_TIME", nullptr);
+  message.clear();
+  try {
+    partition.record(-1.0);
+  } catch (const canopy::Error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("must be a finite number >= 0") != std::string::npos);
+  // Ranks that measured nothing (0 s) still get blocks of at least one row.
+  partition.record(0.0);
+  const auto report = partition.rebalance();
+  CHECK(report.after.back() == 100);
+  for (int r = 0; r < job.size(); ++r) CHECK(report.after[r + 1] - report.after[r] >= 1);
 }
