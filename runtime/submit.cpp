@@ -116,9 +116,13 @@ RegionHandle Engine::submit(RegionRequest request) {
 }
 
 // Its explicit location, else the Most Common Descendant of its placed
-// arrays' locations (the root when it has none).
+// arrays' locations (the root when it has none). Arrays placed by distance
+// follow the region and do not decide where it runs; so do arrays with a
+// moving lifetime, unless the region has no placed array and no location of
+// its own: then it runs where they are (the MCD of their locations, or the
+// root), and they stay.
 const Location& Engine::State::region_location(const RegionRequest& request, const ir::Kernel& kernel) {
-  std::vector<const Location*> locations;
+  std::vector<const Location*> locations, moving;
   std::vector<std::string> labels;
   for (std::size_t p = 0; p < request.args.size(); ++p) {
     auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
@@ -126,8 +130,16 @@ const Location& Engine::State::region_location(const RegionRequest& request, con
     const auto name = (*storage)->location();
     auto* location = tree.find(name);
     if (!location) location = tree.root();
+    if ((*storage)->traits().lifetime == Lifetime::Moving) {
+      moving.push_back(location);
+      continue;
+    }
     locations.push_back(location);
     labels.push_back("argument '" + kernel.params[p].name + "', " + (*storage)->describe() + ",");
+  }
+  if (locations.empty() && request.location.empty() && !moving.empty()) {
+    auto* mcd = most_common_descendant(moving);
+    return mcd ? *mcd : *tree.root();
   }
   if (!request.location.empty()) {
     auto* found = tree.find(request.location);
@@ -232,6 +244,7 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
     if (!storage) continue;
     const auto& traits = (*storage)->traits();
     if (traits.distance) (*storage)->set_location(ancestor(at, *traits.distance).name());
+    if (traits.lifetime == Lifetime::Moving && !traits.distance) (*storage)->set_location(at.name());
     // A region without pieces touches no array and finishes at once, before
     // the regions it would follow: recorded as a user, it would stand in for
     // them and let later regions skip the wait (and free per-region memory

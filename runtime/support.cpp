@@ -52,9 +52,10 @@ MemoryTraits per_region() {
 }
 
 MemoryTraits moving() {
+  // Not a distance: the array keeps a place of its own (at() or the root)
+  // until a region elsewhere uses it (see Engine::State::region_location).
   MemoryTraits t;
   t.lifetime = Lifetime::Moving;
-  t.distance = 0;
   return t;
 }
 

@@ -144,6 +144,32 @@ TEST_CASE("engine: close() and far(n) arrays take the region's location, or n le
   CHECK(holds_scaled(near, 1, 1));
 }
 
+TEST_CASE("engine: a moving() array follows the region that uses it, with its values, and never decides where") {
+  Runtime rt;
+  use_tree(rt, two_leaf_tree());
+  const std::int64_t n = 64;
+  auto travels = rt.array<std::int64_t>(n, at("cpuA") | moving() | named("travels"));
+  auto placed = rt.array<std::int64_t>(n, at("cpuB") | named("placed"));
+  rt.region(fill_scaled()).over(n).launch(travels, 2);  // runs at cpuA, where it was placed
+  rt.region(fill_scaled()).over(n).launch(placed, 1);
+  rt.pause();
+  CHECK(travels.location() == "cpuA");
+  // cpuA and cpuB are on different branches: a persistent array at cpuA would
+  // be refused here; the moving one goes where the placed one says.
+  rt.region(accumulate()).over(n).launch(travels, placed);
+  rt.pause();
+  CHECK(last_region(rt).location == "cpuB");
+  CHECK(travels.location() == "cpuB");
+  CHECK(holds_scaled(travels, 3));
+  rt.region(increment()).over(n).at("cpuA").launch(travels);
+  rt.pause();
+  CHECK(travels.location() == "cpuA");
+  CHECK(holds_scaled(travels, 3, 1));
+  auto stays = rt.array<std::int64_t>(n, at("cpuA") | named("stays"));
+  CHECK(error_of([&] { rt.region(accumulate()).over(n).launch(stays, placed); }).find("different branches") !=
+        std::string::npos);
+}
+
 TEST_CASE("engine: per_region() arrays read zero at the start of each region") {
   Runtime rt;
   use_tree(rt, two_leaf_tree());
