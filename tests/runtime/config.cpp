@@ -60,13 +60,14 @@ std::string rejected(std::string_view text, const NodeInventory& node = two_numa
   return error_of([&] { load_config(text, "t.conf", node); });
 }
 
-/// The Gecko paper's Figure 6, configuration (a), line for line; the one
-/// change: the tesla type is optional, since this node may have no GPU.
-constexpr const char* kFigure6 = R"(# Content of 'gecko.conf' file that represents
+/// The Gecko paper's Figure 6, configuration (a), as printed (lines 1-18 of
+/// its listing), with the third loctype's name as its location line spells it
+/// (the text extraction split NODE_MEMORY at the underscore).
+constexpr const char* kFigure6AsPrinted = R"(# Content of 'gecko.conf' file that represents
 # Configuration (a)
 
 loctype;name,host;kind,x64,Skylake;num_cores,4;mem,4MB;
-loctype;name,tesla;kind,NVIDIA,CC7.0;mem,4GB;optional
+loctype;name,tesla;kind,NVIDIA,CC7.0;mem,4GB
 loctype;name,NODE_MEMORY;kind,Unified_Memory;size,16GB
 
 location;name,LocA;type,NODE_MEMORY;
@@ -81,6 +82,14 @@ hierarchy;children,+,LocN;parent,LocH
 hierarchy;children,+,LocG1;parent,LocG
 hierarchy;children,+,LocN1;parent,LocN
 )";
+
+/// The same with one change: the tesla type is optional, since the node may
+/// have no GPU.
+const std::string kFigure6 = [] {
+  std::string text = kFigure6AsPrinted;
+  text.replace(text.find("mem,4GB\n"), 8, "mem,4GB;optional\n");
+  return text;
+}();
 
 void check_round_trip(const Hierarchy& tree, const NodeInventory& node) {
   std::string text = tree.to_config();
@@ -106,27 +115,8 @@ TEST_CASE("config: the Gecko paper's Figure 6 (a) loads on a node without GPUs")
   CHECK(tree.leaves(tree.at("LocH")).size() == 1);
 }
 
-// The paper's file as printed (lines 4-18 of its listing), with the third
-// loctype's name as its location line spells it (the text extraction split
-// NODE_MEMORY at the underscore), on a node it was not written for: two
-// cores where it asks for four, no GPU, and LocG2 declared but never attached.
-constexpr const char* kFigure6AsPrinted = R"(loctype;name,host;kind,x64,Skylake;num_cores,4;mem,4MB;
-loctype;name,tesla;kind,NVIDIA,CC7.0;mem,4GB
-loctype;name,NODE_MEMORY;kind,Unified_Memory;size,16GB
-
-location;name,LocA;type,NODE_MEMORY;
-location;name,LocN,LocG;type,virtual
-location;name,LocN1;type,host;
-location;name,LocG1,LocG2;type,tesla
-
-location;name,LocH;type,virtual
-
-hierarchy;children,+,LocH,LocG;parent,LocA
-hierarchy;children,+,LocN;parent,LocH
-hierarchy;children,+,LocG1;parent,LocG
-hierarchy;children,+,LocN1;parent,LocN
-)";
-
+// The paper's file on a node it was not written for: two cores where it asks
+// for four, no GPU, and LocG2 declared but never attached.
 TEST_CASE("config: the paper's Figure 6 (a) unchanged loads on a smaller node, each change a warning") {
   canopy::testing::ScopedSetting lenient("CANOPY_CONFIG_STRICT", nullptr);
   const NodeInventory node = discover_node_synthetic("pack:1 numa:1 core:2 pu:1");
@@ -141,17 +131,17 @@ TEST_CASE("config: the paper's Figure 6 (a) unchanged loads on a smaller node, e
         "    LocG1 [virtual]\n");
   CHECK(tree.find("LocG2") == nullptr);
   REQUIRE(warnings.size() == 3);
-  CHECK(warnings[0] == "fig6.conf:8: location 'LocG2' is attached to no parent: left out (the root is 'LocA')");
-  CHECK(warnings[1].rfind("fig6.conf:8: location 'LocG1' needs a cuda device, which this node does not have free "
+  CHECK(warnings[0] == "fig6.conf:11: location 'LocG2' is attached to no parent: left out (the root is 'LocA')");
+  CHECK(warnings[1].rfind("fig6.conf:11: location 'LocG1' needs a cuda device, which this node does not have free "
                           "(discovered: 2 cores on 1 NUMA nodes; devices: none",
                           0) == 0);
   CHECK(warnings[1].find("): it is an empty virtual location") != std::string::npos);
-  CHECK(warnings[2] == "fig6.conf:7: location 'LocN1' asked for 4 cores and this node has 2 free: it has 2");
+  CHECK(warnings[2] == "fig6.conf:10: location 'LocN1' asked for 4 cores and this node has 2 free: it has 2");
   // Strict, the same file is refused at its first problem, as before.
   canopy::testing::ScopedSetting strict("CANOPY_CONFIG_STRICT", "1");
   CHECK(error_of([&] {
           load_config(kFigure6AsPrinted, "fig6.conf", node);
-        }).rfind("fig6.conf:8: location 'LocG1' needs a cuda device", 0) == 0);
+        }).rfind("fig6.conf:11: location 'LocG1' needs a cuda device", 0) == 0);
   // Without `warnings`, they go to stderr; the tree is the same.
   canopy::testing::ScopedSetting lenient_again("CANOPY_CONFIG_STRICT", "0");
   CHECK(load_config(kFigure6AsPrinted, "fig6.conf", node) == tree);
