@@ -137,6 +137,18 @@ void Partition::record(double seconds) {
   samples_[count()].push_back(seconds);
 }
 
+void Partition::record_regions() {
+  const Stats stats = job_.runtime().stats();
+  double busiest = 0;
+  for (const LeafStats& leaf : stats.leaves) {
+    double& before = busy_before_[leaf.leaf];
+    busiest = std::max(busiest, leaf.busy_seconds - before);
+    before = leaf.busy_seconds;
+  }
+  if (busy_started_) record(std::max(0.0, busiest));
+  busy_started_ = true;
+}
+
 Partition::Report Partition::rebalance() {
   const int size = job_.size();
   // What the last move cost, per row moved.

@@ -70,6 +70,11 @@ class Partition {
 
   /// Records the seconds one step over this rank's current block took.
   void record(double seconds);
+  /// Records a step from this rank's regions instead: the busiest leaf's
+  /// busy seconds (Runtime::stats) since the previous call, which leaves out
+  /// the host's work and the time regions waited to start. The first call
+  /// only takes the starting point.
+  void record_regions();
   /// Collective: fits every rank's model, and moves the blocks' boundaries
   /// when that pays (see the file's comment). After a move, call
   /// redistribute() for each array that holds the rows.
@@ -135,6 +140,8 @@ class Partition {
   std::map<std::int64_t, std::vector<double>> samples_;
   double seconds_per_row_moved_ = 5e-6;
   double last_move_seconds_ = 0;
+  std::map<std::string, double> busy_before_;  ///< per leaf, at the last record_regions()
+  bool busy_started_ = false;
   Report last_;
 };
 

@@ -116,3 +116,29 @@ TEST_CASE("mpi partition: a bad CANOPY_TEST_RANK_TIME is refused naming the vari
   CHECK(report.after.back() == 100);
   for (int r = 0; r < job.size(); ++r) CHECK(report.after[r + 1] - report.after[r] >= 1);
 }
+
+TEST_CASE("mpi partition: step times taken from the rank's own regions") {
+  auto& job = mpi_test::job();
+  canopy::testing::ScopedSetting timing("CANOPY_TEST_RANK_TIME", nullptr);
+  canopy::Runtime& rt = job.runtime();
+  canopy::mpi::Partition partition(job, 64 * job.size());
+  static const canopy::Kernel spin("partition_spin",
+                                   [](canopy::Out<double> y) {
+                                     canopy::Var<double> acc = 0.0;
+                                     canopy::For(0, 20000,
+                                                 [&](canopy::Idx k) { acc += canopy::cast<double>(k) * 1e-9; });
+                                     y[canopy::index(0)] = acc;
+                                   },
+                                   {"y"});
+  auto y = rt.array<double>(partition.count());
+  partition.record_regions();  // the starting point: records nothing
+  for (int step = 0; step < 3; ++step) {
+    rt.region(spin).over(partition.count()).launch(y);
+    rt.pause();
+    partition.record_regions();
+  }
+  // Three steps recorded, each the time a leaf spent on one region: positive.
+  const auto report = partition.rebalance();
+  CHECK(report.seconds_before[std::size_t(job.rank())] > 0);
+  CHECK(report.after.back() == partition.rows());
+}
