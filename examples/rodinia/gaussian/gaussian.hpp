@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -76,10 +75,10 @@ inline System generated_system(std::int64_t n, std::uint64_t seed = 7) {
 /// may follow is ignored). Throws canopy::Error naming the file when it is
 /// missing, does not start with a positive size or holds too few numbers.
 inline System read_system(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw canopy::Error("gaussian: cannot open input file '" + path + "'");
+  rodinia::Numbers in(path);
+  if (!in.opened()) throw canopy::Error("gaussian: cannot open input file '" + path + "'");
   long long n = 0;
-  if (!(in >> n) || n < 1)
+  if (!in.next(n) || n < 1)
     throw canopy::Error("gaussian: input file '" + path + "' does not start with a positive matrix size");
   System s;
   s.n = n;
@@ -87,7 +86,7 @@ inline System read_system(const std::string& path) {
   s.b.resize(static_cast<std::size_t>(n));
   for (auto* part : {&s.a, &s.b})
     for (auto& x : *part)
-      if (!(in >> x))
+      if (!in.next(x))
         throw canopy::Error("gaussian: input file '" + path + "' holds fewer than " + std::to_string(n * n + n) +
                             " numbers after the size " + std::to_string(n) + " (the matrix, then b)");
   return s;

@@ -22,7 +22,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -73,15 +72,15 @@ inline std::vector<float> generated_matrix(std::int64_t n, std::uint64_t seed = 
 /// by white space, row by row. Throws canopy::Error naming the file on a
 /// missing file, a bad size or too few numbers.
 inline std::vector<float> read_matrix(const std::string& path, std::int64_t& n) {
-  std::ifstream in(path);
-  if (!in) throw canopy::Error("lud: cannot open input file '" + path + "'");
+  rodinia::Numbers in(path);
+  if (!in.opened()) throw canopy::Error("lud: cannot open input file '" + path + "'");
   long long size = 0;
-  if (!(in >> size) || size < 1)
+  if (!in.next(size) || size < 1)
     throw canopy::Error("lud: input file '" + path + "' does not start with a positive matrix size");
   n = size;
   std::vector<float> m(static_cast<std::size_t>(n * n));
   for (auto& x : m)
-    if (!(in >> x))
+    if (!in.next(x))
       throw canopy::Error("lud: input file '" + path + "' holds fewer than " + std::to_string(n * n) +
                           " numbers after the size " + std::to_string(n));
   return m;
