@@ -101,7 +101,10 @@ inline void write_matrix(const std::string& path, const std::vector<float>& m, s
 /// Rodinia's check: rebuilds L * U from the factored matrix `lu` and lists
 /// every element that differs from `original` by more than 1e-4, as Rodinia
 /// prints them ("dismatch at (i, j): (o)x (n)y"), at most `limit` lines.
-/// Returns the number of such elements.
+/// Returns the number of such elements. One change from Rodinia: the 1e-4 is
+/// relative to elements larger than 1, since a float near 2049 (the diagonal
+/// of a generated 2048 x 2048 matrix) is spaced 2.4e-4 apart, and Rodinia's
+/// absolute bound would call a result that is right to the last bit wrong.
 inline std::int64_t verify(const std::vector<float>& original, const float* lu, std::int64_t n, std::string& report,
                            std::int64_t limit = 20) {
   std::int64_t mismatches = 0;
@@ -111,7 +114,7 @@ inline std::int64_t verify(const std::vector<float>& original, const float* lu, 
       const std::int64_t last = i < j ? i : j;
       for (std::int64_t k = 0; k <= last; ++k) sum += (k == i ? 1.0f : lu[i * n + k]) * lu[k * n + j];
       const float o = original[static_cast<std::size_t>(i * n + j)];
-      if (std::fabs(o - sum) > 0.0001f) {
+      if (std::fabs(o - sum) > 0.0001f * std::max(1.0f, std::fabs(o))) {
         if (mismatches++ < limit) {
           char line[128];
           std::snprintf(line, sizeof line, "dismatch at (%lld, %lld): (o)%f (n)%f\n", static_cast<long long>(i),
