@@ -194,6 +194,9 @@ std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol
     dump_name += ".streaming";
   }
   if (dump_enabled("llvm")) dump("llvm", dump_name, "; canopy: " + plan.reason + "\n" + module_text(module));
+  // Beside the kernel's IR dump (<kernel>.ir, written before any device
+  // compiles): which CPU lowering it got, since that is decided here.
+  if (dump_enabled("ir")) dump("ir", dump_name + ".cpu", "// " + kernel.name + " on the CPU: " + plan.reason + "\n");
   if (dump_enabled("asm")) {
     // Code generation changes the module, so the assembly comes from a copy.
     auto copy = llvm::CloneModule(module);

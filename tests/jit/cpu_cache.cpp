@@ -352,7 +352,7 @@ TEST_CASE("a planted entry in a cache directory others may write is never loaded
 // CANOPY_SIMD=on, and the scalar loop for everything with CANOPY_SIMD=off.
 TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, and why not") {
   TempDir cache, dumps;
-  canopy::testing::ScopedSetting dump("CANOPY_DUMP", "llvm"), dump_dir("CANOPY_DUMP_DIR", dumps.str().c_str());
+  canopy::testing::ScopedSetting dump("CANOPY_DUMP", "llvm,ir"), dump_dir("CANOPY_DUMP_DIR", dumps.str().c_str());
   auto i = make_index(0);
   auto k = make_var(I64, "k");
   // out[i] = sum over k of in[k] * in[i]: in[k] is one element for all lanes.
@@ -388,6 +388,9 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
     CHECK(first_line("simd.row_sums").find("gathers or scatters in the innermost loop") != std::string::npos);
     const std::string pairs_ir = read_all((dumps.path() / "simd.pairs.llvm").string());
     CHECK(pairs_ir.find("x double>") != std::string::npos);
+    // And beside the IR dump.
+    CHECK(read_all((dumps.path() / "simd.row_sums.cpu.ir").string())
+              .rfind("// simd.row_sums on the CPU: scalar point loop: ", 0) == 0);
   }
   {
     canopy::testing::ScopedSetting simd("CANOPY_SIMD", "off");
