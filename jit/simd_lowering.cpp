@@ -95,9 +95,7 @@ void SimdLowering::emit_index_space(const std::function<void()>& body) {
     auto* done = llvm::BasicBlock::Create(context_, "tail.done", function_);
     builder_.CreateCondBr(builder_.CreateICmpSGT(rest, llvm::ConstantInt::get(i64, 0)), tail, done);
     builder_.SetInsertPoint(tail);
-    std::vector<llvm::Constant*> numbers;
-    for (int l = 0; l < lanes_; ++l) numbers.push_back(llvm::ConstantInt::get(i64, l));
-    mask_ = builder_.CreateICmpSLT(llvm::ConstantVector::get(numbers), splat(rest), "tail.lanes");
+    mask_ = builder_.CreateICmpSLT(lane_numbers(i64), splat(rest), "tail.lanes");
     indices_[last] = linear(whole_end, one);
     body();
     mask_ = nullptr;
@@ -161,17 +159,20 @@ SimdLowering::Shaped SimdLowering::linear(llvm::Value* base, llvm::Value* stride
 
 llvm::Value* SimdLowering::splat(llvm::Value* scalar) { return builder_.CreateVectorSplat(lanes_, scalar); }
 
+llvm::Constant* SimdLowering::lane_numbers(llvm::Type* type) const {
+  std::vector<llvm::Constant*> numbers;
+  for (int l = 0; l < lanes_; ++l) numbers.push_back(llvm::ConstantInt::get(type, l));
+  return llvm::ConstantVector::get(numbers);
+}
+
 llvm::Value* SimdLowering::vector_of(const Shaped& value) {
   switch (value.shape) {
     case Shape::Varying: return value.value;
     case Shape::Uniform: return splat(value.value);
-    case Shape::Linear: {
-      std::vector<llvm::Constant*> numbers;
-      for (int l = 0; l < lanes_; ++l) numbers.push_back(llvm::ConstantInt::get(value.value->getType(), l));
+    case Shape::Linear:
       // Wrapping arithmetic, as the scalar code's would be for each point.
       return builder_.CreateAdd(splat(value.value),
-                                builder_.CreateMul(llvm::ConstantVector::get(numbers), splat(value.stride)));
-    }
+                                builder_.CreateMul(lane_numbers(value.value->getType()), splat(value.stride)));
   }
   fail("unknown shape");
 }
@@ -215,6 +216,10 @@ bool SimdLowering::is_consecutive(const Shaped& number) {
   return stride && stride->isOne();
 }
 
+bool SimdLowering::is_scattered(const Shaped& number) {
+  return number.shape == Shape::Varying || (number.shape == Shape::Linear && !is_consecutive(number));
+}
+
 SimdLowering::Shaped SimdLowering::element_number(int param, const std::vector<ir::Expr>& indices) {
   const ir::Param& p = kernel_.params.at(param);
   const LoweredParam& lowered = params_.at(param);
@@ -240,10 +245,15 @@ llvm::Value* SimdLowering::element_pointer(int param, const Shaped& number) {
   llvm::Type* element = memory_type(kernel_.params.at(param).type);
   llvm::Value* base = params_.at(param).base;
   // In bounds: a kernel never addresses outside its arrays (checked mode says so when it would).
-  if (number.shape == Shape::Varying) return builder_.CreateInBoundsGEP(element, base, number.value);
-  if (number.shape == Shape::Linear && !is_consecutive(number))
-    return builder_.CreateInBoundsGEP(element, base, vector_of(number));
-  return builder_.CreateInBoundsGEP(element, base, number.value);
+  return builder_.CreateInBoundsGEP(element, base, is_scattered(number) ? vector_of(number) : number.value);
+}
+
+llvm::Value* SimdLowering::element_pointers(int param, const Shaped& number) {
+  llvm::Value* pointer = element_pointer(param, number);
+  if (is_scattered(number)) return pointer;
+  if (number.shape == Shape::Uniform) return splat(pointer);
+  return builder_.CreateInBoundsGEP(memory_type(kernel_.params.at(param).type), pointer,
+                                    lane_numbers(builder_.getInt64Ty()));
 }
 
 void SimdLowering::note_access(const Shaped& number) {
@@ -251,8 +261,7 @@ void SimdLowering::note_access(const Shaped& number) {
     deepest_ = loop_depth_;
     scattered_ = 0;
   }
-  const bool scattered = number.shape == Shape::Varying || (number.shape == Shape::Linear && !is_consecutive(number));
-  if (loop_depth_ == deepest_ && scattered) ++scattered_;
+  if (loop_depth_ == deepest_ && is_scattered(number)) ++scattered_;
 }
 
 std::string SimdLowering::refusal() const {
@@ -503,8 +512,7 @@ void SimdLowering::visit(const ir::Store& node) {
   }
   // A scatter writes its lanes in order, so the last point that stores to an
   // element wins, as in the scalar loop.
-  if (number.shape == Shape::Uniform) pointer = splat(pointer);
-  builder_.CreateMaskedScatter(value, pointer, align, active_lanes());
+  builder_.CreateMaskedScatter(value, is_scattered(number) ? pointer : splat(pointer), align, active_lanes());
 }
 
 void SimdLowering::visit(const ir::AtomicAdd& node) {
@@ -512,11 +520,7 @@ void SimdLowering::visit(const ir::AtomicAdd& node) {
   llvm::Value* values = vector_of(shaped_of(node.value));
   const Shaped number = element_number(node.param, node.indices);
   note_access(number);
-  llvm::Value* pointer = element_pointer(node.param, number);
-  if (number.shape != Shape::Varying && number.shape != Shape::Linear) pointer = splat(pointer);
-  if (is_consecutive(number))
-    pointer = builder_.CreateInBoundsGEP(memory_type(node.value->type), splat(pointer),
-                                         vector_of(linear(builder_.getInt64(0), builder_.getInt64(1))));
+  llvm::Value* pointer = element_pointers(node.param, number);
   // One atomic per active lane, in lane order.
   for (int l = 0; l < lanes_; ++l) {
     auto emit = [&] {

@@ -130,7 +130,10 @@ void Loader::bind_all(bool cpus) {
     Staged& location = locations_[i];
     if (!location.alive || location.existing || (location.kind == LocationKind::Cpu) != cpus) continue;
     if (bind(location)) continue;
-    if (!location.optional && lenient_ && bind_leniently(location)) continue;
+    if (!location.optional && lenient_) {
+      bind_leniently(location);
+      continue;
+    }
     if (!location.optional)
       fail(Where{source_, location.line},
            fmt::format("location '{}' needs {}, which this node does not have free (discovered: {})", location.name,
@@ -142,8 +145,7 @@ void Loader::bind_all(bool cpus) {
 
 /// A location the node cannot give all it asks for: a CPU location takes the
 /// cores that are free, anything else becomes an empty virtual location.
-/// False when even that cannot be (never, today).
-bool Loader::bind_leniently(Staged& location) {
+void Loader::bind_leniently(Staged& location) {
   const std::string need = need_of(location);
   if (location.kind == LocationKind::Cpu && location.pus.empty() && location.cores_wanted > 0 && !location.start) {
     const int wanted = location.cores_wanted;
@@ -152,7 +154,7 @@ bool Loader::bind_leniently(Staged& location) {
       warnings_.push_back(fmt::format("{}:{}: location '{}' asked for {} cores and this node has {} free: it has {}",
                                       source_, location.line, location.name, wanted, location.traits.cores,
                                       location.traits.cores));
-      return true;
+      return;
     }
   }
   warnings_.push_back(fmt::format(
@@ -161,7 +163,6 @@ bool Loader::bind_leniently(Staged& location) {
       source_, location.line, location.name, need, inventory_summary(node_)));
   location.kind = LocationKind::Virtual;
   location.traits = LocationTraits{};
-  return true;
 }
 
 /// Leaves out every location without a parent but the root of the largest
@@ -178,16 +179,16 @@ void Loader::drop_unattached() {
     }
     return count;
   };
-  std::vector<int> roots;
+  std::vector<std::pair<int, int>> roots;  // index, locations in its tree
   for (std::size_t i = 0; i < locations_.size(); ++i)
-    if (locations_[i].alive && locations_[i].parent == -1) roots.push_back(static_cast<int>(i));
+    if (locations_[i].alive && locations_[i].parent == -1)
+      roots.emplace_back(static_cast<int>(i), size_of(static_cast<int>(i)));
   if (roots.size() < 2) return;
-  int keep = roots.front();
-  for (int index : roots)
-    if (size_of(index) > size_of(keep)) keep = index;
-  for (int index : roots) {
+  int keep = roots.front().first, largest = roots.front().second;
+  for (auto [index, count] : roots)
+    if (count > largest) keep = index, largest = count;
+  for (auto [index, count] : roots) {
     if (index == keep || locations_[index].existing) continue;
-    const int count = size_of(index);
     warnings_.push_back(fmt::format("{}:{}: location '{}' is attached to no parent: left out{} (the root is '{}')",
                                     source_, locations_[index].line, locations_[index].name,
                                     count > 1 ? fmt::format(" with the {} below it", count - 1) : std::string(),

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include <canopy/backends/discover.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/settings.hpp>
 #include "internal/config_syntax.hpp"
@@ -357,14 +358,18 @@ DiscoveryOptions DiscoveryOptions::from_environment() {
   return options;
 }
 
-bool selection_needs_backend(std::string_view devices, std::string_view backend) {
-  if (devices.empty()) return true;
-  auto picks = [&](std::string_view b) {
-    for (const std::string& word : words_of(devices))
-      if (word == "all" || word == "gpu" || word == b || word.rfind(std::string(b) + ":", 0) == 0) return true;
+std::vector<backends::BackendDevices> discover_selected_backends() {
+  const std::string& selection = settings().config.empty() ? settings().devices : std::string();
+  auto picks = [&](std::string_view backend) {
+    for (const std::string& word : words_of(selection))
+      if (word == "all" || word == "gpu" || word == backend || word.rfind(std::string(backend) + ":", 0) == 0)
+        return true;
     return false;
   };
-  return picks(backend) || (backend != "opencl" && picks("opencl"));
+  auto wanted = [&](std::string_view backend) {
+    return selection.empty() || picks(backend) || (backend != "opencl" && picks("opencl"));
+  };
+  return backends::discover_devices(wanted, "not started: CANOPY_DEVICES=" + selection + " does not ask for it");
 }
 
 NodeInventory select_devices(const NodeInventory& node, std::string_view devices) {

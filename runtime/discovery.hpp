@@ -156,13 +156,14 @@ struct DiscoveryOptions {
 /// Throws canopy::Error naming the value and what is accepted.
 CpuGrain parse_cpu_grain(std::string_view text);
 
-/// Whether the device selection `devices` (CANOPY_DEVICES's words; empty is
-/// "all") may pick devices of `backend` ("opencl", "cuda", "level_zero"):
-/// "all", "gpu", the backend's name or one of its device ids. A GPU that
-/// CUDA or Level Zero drives is told apart from the same GPU seen through
-/// OpenCL only when those backends run too, so a selection that may pick
-/// OpenCL devices needs all three. With "cpu" alone no backend is started.
-bool selection_needs_backend(std::string_view devices, std::string_view backend);
+/// Every device backend's discovery (backends::discover_devices), except the
+/// backends CANOPY_DEVICES cannot select, which are not started at all: with
+/// "cpu" alone no GPU or OpenCL library is opened, and a backend left out is
+/// reported absent as "not started". A GPU that CUDA or Level Zero drives is
+/// told apart from the same GPU seen through OpenCL only when those backends
+/// run too, so a selection that may pick OpenCL devices starts all three; with
+/// CANOPY_CONFIG every backend starts, since a file may bind any device.
+std::vector<backends::BackendDevices> discover_selected_backends();
 
 /// The inventory with only what `devices` (see DiscoveryOptions::devices)
 /// selects: without "cpu" or "all" the cores are dropped; devices not named

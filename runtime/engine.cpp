@@ -13,7 +13,6 @@
 #include <cstring>
 #include <sstream>
 
-#include <canopy/backends/discover.hpp>
 #include <canopy/backends/fault_injection.hpp>
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/settings.hpp>
@@ -140,13 +139,7 @@ Engine::Engine(const RuntimeOptions& options) : state_((read_settings(), std::ma
   }
   // The preferred API first: a GPU that CUDA or Level Zero drives is not used
   // again through OpenCL.
-  // Backends the device selection cannot pick are not started (a program
-  // with CANOPY_DEVICES=cpu never loads an OpenCL platform); a configuration
-  // file may bind any device, so with one every backend starts.
-  const std::string& selection = settings().config.empty() ? settings().devices : std::string();
-  const auto wanted = [&](std::string_view backend) { return selection_needs_backend(selection, backend); };
-  for (auto& found :
-       backends::discover_devices(wanted, "not started: CANOPY_DEVICES=" + selection + " does not ask for it")) {
+  for (auto& found : discover_selected_backends()) {
     if (options.device_ids)
       std::erase_if(found.devices, [&](const std::shared_ptr<backends::Device>& d) {
         return std::find(options.device_ids->begin(), options.device_ids->end(), d->info().id) ==

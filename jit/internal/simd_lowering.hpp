@@ -24,10 +24,10 @@
 // results are identical and floating-point results are the same except for
 // the order in which a float sum reduction is combined, which the scalar
 // code leaves to LLVM already. Kernels that this lowering does not take (see
-// simd_plan) use the scalar lowering, and the LLVM dump says why.
+// simd_plan and SimdLowering::refusal) use the scalar lowering, and the LLVM
+// dump says why.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -100,7 +100,14 @@ class SimdLowering final : public LlvmLowering {
   /// The addresses of the elements `number` of `param`: a scalar pointer when
   /// uniform or consecutive (lane 0's), else a vector of pointers.
   llvm::Value* element_pointer(int param, const Shaped& number);
+  /// The same as a vector of one pointer per lane, whatever the shape.
+  llvm::Value* element_pointers(int param, const Shaped& number);
+  /// Linear with stride 1: one vector load or store.
   static bool is_consecutive(const Shaped& number);
+  /// Neither uniform nor consecutive: a gather or scatter.
+  static bool is_scattered(const Shaped& number);
+  /// <0, 1, ..., lanes - 1> of the integer `type`.
+  llvm::Constant* lane_numbers(llvm::Type* type) const;
   /// `fn` of the vectors `args` through the C library, called once per lane
   /// active in mask_ (under a branch most lanes may be inactive, and each
   /// call costs as much as a whole vector of arithmetic).

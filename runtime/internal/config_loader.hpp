@@ -97,7 +97,7 @@ class Loader {
   bool bind_cpu(Staged& location);
   std::string need_of(const Staged& location) const;
   void bind_all(bool cpus);
-  bool bind_leniently(Staged& location);
+  void bind_leniently(Staged& location);
   void drop_unattached();
   int root() const;
   Hierarchy build(int root) const;

@@ -12,7 +12,6 @@
 #include <set>
 #include <tuple>
 
-#include <canopy/backends/discover.hpp>
 #include <canopy/ir/passes/optimize.hpp>
 #include <canopy/ir/settings.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
@@ -148,10 +147,7 @@ std::vector<std::string> allgather_text(MPI_Comm comm, const std::string& text) 
 NodeInventory discover_whole_node() {
   NodeInventory node = discover_node();
   std::vector<backends::DeviceInfo> known;
-  const std::string& selection = settings().config.empty() ? settings().devices : std::string();
-  const auto wanted = [&](std::string_view backend) { return selection_needs_backend(selection, backend); };
-  for (auto& found :
-       backends::discover_devices(wanted, "not started: CANOPY_DEVICES=" + selection + " does not ask for it")) {
+  for (auto& found : discover_selected_backends()) {
     auto kept = without_duplicates(std::move(found), known);
     add_backend_devices(node, kept);
     for (const auto& device : kept.devices) known.push_back(device->info());

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
@@ -208,12 +207,6 @@ std::pair<std::int64_t, std::int64_t> Partition::overlap(std::int64_t a0, std::i
                                                          std::int64_t b1) {
   return {std::max(a0, b0), std::min(a1, b1)};
 }
-
-double Partition::now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double Partition::seconds_since(double start) { return now() - start; }
 
 std::string Partition::Report::text() const {
   auto blocks = [](const std::vector<std::int64_t>& bounds) {

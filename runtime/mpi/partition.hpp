@@ -2,7 +2,7 @@
 // ranks of a Job, balanced by how fast each rank runs its block.
 //
 //   canopy::mpi::Partition rows(job, 4096);              // even blocks
-//   auto grid = rows.make<double, 2>(cols, /*halo=*/1);   // this rank's block
+//   auto grid = rows.make<double>(cols, /*halo=*/1);      // this rank's block
 //   for (int step = 0; step < steps; ++step) {
 //     double seconds = advance(grid);                     // one step, timed
 //     rows.record(seconds);
@@ -24,6 +24,7 @@
 // so that balancing can be checked on a machine whose ranks share cores.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -84,9 +85,8 @@ class Partition {
 
   /// A new array for this rank's block: count() + 2 * halo rows of `row`
   /// elements (a 2-D array), the halos first and last.
-  template <class T, int Rank = 2>
-  Array<T, Rank> make(std::int64_t row, std::int64_t halo = 0, MemoryTraits traits = {}) const {
-    static_assert(Rank == 2, "make() makes 2-D blocks; use redistribute() for others");
+  template <class T>
+  Array<T, 2> make(std::int64_t row, std::int64_t halo = 0, MemoryTraits traits = {}) const {
     return job_.runtime().array<T, 2>(Shape(count() + 2 * halo, row), traits);
   }
 
@@ -105,7 +105,7 @@ class Partition {
                               : Rank == 2 ? Shape(rows_now, shape[1])
                                           : Shape(rows_now, shape[1], shape[2]);
     Array<T, Rank> fresh = job_.runtime().array<T, Rank>(fresh_shape, old.storage()->traits());
-    const auto start = now();
+    const auto start = std::chrono::steady_clock::now();
     // Every shift d at once on every rank: each sends to one rank and
     // receives from one, so no exchange waits on another. d = 0 is the rows
     // a rank keeps (sent to itself).
@@ -118,7 +118,7 @@ class Partition {
       auto in = receives ? fresh.slice(r0 - to[rank] + halo, r1 - to[rank] + halo) : fresh.slice(0, 0);
       job_.sendrecv(out, sends ? dest : no_rank, in, receives ? source : no_rank, kTag);
     }
-    note_move(seconds_since(start));
+    note_move(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return fresh;
   }
 
@@ -126,8 +126,6 @@ class Partition {
   static constexpr int kTag = 7301;
   static std::pair<std::int64_t, std::int64_t> overlap(std::int64_t a0, std::int64_t a1, std::int64_t b0,
                                                        std::int64_t b1);
-  static double now();
-  static double seconds_since(double start);
   /// Adds the seconds one redistribute() took (the slowest rank's) to the
   /// cost of the last move, which the next rebalance() learns from.
   void note_move(double seconds);
