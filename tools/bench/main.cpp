@@ -68,7 +68,7 @@ void usage(std::FILE* out) {
                "  mpi      2-D heat over 2 MPI ranks, one CPU-only (one core) and one OpenCL-only: per-rank compute\n"
                "           time per iteration after rebalancing, and the run beside the same run with an even split\n"
                "           (starts mpirun itself unless run under it)  --rows N (2048)  --cols N (1024)\n"
-               "           --iterations K (400)  --rebalance-after K (8)  --rebalances R (3)  --repeat N (3)\n"
+               "           --iterations K (400)  --rebalance-after K (25)  --rebalances R (6)  --repeat N (3)\n"
                "           --runs N (1: one report; more: one line per run and how many met the goal)\n");
 }
 

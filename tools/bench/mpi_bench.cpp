@@ -90,8 +90,11 @@ int mpi_command(int argc, char** argv) {
   options.rows = args.count("--rows", 2048);
   options.cols = args.count("--cols", 1024);
   options.iterations = static_cast<int>(args.count("--iterations", 400));
-  const int rebalance_after = static_cast<int>(args.count("--rebalance-after", 8));
-  options.rebalances = static_cast<int>(args.count("--rebalances", 3));
+  // A rebalancing every 25 iterations: each phase gives the rank models two
+  // dozen steps to take a median of (with 8, one noisy phase on this shared
+  // machine could move too many rows, and a run ended 10-13% apart).
+  const int rebalance_after = static_cast<int>(args.count("--rebalance-after", 25));
+  options.rebalances = static_cast<int>(args.count("--rebalances", 6));
   const int repeat = static_cast<int>(args.count("--repeat", 3));
   if (const char* at = std::getenv("CANOPY_BENCH_MPI_AT")) options.location = at;
 
