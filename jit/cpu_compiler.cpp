@@ -7,8 +7,6 @@
 #include <mutex>
 #include <unordered_map>
 
-#include <llvm/Config/llvm-config.h>
-
 #include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/printer.hpp>
@@ -16,9 +14,7 @@
 
 #include "checked_file.hpp"
 #include "hash.hpp"
-#include "internal/cpu_jit.hpp"
-#include "internal/cpu_target.hpp"
-#include "internal/simd_lowering.hpp"
+#include "internal/llvm_plugin.hpp"
 
 #ifndef CANOPY_VERSION_STRING
 #define CANOPY_VERSION_STRING "unknown"
@@ -49,21 +45,34 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 struct CpuCompiler::State {
   std::unique_ptr<DiskCache> disk;
-  std::string key_prefix;  ///< everything in the key but the kernel's text
+  std::once_flag key_prefix_once;
+  std::string key_prefix_text;
 
   std::mutex mutex;
-  llvm::orc::JITDylib* library = nullptr;  ///< created on the first compile; guarded by mutex
+  void* library = nullptr;  ///< the JIT library, created on the first compile; guarded by mutex
   /// Every kernel this compiler returned or is compiling, by key; guarded by mutex.
   std::unordered_map<std::string, std::shared_future<CpuEntry>> entries;
 
-  llvm::orc::JITDylib& jit_library() {
-    std::lock_guard lock(mutex);
-    if (!library) library = &CpuJit::instance().create_library("canopy.cpu");
-    return *library;
+  /// Everything in the key but the kernel's text. It names LLVM's version
+  /// and the host as LLVM sees it, so it loads the plugin: on the first
+  /// cache_key() (just before a compile), not when the compiler is made.
+  const std::string& key_prefix() {
+    std::call_once(key_prefix_once, [&] {
+      key_prefix_text = "canopy cpu kernel\nabi " + std::to_string(kCpuAbiVersion) + "\ncanopy " +
+                        CANOPY_VERSION_STRING + "\nllvm " + llvm_plugin().llvm_version() + "\ntarget " +
+                        llvm_plugin().host_description() + "\n";
+    });
+    return key_prefix_text;
   }
 
   CpuEntry link(std::string_view object, const std::string& symbol) {
-    return reinterpret_cast<CpuEntry>(CpuJit::instance().link(jit_library(), object, symbol));
+    void* into = nullptr;
+    {
+      std::lock_guard lock(mutex);
+      if (!library) library = llvm_plugin().create_library("canopy.cpu");
+      into = library;
+    }
+    return reinterpret_cast<CpuEntry>(llvm_plugin().link(into, object, symbol));
   }
 
   /// The entry of a kernel this compiler has not seen: from disk, else compiled.
@@ -79,7 +88,7 @@ struct CpuCompiler::State {
         }
       }
     }
-    const std::string object = compile_for_host(kernel, symbol, code.streaming_stores);
+    const std::string object = llvm_plugin().compile_for_host(kernel, symbol, code.streaming_stores);
     if (disk) disk->put(key, object);
     source = Source::Compiled;
     return link(object, symbol);
@@ -89,9 +98,6 @@ struct CpuCompiler::State {
 CpuCompiler::CpuCompiler(Options options) : state_(std::make_unique<State>()) {
   const std::string dir = cache_directory(options.cache_dir);
   if (dir != "off") state_->disk = std::make_unique<DiskCache>(dir);
-  state_->key_prefix = "canopy cpu kernel\nabi " + std::to_string(kCpuAbiVersion) + "\ncanopy " +
-                       CANOPY_VERSION_STRING + "\nllvm " + LLVM_VERSION_STRING + "\ntarget " + target_description() +
-                       "\n";
 }
 
 CpuCompiler::~CpuCompiler() = default;
@@ -99,11 +105,11 @@ CpuCompiler::~CpuCompiler() = default;
 std::string CpuCompiler::cache_key(const ir::Kernel& kernel, const CodeOptions& code) const {
   std::string variant = "streaming stores";
   for (int p : code.streaming_stores) variant += " " + std::to_string(p);
-  variant += "\nsimd lanes " + std::to_string(simd_plan(kernel, HostTarget::get().vector_bits()).lanes);
-  return hash_hex(state_->key_prefix + variant + "\n" + ir::print(kernel));
+  variant += "\nsimd lanes " + std::to_string(llvm_plugin().simd_lanes(kernel));
+  return hash_hex(state_->key_prefix() + variant + "\n" + ir::print(kernel));
 }
 
-std::string CpuCompiler::target_description() const { return HostTarget::get().description(); }
+std::string CpuCompiler::target_description() const { return llvm_plugin().host_description(); }
 
 const DiskCache* CpuCompiler::disk_cache() const { return state_->disk.get(); }
 

@@ -30,6 +30,7 @@
 #include <llvm/IR/Module.h>
 
 #include <canopy/ir/kernel.hpp>
+#include <canopy/jit/spirv.hpp>
 
 #include "llvm_lowering.hpp"
 
@@ -79,5 +80,10 @@ class SpirLowering final : public LlvmLowering {
 /// and selects with the IR's semantics, and puts each function's blocks in
 /// reverse post-order (SPIR-V wants every block after its dominators).
 void legalize_for_spirv(llvm::Module& module);
+
+/// spirv_of's work (jit/spirv.hpp) once the kernel is verified and SPIR-V is
+/// known to be available: lowering, LLVM's verifier, the translation and the
+/// dumps.
+SpirvKernel lower_to_spirv(const ir::Kernel& kernel, const SpirvOptions& options);
 
 }  // namespace canopy::jit

@@ -21,7 +21,7 @@
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/settings.hpp>
 
-#include "cpu_abi.hpp"
+#include <canopy/jit/cpu_abi.hpp>
 #include "internal/llvm_lowering.hpp"
 #include "internal/simd_lowering.hpp"
 
