@@ -6,18 +6,23 @@
 
 namespace canopy::backends {
 
+const std::vector<std::string_view>& backend_names() {
+  static const std::vector<std::string_view> names{"cuda", "level_zero", "opencl"};
+  return names;
+}
+
+BackendDevices discover_backend(std::string_view backend) {
+  if (backend == "cuda") return cuda::discover_cuda();
+  if (backend == "level_zero") return level_zero::discover_level_zero();
+  if (backend == "opencl") return opencl::discover_opencl();
+  return BackendDevices{std::string(backend), {}, "no such backend"};
+}
+
 std::vector<BackendDevices> discover_devices(const std::function<bool(std::string_view)>& wanted,
                                              const std::string& why_not) {
   std::vector<BackendDevices> found;
-  auto discover = [&](const char* backend, auto&& start) {
-    if (wanted(backend))
-      found.push_back(start());
-    else
-      found.push_back(BackendDevices{backend, {}, why_not});
-  };
-  discover("cuda", [] { return cuda::discover_cuda(); });
-  discover("level_zero", [] { return level_zero::discover_level_zero(); });
-  discover("opencl", [] { return opencl::discover_opencl(); });
+  for (std::string_view backend : backend_names())
+    found.push_back(wanted(backend) ? discover_backend(backend) : BackendDevices{std::string(backend), {}, why_not});
   return found;
 }
 

@@ -10,6 +10,12 @@
 
 namespace canopy::backends {
 
+/// The device backends, in order of preference: "cuda", "level_zero", "opencl".
+const std::vector<std::string_view>& backend_names();
+
+/// What one backend (a name of backend_names()) found. Never throws.
+BackendDevices discover_backend(std::string_view backend);
+
 /// What each device backend found (or why it found nothing), in order of
 /// preference for a device more than one of them can drive: CUDA, Level Zero,
 /// then OpenCL. Never throws. A backend for which `wanted` says no is not

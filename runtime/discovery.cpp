@@ -16,8 +16,10 @@
 #include <string>
 
 #include <canopy/backends/discover.hpp>
+#include <canopy/backends/discovery_cache.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/settings.hpp>
+#include <canopy/jit/checked_file.hpp>
 #include "internal/config_syntax.hpp"
 
 namespace canopy {
@@ -369,7 +371,8 @@ std::vector<backends::BackendDevices> discover_selected_backends() {
   auto wanted = [&](std::string_view backend) {
     return selection.empty() || picks(backend) || (backend != "opencl" && picks("opencl"));
   };
-  return backends::discover_devices(wanted, "not started: CANOPY_DEVICES=" + selection + " does not ask for it");
+  return backends::discover_devices_cached(wanted, "not started: CANOPY_DEVICES=" + selection + " does not ask for it",
+                                          jit::cache_directory());
 }
 
 NodeInventory select_devices(const NodeInventory& node, std::string_view devices) {

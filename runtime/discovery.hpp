@@ -163,6 +163,9 @@ CpuGrain parse_cpu_grain(std::string_view text);
 /// told apart from the same GPU seen through OpenCL only when those backends
 /// run too, so a selection that may pick OpenCL devices starts all three; with
 /// CANOPY_CONFIG every backend starts, since a file may bind any device.
+/// What they found is remembered in the cache folder (jit::cache_directory):
+/// a later run on the same node gets stand-ins that start their backend at
+/// first use (backends/discovery_cache.hpp).
 std::vector<backends::BackendDevices> discover_selected_backends();
 
 /// The inventory with only what `devices` (see DiscoveryOptions::devices)

@@ -18,18 +18,14 @@ class Plugin final : public LlvmPlugin {
 
   std::string llvm_version() override { return LLVM_VERSION_STRING; }
 
-  int simd_lanes(const ir::Kernel& kernel) override {
-    return simd_plan(kernel, HostTarget::get().vector_bits()).lanes;
-  }
+  int simd_lanes(const ir::Kernel& kernel) override { return simd_plan(kernel, HostTarget::get().vector_bits()).lanes; }
 
   std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
                                const std::vector<int>& streaming_stores) override {
     return jit::compile_for_host(kernel, symbol, streaming_stores);
   }
 
-  void* create_library(const std::string& name_hint) override {
-    return &CpuJit::instance().create_library(name_hint);
-  }
+  void* create_library(const std::string& name_hint) override { return &CpuJit::instance().create_library(name_hint); }
 
   void* link(void* library, std::string_view object, const std::string& symbol) override {
     return CpuJit::instance().link(*static_cast<llvm::orc::JITDylib*>(library), object, symbol);

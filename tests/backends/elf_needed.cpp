@@ -187,3 +187,24 @@ TEST_CASE("elf: Canopy's libraries and tools link no vendor library (CUDA, NVRTC
     CHECK(canopy_needed.count("libcanopy_ir") == 1);
   }
 }
+
+TEST_CASE("elf: only libcanopy_llvm links libLLVM, so a program that never compiles never loads it") {
+  const BuiltFiles files = built_files();
+  if (files.libraries.empty()) canopy_test::skip("a static build: LLVM is part of libcanopy_jit");
+  bool plugin = false;
+  std::vector<fs::path> checked = files.libraries;
+  checked.insert(checked.end(), files.tools.begin(), files.tools.end() - 1);  // the tools, not this test
+  for (const auto& path : checked) {
+    const auto names = needed_libraries(path);
+    const bool llvm =
+        std::any_of(names.begin(), names.end(), [](const std::string& name) { return name.rfind("libLLVM", 0) == 0; });
+    INFO(path.string());
+    if (path.filename().string().rfind("libcanopy_llvm.so", 0) == 0) {
+      plugin = true;
+      CHECK(llvm);
+    } else {
+      CHECK_FALSE(llvm);
+    }
+  }
+  CHECK(plugin);
+}

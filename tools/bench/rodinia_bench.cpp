@@ -12,6 +12,7 @@
 
 #include <canopy/backends/opencl/opencl_device.hpp>
 
+#include <canopy/backends/discovery_cache.hpp>
 #include <canopy/runtime/internal/engine_access.hpp>
 #include "report.hpp"
 #include "rodinia/workload.hpp"
@@ -110,7 +111,8 @@ int rodinia_command(int argc, char** argv) {
     Runtime rt;
     backends::opencl::OpenCLDevice* opencl = nullptr;
     if (device == "opencl") {
-      opencl = dynamic_cast<backends::opencl::OpenCLDevice*>(canopy::runtime::engine_of(rt).device("opencl:0").get());
+      if (const auto device0 = canopy::runtime::engine_of(rt).device("opencl:0"))
+        opencl = dynamic_cast<backends::opencl::OpenCLDevice*>(&backends::started(*device0));
       if (!opencl) fail("--device opencl: this node has no OpenCL device");
     }
     rodinia::Placement where;

@@ -14,6 +14,7 @@
 #include <canopy/jit/cpu_compiler.hpp>
 #include <canopy/runtime/host_memory.hpp>
 
+#include <canopy/backends/discovery_cache.hpp>
 #include <canopy/runtime/internal/engine_access.hpp>
 #include "../../examples/stream/babelstream.hpp"
 #include "baselines.hpp"
@@ -178,8 +179,8 @@ int run(const Args& args) {
   std::unique_ptr<Baseline> baseline;
   if (compare && device == "cpu") baseline = std::make_unique<OpenMpStream<T>>(n);
   if (compare && device == "opencl") {
-    auto* opencl =
-        dynamic_cast<backends::opencl::OpenCLDevice*>(canopy::runtime::engine_of(rt).device("opencl:0").get());
+    const auto device0 = canopy::runtime::engine_of(rt).device("opencl:0");
+    auto* opencl = device0 ? dynamic_cast<backends::opencl::OpenCLDevice*>(&backends::started(*device0)) : nullptr;
     if (!opencl) fail("--device opencl: this node has no OpenCL device (" + rt.node().absent.front().reason + ")");
     baseline = std::make_unique<OpenClStream<T>>(*opencl, n);
   }

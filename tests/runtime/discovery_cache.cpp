@@ -1,0 +1,159 @@
+// The discovery cache (backends/discovery_cache.hpp), as separate processes
+// see it (this test program run again with CANOPY_DISCOVERY_CHILD set):
+// - the first process on an empty cache folder starts OpenCL (PoCL) and
+//   writes one devices file;
+// - the next one gets the same devices without loading PoCL or libLLVM, and
+//   starts OpenCL when it first uses a device, which then computes right;
+// - a different POCL_DEVICES is another key: another file, other devices;
+// - a file naming a device that is not there (its fingerprint changed) gives
+//   a clear error at the first use, and is removed.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <canopy/backends/discover.hpp>
+#include <canopy/backends/discovery_cache.hpp>
+#include <canopy/canopy.hpp>
+#include <canopy/jit/disk_cache.hpp>
+#include <canopy/runtime/internal/engine_access.hpp>
+
+#include "common/child_process.hpp"
+#include "common/skip.hpp"
+
+using namespace canopy;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool loaded(const char* library) {
+  std::ifstream maps("/proc/self/maps");
+  const std::string text((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  return text.find(library) != std::string::npos;
+}
+
+std::vector<fs::path> devices_files(const fs::path& folder) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.path().filename().string().starts_with("devices-")) files.push_back(entry.path());
+  return files;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+// Run only by the next test (with CANOPY_DISCOVERY_CHILD and --no-skip).
+// Prints what the process loaded, its OpenCL devices, then uses opencl:0.
+TEST_CASE("discovery cache: child process" * doctest::skip()) {
+  REQUIRE(std::getenv("CANOPY_DISCOVERY_CHILD"));
+  Runtime rt;
+  std::printf("pocl after Runtime: %d\nllvm after Runtime: %d\n", loaded("libpocl"), loaded("libLLVM"));
+  for (const auto& device : rt.node().devices)
+    if (device.kind == LocationKind::OpenCL) std::printf("device %s %s\n", device.id.c_str(), device.name.c_str());
+  try {
+    auto device = runtime::engine_of(rt).device("opencl:0");
+    REQUIRE(device);
+    std::vector<double> in(1000), out(1000, 0.0);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = 0.5 * static_cast<double>(i) - 7.0;
+    auto buffer = device->allocate(in.size() * sizeof(double));
+    device->copy_in(buffer, 0, in.data(), in.size() * sizeof(double));
+    device->copy_out(buffer, 0, out.data(), out.size() * sizeof(double));
+    device->free(buffer);
+    std::printf("round trip: %s\n", in == out ? "equal" : "different");
+  } catch (const Error& error) {
+    std::printf("error: %s\n", error.what());
+  }
+  std::printf("pocl at the end: %d\n", loaded("libpocl"));
+}
+
+TEST_CASE("discovery cache: a later process gets the devices from the file and starts OpenCL at first use") {
+  if (backends::discover_backend("opencl").devices.empty())
+    canopy_test::skip("no OpenCL device", canopy_test::Needs::OpenCL);
+  char pattern[] = "/tmp/canopy-discovery-XXXXXX";
+  REQUIRE(::mkdtemp(pattern));
+  const fs::path folder(pattern);
+  const std::string filter = "discovery cache: child process";
+  const std::vector<std::string> one{"CANOPY_CACHE_DIR=" + folder.string(), "CANOPY_DISCOVERY_CHILD=1",
+                                     "POCL_DEVICES=pthread", "CANOPY_DEVICES="};
+
+  const auto first = canopy_test::run_this_test(filter, one);
+  INFO(first.output);
+  REQUIRE(first.status == 0);
+  CHECK(contains(first.output, "pocl after Runtime: 1"));
+  CHECK(contains(first.output, "device opencl:0"));
+  CHECK_FALSE(contains(first.output, "device opencl:1"));
+  CHECK(contains(first.output, "round trip: equal"));
+  REQUIRE(devices_files(folder).size() == 1);
+
+  const auto second = canopy_test::run_this_test(filter, one);
+  INFO(second.output);
+  REQUIRE(second.status == 0);
+  CHECK(contains(second.output, "pocl after Runtime: 0"));
+  CHECK(contains(second.output, "llvm after Runtime: 0"));
+  CHECK(contains(second.output, "device opencl:0"));
+  CHECK(contains(second.output, "round trip: equal"));
+  CHECK(contains(second.output, "pocl at the end: 1"));
+  CHECK(devices_files(folder).size() == 1);
+
+  // Another POCL_DEVICES is another node as far as discovery knows.
+  std::vector<std::string> two = one;
+  two[2] = "POCL_DEVICES=pthread pthread";
+  const auto other = canopy_test::run_this_test(filter, two);
+  INFO(other.output);
+  REQUIRE(other.status == 0);
+  CHECK(contains(other.output, "pocl after Runtime: 1"));
+  CHECK(contains(other.output, "device opencl:1"));
+  CHECK(devices_files(folder).size() == 2);
+  const auto two_again = canopy_test::run_this_test(filter, two);
+  CHECK(contains(two_again.output, "pocl after Runtime: 0"));
+  CHECK(contains(two_again.output, "device opencl:1"));
+
+  // A remembered device that is not there: every devices file now says
+  // opencl:0 has a fingerprint no driver gives.
+  jit::DiskCache cache(folder.string());
+  for (const fs::path& file : devices_files(folder)) {
+    const std::string key = file.stem().string();
+    auto text = cache.get(key);
+    REQUIRE(text);
+    const auto at = text->find("fingerprint\t");
+    REQUIRE(at != std::string::npos);
+    text->insert(at + 12, "changed ");
+    cache.put(key, *text);
+  }
+  const auto changed = canopy_test::run_this_test(filter, one);
+  INFO(changed.output);
+  REQUIRE(changed.status == 0);
+  CHECK(contains(changed.output, "pocl after Runtime: 0"));
+  CHECK(contains(changed.output, "error: the opencl device opencl:0"));
+  CHECK(contains(changed.output, "is not there now"));
+  CHECK(devices_files(folder).size() == 1);  // that process's file is gone; the other key's stays
+  const auto afresh = canopy_test::run_this_test(filter, one);
+  CHECK(contains(afresh.output, "pocl after Runtime: 1"));
+  CHECK(contains(afresh.output, "round trip: equal"));
+  fs::remove_all(folder);
+}
+
+TEST_CASE("discovery cache: the key follows the variables that steer drivers, and no others") {
+  const std::string base = backends::discovery_key();
+  CHECK(base.size() == 32);
+  CHECK(backends::discovery_key() == base);
+  const char* old = std::getenv("POCL_DEVICES");
+  const std::string saved = old ? old : "";
+  ::setenv("POCL_DEVICES", "pthread pthread pthread", 1);
+  const std::string changed = backends::discovery_key();
+  CHECK(changed != base);
+  ::setenv("SOME_UNRELATED_VARIABLE_FOR_CANOPY", "1", 1);
+  CHECK(backends::discovery_key() == changed);
+  ::unsetenv("SOME_UNRELATED_VARIABLE_FOR_CANOPY");
+  if (old)
+    ::setenv("POCL_DEVICES", saved.c_str(), 1);
+  else
+    ::unsetenv("POCL_DEVICES");
+  CHECK(backends::discovery_key() == base);
+}
