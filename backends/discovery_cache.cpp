@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 #include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/disk_cache.hpp>
 #include <canopy/jit/hash.hpp>
@@ -22,8 +23,6 @@
 #ifndef CANOPY_VERSION_STRING
 #define CANOPY_VERSION_STRING "unknown"
 #endif
-
-extern char** environ;
 
 namespace canopy::backends {
 
@@ -49,12 +48,6 @@ std::string own_library() {
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&discovery_key), &info) || !info.dli_fname) return "";
   return info.dli_fname;
-}
-
-bool steers_discovery(std::string_view variable) {
-  for (std::string_view prefix : {"CANOPY_", "POCL_", "OCL_", "OPENCL_", "CUDA_", "ZE_", "NEO_", "LD_LIBRARY_PATH="})
-    if (variable.substr(0, prefix.size()) == prefix) return true;
-  return false;
 }
 
 /// Every absolute path of a regular file in `value` (separated by ':' or
@@ -305,10 +298,8 @@ std::string discovery_key() {
   text += "loader cache " + stamp("/etc/ld.so.cache") + "\n";
   text += icd_files();
   text += "affinity " + affinity() + "\n";
-  std::vector<std::string> variables;
-  for (char** e = environ; *e; ++e)
-    if (steers_discovery(*e)) variables.emplace_back(*e);
-  std::sort(variables.begin(), variables.end());
+  const auto variables =
+      environment_starting_with({"CANOPY_", "POCL_", "OCL_", "OPENCL_", "CUDA_", "ZE_", "NEO_", "LD_LIBRARY_PATH="});
   for (const std::string& v : variables) text += "env " + v + stamps_of_paths(v.substr(v.find('=') + 1)) + "\n";
   return jit::hash_hex(text);
 }

@@ -9,6 +9,8 @@
 
 #include "error.hpp"
 
+extern char** environ;
+
 namespace canopy {
 
 namespace {
@@ -186,6 +188,20 @@ const std::vector<std::string_view>& setting_names() {
 
 void bad_setting(std::string_view name, std::string_view value, std::string_view allowed) {
   throw Error(std::string(name) + "='" + std::string(value) + "' is not allowed; use " + std::string(allowed));
+}
+
+std::vector<std::string> environment_starting_with(const std::vector<std::string_view>& prefixes) {
+  std::vector<std::string> found;
+  for (char** entry = environ; *entry; ++entry) {
+    const std::string_view variable(*entry);
+    for (std::string_view prefix : prefixes)
+      if (variable.substr(0, prefix.size()) == prefix) {
+        found.emplace_back(variable);
+        break;
+      }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 }  // namespace canopy

@@ -83,6 +83,11 @@ const Settings& reload_settings();
 /// Every environment variable Canopy reads, in the order of README.md's table.
 const std::vector<std::string_view>& setting_names();
 
+/// The variables of the environment ("NAME=value") whose names begin with
+/// one of `prefixes`, sorted. Not settings: for keys that must change with
+/// whatever may steer a driver (backends/discovery_cache.cpp).
+std::vector<std::string> environment_starting_with(const std::vector<std::string_view>& prefixes);
+
 /// Throws canopy::Error "NAME='VALUE' is not allowed; use ALLOWED".
 [[noreturn]] void bad_setting(std::string_view name, std::string_view value, std::string_view allowed);
 

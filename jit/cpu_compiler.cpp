@@ -10,14 +10,20 @@
 #include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/printer.hpp>
+#include <canopy/ir/settings.hpp>
 #include <canopy/ir/verifier.hpp>
 
 #include "checked_file.hpp"
 #include "hash.hpp"
 #include "internal/llvm_plugin.hpp"
+#include "internal/shared_kernel.hpp"
 
 #ifndef CANOPY_VERSION_STRING
 #define CANOPY_VERSION_STRING "unknown"
+#endif
+// Set by jit/CMakeLists.txt: the version of the LLVM that jit/llvm/ is built with.
+#ifndef CANOPY_LLVM_VERSION
+#define CANOPY_LLVM_VERSION "unknown"
 #endif
 
 namespace canopy::jit {
@@ -26,8 +32,10 @@ namespace {
 
 /// Changes whenever the code CpuCompiler generates for one kernel text
 /// changes in a way the other key parts do not show (the ArgSlot layout, the
-/// lowering's semantics): cached objects of older versions are then ignored.
-constexpr int kCpuAbiVersion = 1;
+/// lowering's semantics, what an entry holds): cached entries of older
+/// versions are then ignored. 2: entries are shared objects where a system
+/// linker was found.
+constexpr int kCpuAbiVersion = 2;
 
 /// `canopy_<name>_<16 hex of key>`, with every character a C identifier may
 /// not hold replaced by '_'.
@@ -53,14 +61,14 @@ struct CpuCompiler::State {
   /// Every kernel this compiler returned or is compiling, by key; guarded by mutex.
   std::unordered_map<std::string, std::shared_future<CpuEntry>> entries;
 
-  /// Everything in the key but the kernel's text. It names LLVM's version
-  /// and the host as LLVM sees it, so it loads the plugin: on the first
-  /// cache_key() (just before a compile), not when the compiler is made.
+  /// Everything in the key but the kernel's text and code options: LLVM's
+  /// version, the CPU (from /proc/cpuinfo, so that a run whose kernels are
+  /// all cached never loads LLVM) and the settings that change the code.
   const std::string& key_prefix() {
     std::call_once(key_prefix_once, [&] {
       key_prefix_text = "canopy cpu kernel\nabi " + std::to_string(kCpuAbiVersion) + "\ncanopy " +
-                        CANOPY_VERSION_STRING + "\nllvm " + llvm_plugin().llvm_version() + "\ntarget " +
-                        llvm_plugin().host_description() + "\n";
+                        CANOPY_VERSION_STRING + "\nllvm " + CANOPY_LLVM_VERSION + "\nhost\n" + host_identity() +
+                        "simd " + settings().simd + " width " + std::to_string(settings().simd_width) + "\n";
     });
     return key_prefix_text;
   }
@@ -75,23 +83,45 @@ struct CpuCompiler::State {
     return reinterpret_cast<CpuEntry>(llvm_plugin().link(into, object, symbol));
   }
 
-  /// The entry of a kernel this compiler has not seen: from disk, else compiled.
+  /// The entry of a cached kernel, or null. A shared object is opened by
+  /// the system's loader (no LLVM); an object file (where no system linker
+  /// was found when it was compiled, or the shared object does not load) is
+  /// linked by the JIT.
+  CpuEntry load(const std::string& key, const std::string& symbol) {
+    if (const auto path = disk->get_loadable(key)) {
+      std::string why;
+      if (void* entry = load_shared_object(*path, symbol, why)) return reinterpret_cast<CpuEntry>(entry);
+    }
+    const auto object = disk->get(key);
+    if (!object || !is_relocatable_object(*object)) return nullptr;
+    try {
+      return link(*object, symbol);
+    } catch (const Error&) {
+      return nullptr;  // an object that passed the checksum but does not load: compile afresh
+    }
+  }
+
+  /// The entry of a kernel this compiler has not seen: from disk, else
+  /// compiled, linked by the JIT and kept on disk as a shared object.
   CpuEntry load_or_compile(const ir::Kernel& kernel, const CodeOptions& code, const std::string& key, Source& source) {
     const std::string symbol = symbol_name(kernel.name, key);
     if (disk) {
-      if (auto object = disk->get(key)) {
-        try {
-          source = Source::Disk;
-          return link(*object, symbol);
-        } catch (const Error&) {
-          // An object that passed the checksum but does not load: compile afresh.
-        }
+      if (CpuEntry entry = load(key, symbol)) {
+        source = Source::Disk;
+        return entry;
       }
     }
     const std::string object = llvm_plugin().compile_for_host(kernel, symbol, code.streaming_stores);
-    if (disk) disk->put(key, object);
     source = Source::Compiled;
-    return link(object, symbol);
+    CpuEntry entry = link(object, symbol);
+    if (disk) {
+      std::string why;
+      if (const auto shared = link_shared_object(object, why))
+        disk->put_loadable(key, *shared);
+      else
+        disk->put(key, object);
+    }
+    return entry;
   }
 };
 
@@ -105,7 +135,6 @@ CpuCompiler::~CpuCompiler() = default;
 std::string CpuCompiler::cache_key(const ir::Kernel& kernel, const CodeOptions& code) const {
   std::string variant = "streaming stores";
   for (int p : code.streaming_stores) variant += " " + std::to_string(p);
-  variant += "\nsimd lanes " + std::to_string(llvm_plugin().simd_lanes(kernel));
   return hash_hex(state_->key_prefix() + variant + "\n" + ir::print(kernel));
 }
 

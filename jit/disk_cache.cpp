@@ -70,13 +70,8 @@ std::string DiskCache::path_of(const std::string& key) const {
 }
 
 std::optional<std::string> DiskCache::get(const std::string& key) {
-  const CheckedRead read = read_checked_file(path_of(key), sharing_);
+  const CheckedRead read = read_checked(path_of(key));
   std::string payload;
-  if (read.state == FileState::Damaged) ++corrupt_;
-  if (read.state == FileState::Untrusted) {
-    ++untrusted_;
-    remember_problem(read.why);  // checked_file has said so on stderr
-  }
   if (read.state == FileState::Whole) {
     switch (decode(read.payload, key, payload)) {
       case Decoded::Valid: ++hits_; return payload;
@@ -89,8 +84,53 @@ std::optional<std::string> DiskCache::get(const std::string& key) {
   return std::nullopt;
 }
 
-void DiskCache::put(const std::string& key, std::string_view payload) {
-  const CheckedWrite wrote = write_checked_file(path_of(key), encode(key, payload), sharing_);
+std::optional<std::string> DiskCache::get_loadable(const std::string& key) {
+  const std::string path = loadable_path_of(key);
+  if (read_checked(path).state != FileState::Whole) return std::nullopt;
+  ++hits_;
+  return path;
+}
+
+std::optional<DiskCache::Stored> DiskCache::get_stored(const std::string& key) {
+  CheckedRead read = read_checked(loadable_path_of(key));
+  if (read.state == FileState::Whole) {
+    ++hits_;
+    return Stored{std::move(read.payload), true};
+  }
+  if (auto payload = get(key)) return Stored{std::move(*payload), false};
+  return std::nullopt;
+}
+
+void DiskCache::put_stored(const std::string& key, const Stored& entry) {
+  if (entry.loadable)
+    put_loadable(key, entry.payload);
+  else
+    put(key, entry.payload);
+}
+
+CheckedRead DiskCache::read_checked(const std::string& path) {
+  CheckedRead read = read_checked_file(path, sharing_);
+  if (read.state == FileState::Damaged) ++corrupt_;
+  if (read.state == FileState::Untrusted) {
+    ++untrusted_;
+    remember_problem(read.why);  // checked_file has said so on stderr
+  }
+  return read;
+}
+
+std::string DiskCache::loadable_path_of(const std::string& key) const {
+  std::string path = path_of(key);
+  return path.substr(0, path.size() - std::strlen(kExtension)) + ".so";
+}
+
+void DiskCache::put(const std::string& key, std::string_view payload) { write(path_of(key), encode(key, payload)); }
+
+void DiskCache::put_loadable(const std::string& key, std::string_view payload) {
+  write(loadable_path_of(key), payload);
+}
+
+void DiskCache::write(const std::string& path, std::string_view bytes) {
+  const CheckedWrite wrote = write_checked_file(path, bytes, sharing_);
   if (wrote.written) return;
   if (wrote.untrusted) {
     ++untrusted_;

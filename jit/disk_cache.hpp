@@ -47,6 +47,28 @@ class DiskCache {
   /// failure is counted and reported once on stderr.
   void put(const std::string& key, std::string_view payload);
 
+  /// Entries that the system's loader opens itself (a CPU kernel as a shared
+  /// object): a checked file of their own, `<name>.so`, holding the payload
+  /// from its first byte (the checksum line trails it, which ELF loaders
+  /// ignore), so no copy is made to load it. get_loadable() checks it as
+  /// get() does and returns its path, or nothing; put_loadable() stores it
+  /// as put() does. A hit counts as one; a miss does not, since a caller
+  /// that finds no loadable entry asks get() for the same key next.
+  std::optional<std::string> get_loadable(const std::string& key);
+  void put_loadable(const std::string& key, std::string_view payload);
+  /// The path of `key`'s loadable entry (whether or not it exists).
+  std::string loadable_path_of(const std::string& key) const;
+
+  /// An entry in either form, for copying it to another cache (MPI ranks
+  /// share what one of them compiled): get_stored() prefers the loadable
+  /// form; put_stored() stores it in the form it came in.
+  struct Stored {
+    std::string payload;
+    bool loadable = false;
+  };
+  std::optional<Stored> get_stored(const std::string& key);
+  void put_stored(const std::string& key, const Stored& entry);
+
   const std::string& directory() const { return directory_; }
   /// The path of the file that holds `key`'s entry (whether or not it exists).
   std::string path_of(const std::string& key) const;
@@ -55,6 +77,10 @@ class DiskCache {
   std::string problem() const;
 
  private:
+  /// read_checked_file, counting damaged and untrusted files.
+  CheckedRead read_checked(const std::string& path);
+  /// write_checked_file, counting and reporting failures.
+  void write(const std::string& path, std::string_view bytes);
   /// Keeps the first problem's reason; true when this was the first.
   bool remember_problem(const std::string& reason);
 

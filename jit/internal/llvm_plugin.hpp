@@ -27,10 +27,6 @@ class LlvmPlugin {
 
   /// "triple;cpu;features" of the host, e.g. "x86_64-pc-linux-gnu;znver3;+avx2,...".
   virtual std::string host_description() = 0;
-  /// LLVM's version, e.g. "15.0.6".
-  virtual std::string llvm_version() = 0;
-  /// The SIMD lanes the CPU lowering gives `kernel` (0: the scalar loop).
-  virtual int simd_lanes(const ir::Kernel& kernel) = 0;
   /// An object file defining `symbol`, the kernel's CPU entry (cpu_abi.hpp).
   virtual std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
                                        const std::vector<int>& streaming_stores) = 0;

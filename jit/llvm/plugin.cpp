@@ -1,12 +1,9 @@
 // libcanopy_llvm's entry point: the LlvmPlugin (jit/internal/llvm_plugin.hpp)
 // over the host target, the process-wide JIT and the SPIR-V translation.
-#include <llvm/Config/llvm-config.h>
-
 #include <canopy/jit/internal/llvm_plugin.hpp>
 
 #include "internal/cpu_jit.hpp"
 #include "internal/cpu_target.hpp"
-#include "internal/simd_lowering.hpp"
 #include "internal/spir_lowering.hpp"
 
 namespace canopy::jit {
@@ -15,10 +12,6 @@ namespace {
 class Plugin final : public LlvmPlugin {
  public:
   std::string host_description() override { return HostTarget::get().description(); }
-
-  std::string llvm_version() override { return LLVM_VERSION_STRING; }
-
-  int simd_lanes(const ir::Kernel& kernel) override { return simd_plan(kernel, HostTarget::get().vector_bits()).lanes; }
 
   std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
                                const std::vector<int>& streaming_stores) override {

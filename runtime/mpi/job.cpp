@@ -516,8 +516,10 @@ CompileReport Job::compile(const KernelBase& kernel) {
       const LocalCompile local = compile_kind(*kind, optimized);
       done.built = local.built;
       key = local.key;
+      // The entry travels with one byte saying its form: 'L' loadable, 'E' plain.
       if (!local.cache_dir.empty() && !key.empty())
-        if (auto entry = jit::DiskCache(local.cache_dir).get(key)) payload = std::move(*entry);
+        if (auto entry = jit::DiskCache(local.cache_dir).get_stored(key))
+          payload = (entry->loadable ? "L" : "E") + std::move(entry->payload);
     }
     std::int64_t sizes[2] = {static_cast<std::int64_t>(key.size()), static_cast<std::int64_t>(payload.size())};
     {
@@ -541,8 +543,8 @@ CompileReport Job::compile(const KernelBase& kernel) {
         // On a directory the ranks share, the entry is there already and
         // nobody writes it again.
         jit::DiskCache disk(cache_dir);
-        if (!disk.get(key)) {
-          disk.put(key, payload);
+        if (!disk.get_stored(key)) {
+          disk.put_stored(key, {payload.substr(1), payload[0] == 'L'});
           done.shared = true;
         }
       }

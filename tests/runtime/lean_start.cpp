@@ -1,5 +1,12 @@
-// The discovery cache (backends/discovery_cache.hpp), as separate processes
-// see it (this test program run again with CANOPY_DISCOVERY_CHILD set):
+// What a process loads at start, as separate processes see it (this test
+// program run again with CANOPY_DISCOVERY_CHILD set).
+//
+// CPU kernels kept as shared objects (jit/internal/shared_kernel.hpp): a
+// process whose kernels are all cached runs them without loading libLLVM or
+// libcanopy_llvm, with the right results; without a system linker the entry
+// is an object file, which the JIT links (LLVM loaded, results right).
+//
+// The discovery cache (backends/discovery_cache.hpp):
 // - the first process on an empty cache folder starts OpenCL (PoCL) and
 //   writes one devices file;
 // - the next one gets the same devices without loading PoCL or libLLVM, and
@@ -47,6 +54,65 @@ std::vector<fs::path> devices_files(const fs::path& folder) {
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
+
+// Run only by the next test: one kernel, its result checked against a serial
+// loop, and whether LLVM was loaded to run it.
+TEST_CASE("lean start: child process running one kernel" * doctest::skip()) {
+  REQUIRE(std::getenv("CANOPY_DISCOVERY_CHILD"));
+  Runtime rt;
+  const std::int64_t n = 5000;
+  auto a = rt.array<std::int64_t>(n), b = rt.array<std::int64_t>(n);
+  Kernel k("lean_start_kernel", [](Out<std::int64_t> a, In<std::int64_t> b, Val<std::int64_t> s) {
+    Idx i = index(0);
+    a[i] = b[i] * s + i % 7;
+  });
+  {
+    auto bh = b.host();
+    for (std::int64_t i = 0; i < n; ++i) bh[i] = 3 * i - 11;
+  }
+  rt.region(k).over(n).launch(a, b, std::int64_t{5});
+  int wrong = 0;
+  auto ah = a.host_read();
+  for (std::int64_t i = 0; i < n; ++i) wrong += ah[i] != (3 * i - 11) * 5 + i % 7;
+  std::printf("wrong: %d\nllvm: %d\nplugin: %d\n", wrong, loaded("libLLVM"), loaded("libcanopy_llvm"));
+}
+
+TEST_CASE("lean start: a kernel cached as a shared object runs in a process that never loads LLVM") {
+  char pattern[] = "/tmp/canopy-lean-XXXXXX";
+  REQUIRE(::mkdtemp(pattern));
+  const fs::path folder(pattern);
+  const std::string filter = "lean start: child process running one kernel";
+  const std::vector<std::string> env{"CANOPY_CACHE_DIR=" + (folder / "a").string(), "CANOPY_DISCOVERY_CHILD=1",
+                                     "CANOPY_DEVICES=cpu"};
+  const auto cold = canopy_test::run_this_test(filter, env);
+  INFO(cold.output);
+  REQUIRE(cold.status == 0);
+  CHECK(contains(cold.output, "wrong: 0"));
+  CHECK(contains(cold.output, "llvm: 1"));  // it compiled
+  const auto warm = canopy_test::run_this_test(filter, env);
+  INFO(warm.output);
+  REQUIRE(warm.status == 0);
+  CHECK(contains(warm.output, "wrong: 0"));
+  CHECK(contains(warm.output, "llvm: 0"));
+  CHECK(contains(warm.output, "plugin: 0"));
+
+  // No system linker: the cache keeps the object file, and a warm run links it with the JIT.
+  std::vector<std::string> no_linker{"CANOPY_CACHE_DIR=" + (folder / "b").string(), "CANOPY_DISCOVERY_CHILD=1",
+                                     "CANOPY_DEVICES=cpu", "PATH=/nonexistent"};
+  const auto cold_object = canopy_test::run_this_test(filter, no_linker);
+  INFO(cold_object.output);
+  CHECK(contains(cold_object.output, "wrong: 0"));
+  const auto warm_object = canopy_test::run_this_test(filter, no_linker);
+  INFO(warm_object.output);
+  CHECK(contains(warm_object.output, "wrong: 0"));
+  CHECK(contains(warm_object.output, "llvm: 1"));
+  bool object_entry = false;
+  for (const auto& entry : fs::directory_iterator(folder / "b"))
+    object_entry = object_entry ||
+                   (entry.path().extension() == ".cnpy" && !entry.path().filename().string().starts_with("devices-"));
+  CHECK(object_entry);
+  fs::remove_all(folder);
+}
 
 // Run only by the next test (with CANOPY_DISCOVERY_CHILD and --no-skip).
 // Prints what the process loaded, its OpenCL devices, then uses opencl:0.
