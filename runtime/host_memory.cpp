@@ -21,7 +21,7 @@ std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to *
 
 }  // namespace
 
-void* allocate_host(std::size_t bytes) {
+void* allocate_host(std::size_t bytes, HostFill fill) {
   // The CPU's memory is the host's: CANOPY_FAULT=cpu.alloc:n fails here.
   if (backends::inject_fault("cpu", backends::FaultOperation::Alloc))
     throw Error("cannot allocate " + std::to_string(bytes) + " bytes of host memory" +
@@ -32,7 +32,7 @@ void* allocate_host(std::size_t bytes) {
     if (!p)
       throw Error("cannot allocate " + std::to_string(bytes) +
                   " bytes of host memory; ask for a smaller array or free memory on this node");
-    std::memset(p, 0, bytes);
+    if (fill == HostFill::Zero) std::memset(p, 0, bytes);
     return p;
   }
   // Over-allocate by a huge page so the block can start on a huge-page boundary.

@@ -8,9 +8,14 @@
 
 namespace canopy::runtime {
 
-/// `bytes` of zeroed memory aligned to at least 64 bytes; throws canopy::Error
-/// naming the size when the system has no memory for it.
-void* allocate_host(std::size_t bytes);
+/// What a new block holds: zeros, or whatever the allocator gives (small
+/// blocks are then not cleared; large ones read as zero anyway, the kernel
+/// clearing each page at its first touch).
+enum class HostFill { Zero, None };
+
+/// `bytes` of memory aligned to at least 64 bytes, filled as `fill` says;
+/// throws canopy::Error naming the size when the system has no memory for it.
+void* allocate_host(std::size_t bytes, HostFill fill = HostFill::Zero);
 /// Frees what allocate_host returned (`bytes` must be the same).
 void free_host(void* data, std::size_t bytes);
 /// Gives the pages of what allocate_host returned back to the system while

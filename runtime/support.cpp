@@ -40,6 +40,7 @@ MemoryTraits MemoryTraits::operator|(const MemoryTraits& other) const {
   }
   if (other.lifetime != Lifetime::Persistent) t.lifetime = other.lifetime;
   t.read_only = t.read_only || other.read_only;
+  t.uninitialized = t.uninitialized || other.uninitialized;
   if (!other.name.empty()) t.name = other.name;
   if (other.merge) t.merge = other.merge;
   return t;
@@ -62,6 +63,12 @@ MemoryTraits moving() {
 MemoryTraits read_only() {
   MemoryTraits t;
   t.read_only = true;
+  return t;
+}
+
+MemoryTraits uninitialized() {
+  MemoryTraits t;
+  t.uninitialized = true;
   return t;
 }
 
@@ -161,7 +168,7 @@ ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits
     host_ = user_data;
     owns_memory_ = false;
   } else {
-    host_ = allocate_host(bytes_);
+    host_ = allocate_host(bytes_, traits_.uninitialized ? HostFill::None : HostFill::Zero);
   }
   copies_ = std::make_unique<DeviceCopies>(type_, static_cast<std::int64_t>(elements), host_, traits_.merge,
                                            std::move(totals));

@@ -40,6 +40,10 @@ struct MemoryTraits {
   /// next use). CPU leaves combine into the array itself, so their kernels
   /// must update it with atomic_add (or write disjoint elements).
   std::optional<ir::ReduceOp> merge;
+  /// Its elements start undefined instead of zero (Kokkos'
+  /// WithoutInitializing): nothing is written when it is made, so its pages
+  /// are first touched, and placed, by whatever writes them first.
+  bool uninitialized = false;
 
   /// Combines the traits of two calls: `at("numa0") | read_only()`; the right
   /// side wins where both say something.
@@ -58,6 +62,11 @@ MemoryTraits per_region();
 MemoryTraits moving();
 /// Regions may only read the array.
 MemoryTraits read_only();
+/// The array's elements start undefined rather than zero: for arrays the
+/// program fills itself (through host(), or with a first region that writes
+/// every element), which then pay no zero fill. Reading an element before
+/// anything wrote it gives an unspecified value (never undefined behaviour).
+MemoryTraits uninitialized();
 /// Names the array in messages, statistics and dumps.
 MemoryTraits named(std::string name);
 /// The operators a merged array combines its copies with.

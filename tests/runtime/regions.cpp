@@ -198,3 +198,48 @@ TEST_CASE("errors a user can cause name the thing at fault") {
       rt.region(fill_kernel()).over(10).at("mars").launch(x, 1.0),
       "region of kernel 'fill': no location 'mars' in the hierarchy; known locations: node, numa0, cpu0", Error);
 }
+
+TEST_CASE("uninitialized(): arrays the program fills compute as zeroed ones do, in both size classes") {
+  Runtime rt;
+  Kernel fill("uninit_fill", [](Out<double> a) {
+    Idx i = index(0);
+    a[i] = cast<double>(i) * 0.5 - 3.0;
+  });
+  Kernel twice("uninit_twice", [](Out<double> b, In<double> a) {
+    Idx i = index(0);
+    b[i] = a[i] * 2.0;
+  });
+  // A heap block (below 64 KiB) and a mapped one.
+  for (const std::int64_t n : {std::int64_t{1000}, std::int64_t{1} << 18}) {
+    CAPTURE(n);
+    {
+      // Leave a freed block full of a pattern where the small array may land.
+      std::vector<double> pattern(static_cast<std::size_t>(n), -7.25);
+    }
+    auto zeroed = rt.array<double>(n);
+    auto a = rt.array<double>(n, uninitialized() | named("first written by a region"));
+    auto b = rt.array<double>(n, named("filled by the host") | uninitialized());
+    CHECK(a.storage()->traits().uninitialized);
+    CHECK(b.storage()->traits().uninitialized);
+    CHECK(b.storage()->traits().name == "filled by the host");
+    CHECK_FALSE(zeroed.storage()->traits().uninitialized);
+    {
+      auto z = zeroed.host_read();
+      CHECK(std::all_of(z.begin(), z.end(), [](double v) { return v == 0.0; }));  // the default's promise
+    }
+    rt.region(fill).over(n).launch(a);
+    {
+      auto bh = b.host();
+      for (std::int64_t i = 0; i < n; ++i) bh[i] = 1.0 + static_cast<double>(i % 13);
+    }
+    rt.region(twice).over(n).launch(zeroed, b);
+    auto ah = a.host_read();
+    auto zh = zeroed.host_read();
+    int wrong = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      wrong += ah[i] != static_cast<double>(i) * 0.5 - 3.0;
+      wrong += zh[i] != 2.0 * (1.0 + static_cast<double>(i % 13));
+    }
+    CHECK(wrong == 0);
+  }
+}

@@ -13,7 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,24 +100,28 @@ int main(int argc, char** argv) {
     std::printf("Random number generator seed: 7\n");
     auto net = rodinia::backprop::create(inputs);
     std::printf("Input layer size : %lld\n", static_cast<long long>(inputs));
+    // The serial check trains a copy of the untrained network; without
+    // --check nothing is copied.
+    std::optional<rodinia::backprop::Network> untrained;
+    if (check) untrained = net;
     const std::int64_t rows = inputs + 1;
     canopy::Runtime rt;
+    // The network's own memory, not a copy (rt.wrap): the process holds the
+    // input layer's weights once, as Rodinia's program does.
     rodinia::backprop::InputLayer layer;
-    layer.units = rt.array<float>(rows, canopy::named("input_units") | canopy::read_only());
-    layer.weights =
-        rt.array<float, 2>(canopy::Shape(rows, rodinia::backprop::Network::kRow), canopy::named("input_weights"));
+    layer.units =
+        rt.wrap(net.input_units.data(), canopy::Shape(rows), canopy::named("input_units") | canopy::read_only());
+    layer.weights = rt.wrap<float, 2>(net.input_weights.data(), canopy::Shape(rows, rodinia::backprop::Network::kRow),
+                                      canopy::named("input_weights"));
     layer.previous_weights =
-        rt.array<float, 2>(canopy::Shape(rows, rodinia::backprop::Network::kRow), canopy::named("input_prev_weights"));
+        rt.wrap<float, 2>(net.input_prev_weights.data(), canopy::Shape(rows, rodinia::backprop::Network::kRow),
+                          canopy::named("input_prev_weights"));
     layer.hidden_delta = rt.array<float>(kHidden + 1, canopy::named("hidden_delta"));
-    std::memcpy(layer.units.host().data(), net.input_units.data(), net.input_units.size() * sizeof(float));
-    std::memcpy(layer.weights.host().data(), net.input_weights.data(), net.input_weights.size() * sizeof(float));
-    std::memcpy(layer.previous_weights.host().data(), net.input_prev_weights.data(),
-                net.input_prev_weights.size() * sizeof(float));
 
     std::printf("Starting training kernel\n");
     std::printf("Performing Canopy computation\n");
     rodinia::backprop::Trainer trainer;
-    auto trained = net;
+    auto& trained = net;
     const auto start = std::chrono::steady_clock::now();
     trainer.train(rt, layer, trained, where);
     const auto weights = layer.weights.host_read();
@@ -128,13 +132,14 @@ int main(int argc, char** argv) {
                 double(trained.output_error), double(trained.hidden_error), seconds);
 
     if (check) {
-      train_serially(net);
+      auto& serial = *untrained;
+      train_serially(serial);
       const double worst = std::max(
-          {worst_difference(trained.hidden_units.data(), net.hidden_units.data(), net.hidden_units.size()),
-           worst_difference(trained.output_units.data(), net.output_units.data(), net.output_units.size()),
-           worst_difference(trained.hidden_weights.data(), net.hidden_weights.data(), net.hidden_weights.size()),
-           worst_difference(weights.data(), net.input_weights.data(), net.input_weights.size()),
-           worst_difference(previous.data(), net.input_prev_weights.data(), net.input_prev_weights.size())});
+          {worst_difference(trained.hidden_units.data(), serial.hidden_units.data(), serial.hidden_units.size()),
+           worst_difference(trained.output_units.data(), serial.output_units.data(), serial.output_units.size()),
+           worst_difference(trained.hidden_weights.data(), serial.hidden_weights.data(), serial.hidden_weights.size()),
+           worst_difference(weights.data(), serial.input_weights.data(), serial.input_weights.size()),
+           worst_difference(previous.data(), serial.input_prev_weights.data(), serial.input_prev_weights.size())});
       // The forward sums are float sums taken in another order than the
       // serial loop's: they agree to about 1e-6 relative per thousand terms.
       if (worst <= 1e-4)

@@ -173,7 +173,9 @@ class Simulation {
         location_(std::move(location)),
         policy_(std::move(policy)),
         grids_{rt.array<float, 2>(canopy::Shape(rows_, cols_), canopy::named("hotspot_temperature_a")),
-               rt.array<float, 2>(canopy::Shape(rows_, cols_), canopy::named("hotspot_temperature_b"))},
+               // Written whole by the first step before anything reads it.
+               rt.array<float, 2>(canopy::Shape(rows_, cols_),
+                                  canopy::named("hotspot_temperature_b") | canopy::uninitialized())},
         power_(rt.array<float, 2>(canopy::Shape(rows_, cols_), canopy::named("hotspot_power"))) {
     auto t = grids_[0].host();
     std::copy(chip.temperature.begin(), chip.temperature.end(), t.begin());

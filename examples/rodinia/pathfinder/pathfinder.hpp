@@ -83,17 +83,17 @@ inline const StepKernel& step_kernel() {
 /// from construction to destruction.
 class Search {
  public:
-  /// Places every wall row and the cost rows on `rt` (at the hierarchy's
-  /// root) and fills them. Regions run at `location` (empty: where the
-  /// arrays are) split by `policy`.
+  /// Makes every wall row an array over `walls`' own memory (rt.wrap, read
+  /// only: the process holds the walls once, so `walls` must outlive the
+  /// search) and the two cost rows on `rt`, the first filled with the first
+  /// row of walls. Regions run at `location` (empty: where the arrays are)
+  /// split by `policy`.
   Search(canopy::Runtime& rt, const Walls& walls, std::string location = "", std::string policy = "static")
       : rt_(rt), cols_(walls.cols), location_(std::move(location)), policy_(std::move(policy)) {
     if (walls.rows < 1 || walls.cols < 1) throw canopy::Error("pathfinder: the walls need at least one row and column");
-    for (std::int64_t t = 1; t < walls.rows; ++t) {
-      walls_.push_back(rt.array<std::int32_t>(cols_, canopy::named("pathfinder_wall_" + std::to_string(t))));
-      auto view = walls_.back().host();
-      std::copy(walls.row(t), walls.row(t) + cols_, view.begin());
-    }
+    for (std::int64_t t = 1; t < walls.rows; ++t)
+      walls_.push_back(rt.wrap(const_cast<std::int32_t*>(walls.row(t)), canopy::Shape(cols_),
+                               canopy::named("pathfinder_wall_" + std::to_string(t)) | canopy::read_only()));
     for (auto& cost : costs_) cost = rt.array<std::int32_t>(cols_, canopy::named("pathfinder_cost"));
     auto first = costs_[0].host();
     std::copy(walls.row(0), walls.row(0) + cols_, first.begin());
