@@ -34,15 +34,14 @@ constexpr const char* kUsage =
     "  --stats              print the runtime's statistics at the end";
 
 // The scores cell by cell, row by row, in plain C++.
-std::vector<std::int32_t> align_serially(const rodinia::nw::Problem& p) {
-  const std::int64_t side = p.side();
-  std::vector<std::int32_t> s = p.score;
+std::vector<std::int32_t> align_serially(const std::int32_t* score, const std::int32_t* reference, std::int64_t side,
+                                         std::int32_t penalty) {
+  std::vector<std::int32_t> s(score, score + side * side);
   for (std::int64_t i = 1; i < side; ++i)
     for (std::int64_t j = 1; j < side; ++j) {
       const auto at = [&](std::int64_t r, std::int64_t c) { return s[static_cast<std::size_t>(r * side + c)]; };
       s[static_cast<std::size_t>(i * side + j)] =
-          std::max({at(i - 1, j - 1) + p.reference[static_cast<std::size_t>(i * side + j)], at(i, j - 1) - p.penalty,
-                    at(i - 1, j) - p.penalty});
+          std::max({at(i - 1, j - 1) + reference[i * side + j], at(i, j - 1) - penalty, at(i - 1, j) - penalty});
     }
   return s;
 }
@@ -93,16 +92,23 @@ int main(int argc, char** argv) {
         program, "the sequence length " + std::to_string(dim) + " must be a multiple of 16 (and of the block)", kUsage);
 
   try {
-    auto problem = rodinia::nw::generate(dim, penalty);
-    const std::int64_t side = problem.side();
-    // The serial check starts from the scores before the run, which aligns in place.
-    const auto expected = check ? align_serially(problem) : std::vector<std::int32_t>();
-    std::printf("Start Needleman-Wunsch\n");
+    const std::int64_t side = dim + 1;
     canopy::Runtime rt;
-    // The problem's own memory, not a copy (rt.wrap): the process holds each matrix once.
-    auto score = rt.wrap<std::int32_t, 2>(problem.score.data(), canopy::Shape(side, side), canopy::named("score"));
-    auto reference = rt.wrap<std::int32_t, 2>(problem.reference.data(), canopy::Shape(side, side),
-                                              canopy::named("reference") | canopy::read_only());
+    // Generated straight into the runtime's arrays (uninitialized: each
+    // element is written once, by the generator), so the process holds each
+    // matrix once, on huge pages where the system allows them.
+    auto score = rt.array<std::int32_t, 2>(canopy::Shape(side, side), canopy::named("score") | canopy::uninitialized());
+    auto reference = rt.array<std::int32_t, 2>(
+        canopy::Shape(side, side), canopy::named("reference") | canopy::read_only() | canopy::uninitialized());
+    {
+      auto s = score.host();
+      auto r = reference.host();
+      rodinia::nw::generate_into(r.data(), s.data(), dim, penalty);
+    }
+    // The serial check starts from the scores before the run, which aligns in place.
+    const auto expected = check ? align_serially(score.host_read().data(), reference.host_read().data(), side, penalty)
+                                : std::vector<std::int32_t>();
+    std::printf("Start Needleman-Wunsch\n");
     rodinia::nw::Aligner aligner(dim, block);
 
     std::printf("Processing top-left matrix\n");
@@ -116,7 +122,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(aligner.regions()), static_cast<long long>(block),
                 static_cast<long long>(block));
 
-    const std::string text = rodinia::nw::traceback(result.data(), problem.reference.data(), dim, penalty);
+    const std::string text = rodinia::nw::traceback(result.data(), reference.host_read().data(), dim, penalty);
     std::FILE* out = std::fopen("result.txt", "w");
     if (!out) throw canopy::Error("cannot write result.txt in the current directory");
     std::fwrite(text.data(), 1, text.size(), out);

@@ -77,30 +77,38 @@ struct Problem {
   std::int64_t side() const { return dim + 1; }
 };
 
-/// The problem Rodinia's needle builds for `dim` and `penalty`: the C
-/// library's generator seeded with 7 draws the first sequence (rand() % 10 + 1
-/// per residue), then the second, so that a run here and a run of Rodinia
-/// write the same result.txt.
-inline Problem generate(std::int64_t dim, std::int32_t penalty) {
-  Problem p;
-  p.dim = dim;
-  p.penalty = penalty;
-  const std::int64_t side = p.side();
+/// The matrices Rodinia's needle builds for `dim` and `penalty`, written into
+/// `reference` and `score` (each (dim + 1)^2 elements, every one written, so
+/// they may start uninitialized): the C library's generator seeded with 7
+/// draws the first sequence (rand() % 10 + 1 per residue), then the second,
+/// so that a run here and a run of Rodinia write the same result.txt.
+inline void generate_into(std::int32_t* reference, std::int32_t* score, std::int64_t dim, std::int32_t penalty) {
+  const std::int64_t side = dim + 1;
   std::vector<int> first(static_cast<std::size_t>(side), 0), second(static_cast<std::size_t>(side), 0);
   std::srand(7);
   for (std::int64_t i = 1; i < side; ++i) first[static_cast<std::size_t>(i)] = std::rand() % 10 + 1;
   for (std::int64_t j = 1; j < side; ++j) second[static_cast<std::size_t>(j)] = std::rand() % 10 + 1;
-  p.reference.assign(static_cast<std::size_t>(side * side), 0);
-  p.score.assign(static_cast<std::size_t>(side * side), 0);
-  for (std::int64_t i = 1; i < side; ++i) {
+  for (std::int64_t i = 0; i < side; ++i) {
     const int* row = kBlosum62[first[static_cast<std::size_t>(i)]];
-    std::int32_t* out = p.reference.data() + i * side;
-    for (std::int64_t j = 1; j < side; ++j) out[j] = row[second[static_cast<std::size_t>(j)]];
+    std::int32_t* out = reference + i * side;
+    std::int32_t* scores = score + i * side;
+    for (std::int64_t j = 0; j < side; ++j) {
+      out[j] = i > 0 && j > 0 ? row[second[static_cast<std::size_t>(j)]] : 0;
+      scores[j] = 0;
+    }
+    scores[0] = static_cast<std::int32_t>(-i * penalty);
   }
-  for (std::int64_t k = 1; k < side; ++k) {
-    p.score[static_cast<std::size_t>(k * side)] = static_cast<std::int32_t>(-k * penalty);
-    p.score[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(-k * penalty);
-  }
+  for (std::int64_t k = 1; k < side; ++k) score[k] = static_cast<std::int32_t>(-k * penalty);
+}
+
+/// The same problem in vectors of its own.
+inline Problem generate(std::int64_t dim, std::int32_t penalty) {
+  Problem p;
+  p.dim = dim;
+  p.penalty = penalty;
+  p.reference.resize(static_cast<std::size_t>(p.side() * p.side()));
+  p.score.resize(static_cast<std::size_t>(p.side() * p.side()));
+  generate_into(p.reference.data(), p.score.data(), dim, penalty);
   return p;
 }
 
