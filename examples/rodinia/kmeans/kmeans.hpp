@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -96,25 +97,29 @@ inline Points read_text(const std::string& path) {
     line = buffer;
     while (!line.empty() && line.back() != '\n' && std::fgets(buffer, sizeof buffer, file)) line += buffer;
     ++line_number;
-    std::vector<float> row;
-    const char* at = line.c_str();
+    // Parsed in place with std::from_chars (several times faster than
+    // strtof, and correctly rounded alike); the features go straight into
+    // the points.
+    const std::size_t first = points.values.size();
+    const char* at = line.data();
+    const char* const end = at + line.size();
     bool id_seen = false;
     for (;;) {
-      while (*at == ' ' || *at == '\t' || *at == ',' || *at == '\n' || *at == '\r') ++at;
-      if (!*at) break;
-      char* end = nullptr;
-      const float value = std::strtof(at, &end);
-      if (end == at) fail("expected a number at '" + std::string(at).substr(0, 20) + "'");
-      if (id_seen) row.push_back(value);
+      while (at < end && (*at == ' ' || *at == '\t' || *at == ',' || *at == '\n' || *at == '\r' || *at == '+')) ++at;
+      if (at == end) break;
+      float value = 0;
+      const auto [stop, error] = std::from_chars(at, end, value);
+      if (error != std::errc()) fail("expected a number at '" + std::string(at, std::min<std::size_t>(20, end - at)) + "'");
+      if (id_seen) points.values.push_back(value);
       id_seen = true;
-      at = end;
+      at = stop;
     }
     if (!id_seen) continue;  // a blank line
-    if (points.count == 0) points.features = static_cast<std::int64_t>(row.size());
-    if (static_cast<std::int64_t>(row.size()) != points.features || row.empty())
-      fail("expected an id and " + std::to_string(points.features) + " features, found " + std::to_string(row.size()) +
+    const auto found = static_cast<std::int64_t>(points.values.size() - first);
+    if (points.count == 0) points.features = found;
+    if (found != points.features || found == 0)
+      fail("expected an id and " + std::to_string(points.features) + " features, found " + std::to_string(found) +
            " features");
-    points.values.insert(points.values.end(), row.begin(), row.end());
     ++points.count;
   }
   std::fclose(file);

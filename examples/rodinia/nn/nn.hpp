@@ -10,10 +10,13 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -109,14 +112,37 @@ inline void write_database(const std::string& list, const Records& records, int 
 }
 
 /// Reads every database file that `list` names (one name per line; a name
-/// that does not open as given is looked for beside the list). Throws
-/// std::runtime_error naming the file and line at fault.
-inline Records read_database(const std::string& list) {
+/// that does not open as given is looked for beside the list), handing
+/// `visit(records, first)` the records `block` at a time: `records` holds at
+/// most `block` of them (their locations and lines), `first` is the number
+/// of the first in the whole database. Throws std::runtime_error naming the
+/// file and line at fault.
+template <class Visit>
+void read_database_blocks(const std::string& list, std::int64_t block, Visit&& visit) {
   std::FILE* names = std::fopen(list.c_str(), "r");
   if (!names) throw std::runtime_error("cannot open the file list '" + list + "'");
   const auto slash = list.find_last_of('/');
   const std::string beside = slash == std::string::npos ? "" : list.substr(0, slash + 1);
   Records records;
+  std::int64_t first = 0;
+  auto hand_over = [&] {
+    if (records.size() == 0) return;
+    visit(static_cast<const Records&>(records), first);
+    first += records.size();
+    records.latitude.clear();
+    records.longitude.clear();
+    records.text.clear();
+  };
+  // A coordinate's five columns, parsed in place (std::from_chars, as strtof
+  // would: leading blanks skipped, the longest number taken).
+  auto coordinate = [](const char* field) {
+    const char* at = field;
+    const char* const end = field + kCoordinateChars;
+    while (at < end && (*at == ' ' || *at == '+')) ++at;
+    float value = 0;
+    std::from_chars(at, end, value);
+    return value;
+  };
   char name[4096];
   while (std::fscanf(names, "%4095s", name) == 1) {
     std::FILE* file = std::fopen(name, "r");
@@ -130,25 +156,34 @@ inline Records read_database(const std::string& list) {
     std::int64_t number = 0;
     while (std::fgets(line, sizeof line, file)) {
       ++number;
-      std::string record(line);
-      while (!record.empty() && (record.back() == '\n' || record.back() == '\r')) record.pop_back();
-      if (record.empty()) continue;
-      if (record.size() < kLongitudeColumn + kCoordinateChars) {
+      std::size_t length = std::strlen(line);
+      while (length > 0 && (line[length - 1] == '\n' || line[length - 1] == '\r')) --length;
+      if (length == 0) continue;
+      if (length < kLongitudeColumn + kCoordinateChars) {
         std::fclose(file);
         std::fclose(names);
-        throw std::runtime_error(path + ":" + std::to_string(number) + ": a record of " +
-                                 std::to_string(record.size()) + " characters; expected " +
-                                 std::to_string(kRecordChars) + " with the location in columns 28-37");
+        throw std::runtime_error(path + ":" + std::to_string(number) + ": a record of " + std::to_string(length) +
+                                 " characters; expected " + std::to_string(kRecordChars) +
+                                 " with the location in columns 28-37");
       }
-      record.resize(kRecordChars, ' ');
-      records.latitude.push_back(std::strtof(record.substr(kLatitudeColumn, kCoordinateChars).c_str(), nullptr));
-      records.longitude.push_back(std::strtof(record.substr(kLongitudeColumn, kCoordinateChars).c_str(), nullptr));
-      records.text += record;
+      for (std::size_t c = length; c < kRecordChars; ++c) line[c] = ' ';
+      records.latitude.push_back(coordinate(line + kLatitudeColumn));
+      records.longitude.push_back(coordinate(line + kLongitudeColumn));
+      records.text.append(line, kRecordChars);
+      if (records.size() == block) hand_over();
     }
     std::fclose(file);
   }
   std::fclose(names);
-  return records;
+  hand_over();
+}
+
+/// Every record of the database files that `list` names, at once.
+inline Records read_database(const std::string& list) {
+  Records all;
+  read_database_blocks(list, std::numeric_limits<std::int64_t>::max(),
+                       [&](const Records& records, std::int64_t) { all = records; });
+  return all;
 }
 
 /// The `k` smallest of `distances[0..n)`, nearest first (ties: the earlier
@@ -259,6 +294,36 @@ inline std::vector<Neighbour> nearest(canopy::Runtime& rt, const Records& record
   region.launch(out, lat, lng, latitude, longitude);
   auto view = out.host_read();
   return pick_nearest(view.data(), n, k);
+}
+
+/// One of the nearest records with its line.
+struct Found {
+  Neighbour neighbour;
+  std::string line;
+};
+
+/// The search of nearest() over the database files themselves, `block`
+/// records at a time: the process holds one block, never the whole database
+/// (as Rodinia's nn, which reads and searches a few records at a time).
+/// Each block's k nearest are merged with the k nearest so far (ties: the
+/// earlier record first, as in pick_nearest). `records` is set to the
+/// number of records read.
+inline std::vector<Found> nearest_in_database(canopy::Runtime& rt, const std::string& list, int k, float latitude,
+                                              float longitude, std::int64_t& records, const std::string& location = "",
+                                              const std::string& policy = "static",
+                                              std::int64_t block = std::int64_t{1} << 18) {
+  std::vector<Found> best;
+  std::vector<float> distances;
+  records = 0;
+  read_database_blocks(list, block, [&](const Records& part, std::int64_t first) {
+    for (const Neighbour& n : nearest(rt, part, k, latitude, longitude, distances, location, policy))
+      best.push_back(Found{Neighbour{first + n.record, n.distance}, part.line(n.record)});
+    std::stable_sort(best.begin(), best.end(),
+                     [](const Found& a, const Found& b) { return a.neighbour.distance < b.neighbour.distance; });
+    if (best.size() > static_cast<std::size_t>(k)) best.resize(static_cast<std::size_t>(k));
+    records = first + part.size();
+  });
+  return best;
 }
 
 }  // namespace rodinia::nn
