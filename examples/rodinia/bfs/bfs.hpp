@@ -85,36 +85,31 @@ inline Graph generate(std::int64_t nodes, std::uint64_t seed = 7) {
 /// Writes `g` in Rodinia's text format: the node count; a "start count" line
 /// per node; the source; the edge count; a "destination weight" line per edge.
 inline void write_graph(const std::string& path, const Graph& g) {
-  std::FILE* file = std::fopen(path.c_str(), "w");
-  if (!file) throw std::runtime_error("cannot open '" + path + "' for writing");
-  std::fprintf(file, "%lld\n", static_cast<long long>(g.nodes()));
+  rodinia::TextOut out(path);
+  if (!out.good()) throw std::runtime_error("cannot open '" + path + "' for writing");
+  out.integer(g.nodes()).put('\n');
   for (std::int64_t i = 0; i < g.nodes(); ++i)
-    std::fprintf(file, "%d %d\n", g.starts[static_cast<std::size_t>(i)], g.counts[static_cast<std::size_t>(i)]);
-  std::fprintf(file, "\n%d\n\n%zu\n", g.source, g.edges.size());
+    out.integer(g.starts[static_cast<std::size_t>(i)])
+        .put(' ')
+        .integer(g.counts[static_cast<std::size_t>(i)])
+        .put('\n');
+  out.put('\n').integer(g.source).text("\n\n").integer(static_cast<long long>(g.edges.size())).put('\n');
   for (std::size_t e = 0; e < g.edges.size(); ++e)
-    std::fprintf(file, "%d %d\n", g.edges[e], e < g.weights.size() ? g.weights[e] : 1);
-  if (std::fclose(file) != 0) throw std::runtime_error("cannot write '" + path + "'");
+    out.integer(g.edges[e]).put(' ').integer(e < g.weights.size() ? g.weights[e] : 1).put('\n');
+  if (!out.close()) throw std::runtime_error("cannot write '" + path + "'");
 }
 
 /// Reads a graph in Rodinia's text format. Throws std::runtime_error naming
 /// the file and what is wrong (a missing number, an edge or a node out of range).
 inline Graph read_graph(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) throw std::runtime_error("cannot open '" + path + "'");
-  std::string text;
-  char buffer[1 << 16];
-  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, file)) > 0;) text.append(buffer, got);
-  std::fclose(file);
-  const char* at = text.c_str();
+  rodinia::Numbers numbers(path);  // the file whole, parsed in place
+  if (!numbers.opened()) throw std::runtime_error("cannot open '" + path + "'");
   std::int64_t read_count = 0;
   auto number = [&](const char* what) -> long long {
-    while (*at && std::isspace(static_cast<unsigned char>(*at))) ++at;
-    char* end = nullptr;
-    const long long value = std::strtoll(at, &end, 10);
-    if (end == at)
+    long long value = 0;
+    if (!numbers.next(value))
       throw std::runtime_error("'" + path + "': expected " + what + " (number " + std::to_string(read_count + 1) +
                                " of the file)");
-    at = end;
     ++read_count;
     return value;
   };
@@ -154,10 +149,11 @@ inline Graph read_graph(const std::string& path) {
 
 /// Writes the costs as Rodinia's result.txt does: "i) cost:c" per node.
 inline void write_result(const std::string& path, const std::vector<std::int32_t>& cost) {
-  std::FILE* file = std::fopen(path.c_str(), "w");
-  if (!file) throw std::runtime_error("cannot open '" + path + "' for writing");
-  for (std::size_t i = 0; i < cost.size(); ++i) std::fprintf(file, "%zu) cost:%d\n", i, cost[i]);
-  if (std::fclose(file) != 0) throw std::runtime_error("cannot write '" + path + "'");
+  rodinia::TextOut out(path);
+  if (!out.good()) throw std::runtime_error("cannot open '" + path + "' for writing");
+  for (std::size_t i = 0; i < cost.size(); ++i)
+    out.integer(static_cast<long long>(i)).text(") cost:").integer(cost[i]).put('\n');
+  if (!out.close()) throw std::runtime_error("cannot write '" + path + "'");
 }
 
 /// The costs found by a plain queue on the host (what --verify compares with).

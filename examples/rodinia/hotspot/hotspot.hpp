@@ -82,35 +82,29 @@ inline Chip generate(std::int64_t rows, std::int64_t cols, std::uint64_t seed = 
 /// Reads `count` values, one per line, as Rodinia's temp_N and power_N files
 /// hold them. Throws canopy::Error naming the file and the line at fault.
 inline std::vector<float> read_values(const std::string& path, std::int64_t count) {
-  std::FILE* file = std::fopen(path.c_str(), "r");
-  if (!file) throw canopy::Error("cannot open '" + path + "' for reading; check the path");
+  rodinia::Numbers numbers(path);
+  if (!numbers.opened()) throw canopy::Error("cannot open '" + path + "' for reading; check the path");
   std::vector<float> values(static_cast<std::size_t>(count));
-  char line[256];
-  for (std::int64_t k = 0; k < count; ++k) {
-    if (!std::fgets(line, sizeof line, file) || std::sscanf(line, "%f", &values[std::size_t(k)]) != 1) {
-      std::fclose(file);
-      throw canopy::Error("'" + path + "' line " + std::to_string(k + 1) + ": expected a number (the file needs " +
+  for (std::int64_t k = 0; k < count; ++k)
+    if (!numbers.next(values[std::size_t(k)]))
+      throw canopy::Error("'" + path + "' value " + std::to_string(k + 1) + ": expected a number (the file needs " +
                           std::to_string(count) + " lines, one value per cell)");
-    }
-  }
-  std::fclose(file);
   return values;
 }
 
 /// Writes one value per line ("%g"), the input format of read_values.
 inline void write_values(const std::string& path, const std::vector<float>& values) {
-  std::FILE* file = std::fopen(path.c_str(), "w");
-  if (!file) throw canopy::Error("cannot open '" + path + "' for writing");
-  for (float v : values) std::fprintf(file, "%g\n", double(v));
-  std::fclose(file);
+  rodinia::TextOut out(path);
+  for (float v : values) out.general(double(v)).put('\n');
+  if (!out.close()) throw canopy::Error("cannot write '" + path + "'");
 }
 
 /// Writes Rodinia's output file: "index<TAB>temperature" for each cell, row-major.
 inline void write_output(const std::string& path, const std::vector<float>& temperature) {
-  std::FILE* file = std::fopen(path.c_str(), "w");
-  if (!file) throw canopy::Error("cannot open '" + path + "' for writing");
-  for (std::size_t k = 0; k < temperature.size(); ++k) std::fprintf(file, "%zu\t%g\n", k, double(temperature[k]));
-  std::fclose(file);
+  rodinia::TextOut out(path);
+  for (std::size_t k = 0; k < temperature.size(); ++k)
+    out.integer(static_cast<long long>(k)).put('\t').general(double(temperature[k])).put('\n');
+  if (!out.close()) throw canopy::Error("cannot write '" + path + "'");
 }
 
 /// The new temperature of one cell from its own (t), its neighbours' above

@@ -110,13 +110,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "srad: %d iterations on %lldx%lld pixels in %.3f seconds\n", parameters.iterations, rows, cols,
                  seconds);
     if (!output.empty()) {
-      std::FILE* file = std::fopen(output.c_str(), "w");
-      if (!file) throw canopy::Error("cannot open '" + output + "' for writing");
+      rodinia::TextOut out(output);
+      if (!out.good()) throw canopy::Error("cannot open '" + output + "' for writing");
       for (std::int64_t i = 0; i < rows; ++i) {
-        for (std::int64_t j = 0; j < cols; ++j) std::fprintf(file, "%.5f ", double(result[std::size_t(i * cols + j)]));
-        std::fprintf(file, "\n");
+        for (std::int64_t j = 0; j < cols; ++j) out.fixed(double(result[std::size_t(i * cols + j)]), 5).put(' ');
+        out.put('\n');
       }
-      std::fclose(file);
+      if (!out.close()) throw canopy::Error("cannot write '" + output + "'");
     }
     if (check) {
       // Tolerance: the same float expressions in another order (vector units,
