@@ -87,10 +87,11 @@ struct CpuCompiler::State {
   /// the system's loader (no LLVM); an object file (where no system linker
   /// was found when it was compiled, or the shared object does not load) is
   /// linked by the JIT.
-  CpuEntry load(const std::string& key, const std::string& symbol) {
+  CpuEntry load(const std::string& key, const std::string& symbol, bool& unloadable) {
     if (const auto path = disk->get_loadable(key)) {
       std::string why;
       if (void* entry = load_shared_object(*path, symbol, why)) return reinterpret_cast<CpuEntry>(entry);
+      unloadable = true;  // say, a folder mounted noexec: keep the object file instead
     }
     const auto object = disk->get(key);
     if (!object || !is_relocatable_object(*object)) return nullptr;
@@ -105,8 +106,9 @@ struct CpuCompiler::State {
   /// compiled, linked by the JIT and kept on disk as a shared object.
   CpuEntry load_or_compile(const ir::Kernel& kernel, const CodeOptions& code, const std::string& key, Source& source) {
     const std::string symbol = symbol_name(kernel.name, key);
+    bool unloadable = false;
     if (disk) {
-      if (CpuEntry entry = load(key, symbol)) {
+      if (CpuEntry entry = load(key, symbol, unloadable)) {
         source = Source::Disk;
         return entry;
       }
@@ -116,7 +118,8 @@ struct CpuCompiler::State {
     CpuEntry entry = link(object, symbol);
     if (disk) {
       std::string why;
-      if (const auto shared = link_shared_object(object, why))
+      const auto shared = unloadable ? std::nullopt : link_shared_object(object, why);
+      if (shared)
         disk->put_loadable(key, *shared);
       else
         disk->put(key, object);

@@ -147,6 +147,34 @@ TEST_CASE("a damaged cache entry is recompiled, counted, and replaced by a valid
   }
 }
 
+TEST_CASE("a cached shared object the loader refuses is compiled again, and the object file kept instead") {
+  TempDir dir;
+  Kernel kernel = scaled_kernel("cache_unloadable");
+  std::string key;
+  {
+    CpuCompiler first(CpuCompiler::Options{dir.str()});
+    key = first.compile(kernel).key;
+  }
+  // A whole, checksummed entry that is not a loadable object (its ELF header
+  // says shared object; the rest is not), as a folder mounted noexec or a
+  // foreign file would look to the loader.
+  DiskCache cache(dir.str());
+  const std::string real = read_all(cache.loadable_path_of(key));
+  REQUIRE(real.size() > 64);
+  cache.put_loadable(key, real.substr(0, 64) + std::string(4096, '\0'));
+
+  CpuCompiler second(CpuCompiler::Options{dir.str()});
+  const auto again = second.compile(kernel);
+  CHECK(again.source == Source::Compiled);
+  CHECK(runs_correctly(kernel, again.entry));
+  CHECK(std::filesystem::exists(cache.path_of(key)));  // the object file, for the JIT
+
+  CpuCompiler third(CpuCompiler::Options{dir.str()});
+  const auto loaded = third.compile(kernel);
+  CHECK(loaded.source == Source::Disk);
+  CHECK(runs_correctly(kernel, loaded.entry));
+}
+
 TEST_CASE("an unusable cache directory still compiles and runs, with one warning") {
   TempDir dir;
   write_all((dir.path() / "regular-file").string(), "a file, not a directory");
