@@ -111,7 +111,9 @@ class Numbers {
 /// million lines and more.
 class TextOut {
  public:
-  explicit TextOut(const std::string& path) : file_(std::fopen(path.c_str(), "w")) {}
+  explicit TextOut(const std::string& path) : file_(std::fopen(path.c_str(), "w")), owned_(true) {}
+  /// Writes to an open stream (stdout, say), which close() flushes but leaves open.
+  explicit TextOut(std::FILE* stream) : file_(stream), owned_(false) {}
   ~TextOut() { close(); }
   TextOut(const TextOut&) = delete;
   TextOut& operator=(const TextOut&) = delete;
@@ -148,7 +150,7 @@ class TextOut {
   bool close() {
     if (file_) {
       flush();
-      failed_ = std::fclose(file_) != 0 || failed_;
+      failed_ = (owned_ ? std::fclose(file_) : std::fflush(file_)) != 0 || failed_;
       file_ = nullptr;
     }
     return !failed_;
@@ -165,6 +167,7 @@ class TextOut {
     used_ = 0;
   }
   std::FILE* file_;
+  bool owned_;
   bool failed_ = false;
   std::ptrdiff_t used_ = 0;
   char buffer_[kSize];

@@ -28,8 +28,10 @@ namespace {
 constexpr const char* kUsage = "pathfinder <cols> <rows> [<pyramid_height>] [--check] [--policy P] [--at LOCATION]";
 
 void print_row(const std::int32_t* values, std::int64_t count) {
-  for (std::int64_t n = 0; n < count; ++n) std::printf("%d ", values[n]);
-  std::printf("\n");
+  std::fflush(stdout);  // what printf buffered goes first
+  rodinia::TextOut out(stdout);
+  for (std::int64_t n = 0; n < count; ++n) out.integer(values[n]).put(' ');
+  out.put('\n');
 }
 
 }  // namespace
