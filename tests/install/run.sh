@@ -18,6 +18,11 @@ cmake --build "$work/consumer" >/dev/null
 output=$("$work/consumer/consumer")
 echo "$output"
 [[ $output == "sum 249750.0" ]]
+# Without the kernel cache the consumer compiles, which opens the JIT's LLVM
+# half (libcanopy_llvm) from the installed lib folder, beside libcanopy_jit.
+ls "$work"/prefix/lib*/libcanopy_llvm.so* >/dev/null
+output=$(CANOPY_CACHE_DIR=off "$work/consumer/consumer")
+[[ $output == "sum 249750.0" ]]
 if [[ -n $mpirun ]]; then
   test -x "$work/consumer/consumer_mpi" || { echo "Canopy::canopy_mpi was not installed"; exit 1; }
   output=$("$mpirun" --allow-run-as-root --oversubscribe --mca btl self,vader \
