@@ -81,8 +81,12 @@ void best_of_alternating(int repeat, Result& r, Canopy&& canopy, Baseline&& base
 
 }  // namespace
 
+int rodinia_whole_process(const std::string& size, int runs, const std::vector<std::string>& wanted);
+
 int rodinia_command(int argc, char** argv) {
-  Args args(argc, argv, {});
+  Args args(argc, argv, {"--whole-process"});
+  if (args.has("--whole-process"))
+    return rodinia_whole_process(args.get("--size", "small"), static_cast<int>(args.count("--runs", 3)), args.words());
   const Size size = parse_size(args.get("--size", "small"));
   const std::string devices = args.get("--device", "cpu");
   const std::string policy = args.get("--policy", "static");

@@ -9,14 +9,8 @@
 // and end MPI (MPI_Init_thread, MPI_Finalize). Wall time from spawn to exit and peak memory
 // from the OS's accounting of the finished children (ru_maxrss: the largest
 // process), medians of N runs.
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -29,59 +23,12 @@
 #include <canopy/runtime/mpi/job.hpp>
 #endif
 
+#include "process.hpp"
 #include "report.hpp"
-
-extern char** environ;
 
 namespace canopy::bench {
 
 namespace {
-
-struct Sample {
-  double seconds = 0;
-  double megabytes = 0;
-};
-
-// Runs `program` (empty: this binary) with `args` and `extra` added to the environment.
-Sample run_child(const std::vector<std::string>& args, const std::vector<std::string>& extra,
-                 const std::string& program = "") {
-  std::vector<std::string> environment;
-  for (char** e = environ; *e; ++e) {
-    const std::string entry = *e;
-    bool replaced = false;
-    for (const std::string& x : extra)
-      replaced = replaced || entry.substr(0, entry.find('=')) == x.substr(0, x.find('='));
-    if (!replaced) environment.push_back(entry);
-  }
-  environment.insert(environment.end(), extra.begin(), extra.end());
-  std::vector<char*> argv{const_cast<char*>(program.empty() ? "/proc/self/exe" : program.c_str())}, envp;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const std::string& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  char self[4096];
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (length <= 0) throw Error("startup: cannot find this program's path");
-  self[length] = '\0';
-  const std::string path = program.empty() ? std::string(self) : program;
-  const auto start = std::chrono::steady_clock::now();
-  pid_t child = 0;
-  if (posix_spawnp(&child, path.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0)
-    throw Error("startup: cannot start a child process");
-  int status = 0;
-  rusage usage{};
-  wait4(child, &status, 0, &usage);
-  Sample sample;
-  sample.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  sample.megabytes = static_cast<double>(usage.ru_maxrss) / 1024.0;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw Error("startup: a child process failed");
-  return sample;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 /// The program of the one-kernel cases: a triad over 2^16 doubles, checked.
 int one_kernel() {
@@ -138,10 +85,8 @@ int startup_command(int argc, char** argv) {
       {"one kernel, empty cache folder (cold)", {"startup", "--child-kernel"}, {}, "", true},
   };
 #if CANOPY_WITH_MPI
-  char self[4096];
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (length > 0) {
-    self[length] = '\0';
+  {
+    const std::string self = this_program();
     const std::vector<std::string> mpirun{"--allow-run-as-root", "--oversubscribe", "-np", "2"};
     auto under_mpirun = [&](std::vector<std::string> rest) {
       std::vector<std::string> all = mpirun;
@@ -167,13 +112,14 @@ int startup_command(int argc, char** argv) {
         folder = pattern;
         environment.push_back("CANOPY_CACHE_DIR=" + folder);
       }
-      const Sample s = run_child(c.args, environment, c.program);
+      const ProcessSample s =
+          run_process({c.program.empty() ? this_program() : c.program, c.args, environment, "", ""});
       if (!folder.empty()) std::filesystem::remove_all(folder);
       return s;
     };
     once();  // warms the page cache and Canopy's disk cache
     for (int k = 0; k < runs; ++k) {
-      const Sample s = once();
+      const ProcessSample s = once();
       seconds.push_back(s.seconds);
       megabytes.push_back(s.megabytes);
     }

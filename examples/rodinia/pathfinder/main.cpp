@@ -27,13 +27,6 @@ namespace {
 
 constexpr const char* kUsage = "pathfinder <cols> <rows> [<pyramid_height>] [--check] [--policy P] [--at LOCATION]";
 
-void print_row(const std::int32_t* values, std::int64_t count) {
-  std::fflush(stdout);  // what printf buffered goes first
-  rodinia::TextOut out(stdout);
-  for (std::int64_t n = 0; n < count; ++n) out.integer(values[n]).put(' ');
-  out.put('\n');
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,8 +61,8 @@ int main(int argc, char** argv) {
     search.run();
     const std::vector<std::int32_t> result = search.result();
     const double seconds = rodinia::seconds_since(start);
-    print_row(walls.row(0), cols);
-    print_row(result.data(), cols);
+    rodinia::pathfinder::print_row(walls.row(0), cols);
+    rodinia::pathfinder::print_row(result.data(), cols);
     std::fprintf(stderr, "pathfinder: %lld rows of %lld columns in %.3f seconds\n", rows, cols, seconds);
     if (check) {
       const std::vector<std::int32_t> expected = rodinia::pathfinder::search_serially(walls);

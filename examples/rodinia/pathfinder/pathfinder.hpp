@@ -79,6 +79,15 @@ inline const StepKernel& step_kernel() {
   return kernel;
 }
 
+/// Prints `count` values on one line of standard output, each followed by a
+/// space, as Rodinia's pathfinder prints its rows.
+inline void print_row(const std::int32_t* values, std::int64_t count) {
+  std::fflush(stdout);  // what printf buffered goes first
+  rodinia::TextOut out(stdout);
+  for (std::int64_t n = 0; n < count; ++n) out.integer(values[n]).put(' ');
+  out.put('\n');
+}
+
 /// A search on a runtime: the wall rows and the two cost rows live there
 /// from construction to destruction.
 class Search {

@@ -110,13 +110,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "srad: %d iterations on %lldx%lld pixels in %.3f seconds\n", parameters.iterations, rows, cols,
                  seconds);
     if (!output.empty()) {
-      rodinia::TextOut out(output);
-      if (!out.good()) throw canopy::Error("cannot open '" + output + "' for writing");
-      for (std::int64_t i = 0; i < rows; ++i) {
-        for (std::int64_t j = 0; j < cols; ++j) out.fixed(double(result[std::size_t(i * cols + j)]), 5).put(' ');
-        out.put('\n');
-      }
-      if (!out.close()) throw canopy::Error("cannot write '" + output + "'");
+      rodinia::srad_v2::write_image(output, result, rows, cols);
     }
     if (check) {
       // Tolerance: the same float expressions in another order (vector units,

@@ -49,6 +49,19 @@ inline std::vector<float> generate(std::int64_t rows, std::int64_t cols) {
   return image;
 }
 
+/// Writes the image as Rodinia's srad does: each row's pixels as "%.5f "
+/// followed by a line break.
+inline void write_image(const std::string& path, const std::vector<float>& image, std::int64_t rows,
+                        std::int64_t cols) {
+  rodinia::TextOut out(path);
+  if (!out.good()) throw canopy::Error("cannot open '" + path + "' for writing");
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) out.fixed(double(image[std::size_t(i * cols + j)]), 5).put(' ');
+    out.put('\n');
+  }
+  if (!out.close()) throw canopy::Error("cannot write '" + path + "'");
+}
+
 /// q0^2, the speckle scale of the iteration, from the sums of the region of
 /// interest's pixels and of their squares.
 inline float speckle_scale(double sum, double sum_of_squares, std::int64_t pixels) {

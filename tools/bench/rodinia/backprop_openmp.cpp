@@ -4,6 +4,8 @@
 // pass keeps 16 running sums per thread, combined in thread order.
 #include <omp.h>
 
+#include "openmp_ports.hpp"
+
 #include <cstdint>
 #include <vector>
 

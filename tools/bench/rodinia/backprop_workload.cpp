@@ -14,17 +14,11 @@
 
 #include <canopy/runtime/host_memory.hpp>
 
+#include "openmp_ports.hpp"
 #include "rodinia/backprop/backprop.hpp"
 #include "workload.hpp"
 
 namespace canopy::bench::rodinia {
-
-namespace openmp {
-/// The 16 forward sums of the input layer over `rows` input units (bias included).
-void backprop_forward(const float* weights, const float* units, std::int64_t rows, float* sums);
-/// The input weights' adjustment from the hidden deltas (17, [0] unused).
-void backprop_adjust(float* weights, float* previous, const float* delta, const float* units, std::int64_t rows);
-}  // namespace openmp
 
 namespace {
 

@@ -3,6 +3,8 @@
 // `parallel for` over the rows below the pivot per step.
 #include <cstdint>
 
+#include "openmp_ports.hpp"
+
 namespace canopy::bench::rodinia::openmp {
 
 void gaussian_forward(float* a, float* b, float* m, std::int64_t n) {

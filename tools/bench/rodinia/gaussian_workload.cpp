@@ -14,15 +14,11 @@
 
 #include <canopy/runtime/host_memory.hpp>
 
+#include "openmp_ports.hpp"
 #include "rodinia/gaussian/gaussian.hpp"
 #include "workload.hpp"
 
 namespace canopy::bench::rodinia {
-
-namespace openmp {
-/// Forward elimination of a (n x n) and b, multipliers into m.
-void gaussian_forward(float* a, float* b, float* m, std::int64_t n);
-}  // namespace openmp
 
 namespace {
 

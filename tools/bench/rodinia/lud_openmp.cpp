@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "openmp_ports.hpp"
+
 namespace canopy::bench::rodinia::openmp {
 
 namespace {

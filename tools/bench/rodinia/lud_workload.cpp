@@ -12,15 +12,11 @@
 
 #include <canopy/runtime/host_memory.hpp>
 
+#include "openmp_ports.hpp"
 #include "rodinia/lud/lud.hpp"
 #include "workload.hpp"
 
 namespace canopy::bench::rodinia {
-
-namespace openmp {
-/// Factors the n x n matrix `a` in place in blocks of `block` (at most 64).
-void lud_decompose(float* a, std::int64_t n, std::int64_t block);
-}  // namespace openmp
 
 namespace {
 

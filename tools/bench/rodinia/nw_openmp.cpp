@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "openmp_ports.hpp"
+
 namespace canopy::bench::rodinia::openmp {
 
 void nw_align(std::int32_t* score, const std::int32_t* reference, std::int64_t dim, std::int64_t block,

@@ -10,15 +10,11 @@
 
 #include <canopy/runtime/host_memory.hpp>
 
+#include "openmp_ports.hpp"
 #include "rodinia/nw/nw.hpp"
 #include "workload.hpp"
 
 namespace canopy::bench::rodinia {
-
-namespace openmp {
-void nw_align(std::int32_t* score, const std::int32_t* reference, std::int64_t dim, std::int64_t block,
-              std::int32_t penalty);
-}
 
 namespace {
 
