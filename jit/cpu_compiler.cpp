@@ -61,14 +61,12 @@ struct CpuCompiler::State {
   /// Every kernel this compiler returned or is compiling, by key; guarded by mutex.
   std::unordered_map<std::string, std::shared_future<CpuEntry>> entries;
 
-  /// Everything in the key but the kernel's text and code options: LLVM's
-  /// version, the CPU (from /proc/cpuinfo, so that a run whose kernels are
-  /// all cached never loads LLVM) and the settings that change the code.
+  /// The key's fixed part: LLVM's version and the CPU (from /proc/cpuinfo,
+  /// so that a run whose kernels are all cached never loads LLVM).
   const std::string& key_prefix() {
     std::call_once(key_prefix_once, [&] {
       key_prefix_text = "canopy cpu kernel\nabi " + std::to_string(kCpuAbiVersion) + "\ncanopy " +
-                        CANOPY_VERSION_STRING + "\nllvm " + CANOPY_LLVM_VERSION + "\nhost\n" + host_identity() +
-                        "simd " + settings().simd + " width " + std::to_string(settings().simd_width) + "\n";
+                        CANOPY_VERSION_STRING + "\nllvm " + CANOPY_LLVM_VERSION + "\nhost\n" + host_identity();
     });
     return key_prefix_text;
   }
@@ -138,6 +136,9 @@ CpuCompiler::~CpuCompiler() = default;
 std::string CpuCompiler::cache_key(const ir::Kernel& kernel, const CodeOptions& code) const {
   std::string variant = "streaming stores";
   for (int p : code.streaming_stores) variant += " " + std::to_string(p);
+  // The settings that change the code, as they are now (a later Runtime may
+  // have read others).
+  variant += "\nsimd " + settings().simd + " width " + std::to_string(settings().simd_width);
   return hash_hex(state_->key_prefix() + variant + "\n" + ir::print(kernel));
 }
 

@@ -147,6 +147,26 @@ TEST_CASE("a damaged cache entry is recompiled, counted, and replaced by a valid
   }
 }
 
+TEST_CASE("the cache key follows the SIMD settings in force at each compile, on one compiler") {
+  TempDir dir;
+  Kernel kernel = scaled_kernel("cache_simd_key");
+  CpuCompiler compiler(CpuCompiler::Options{dir.str()});
+  const std::string plain = compiler.cache_key(kernel);
+  std::string off, wide;
+  {
+    canopy::testing::ScopedSetting simd("CANOPY_SIMD", "off");
+    off = compiler.cache_key(kernel);
+  }
+  {
+    canopy::testing::ScopedSetting width("CANOPY_SIMD_WIDTH", "16");
+    wide = compiler.cache_key(kernel);
+  }
+  CHECK(off != plain);
+  CHECK(wide != plain);
+  CHECK(wide != off);
+  CHECK(compiler.cache_key(kernel) == plain);  // the settings are back as they were
+}
+
 TEST_CASE("a cached shared object the loader refuses is compiled again, and the object file kept instead") {
   TempDir dir;
   Kernel kernel = scaled_kernel("cache_unloadable");
