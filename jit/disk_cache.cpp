@@ -64,10 +64,14 @@ bool is_plain_file_name(const std::string& key) {
 DiskCache::DiskCache(std::string directory, CacheSharing sharing)
     : directory_(std::move(directory)), sharing_(sharing) {}
 
-std::string DiskCache::path_of(const std::string& key) const {
+std::string DiskCache::file_of(const std::string& key, const char* extension) const {
   const std::string name = is_plain_file_name(key) ? key : hash_hex(key);
-  return (std::filesystem::path(directory_) / (name + kExtension)).string();
+  return (std::filesystem::path(directory_) / (name + extension)).string();
 }
+
+std::string DiskCache::path_of(const std::string& key) const { return file_of(key, kExtension); }
+
+std::string DiskCache::loadable_path_of(const std::string& key) const { return file_of(key, ".so"); }
 
 std::optional<std::string> DiskCache::get(const std::string& key) {
   const CheckedRead read = read_checked(path_of(key));
@@ -116,11 +120,6 @@ CheckedRead DiskCache::read_checked(const std::string& path) {
     remember_problem(read.why);  // checked_file has said so on stderr
   }
   return read;
-}
-
-std::string DiskCache::loadable_path_of(const std::string& key) const {
-  std::string path = path_of(key);
-  return path.substr(0, path.size() - std::strlen(kExtension)) + ".so";
 }
 
 void DiskCache::put(const std::string& key, std::string_view payload) { write(path_of(key), encode(key, payload)); }

@@ -77,6 +77,8 @@ class DiskCache {
   std::string problem() const;
 
  private:
+  /// The file of `key` in the directory, with `extension`.
+  std::string file_of(const std::string& key, const char* extension) const;
   /// read_checked_file, counting damaged and untrusted files.
   CheckedRead read_checked(const std::string& path);
   /// write_checked_file, counting and reporting failures.

@@ -372,7 +372,7 @@ std::vector<backends::BackendDevices> discover_selected_backends() {
     return selection.empty() || picks(backend) || (backend != "opencl" && picks("opencl"));
   };
   return backends::discover_devices_cached(wanted, "not started: CANOPY_DEVICES=" + selection + " does not ask for it",
-                                          jit::cache_directory());
+                                           jit::cache_directory());
 }
 
 NodeInventory select_devices(const NodeInventory& node, std::string_view devices) {

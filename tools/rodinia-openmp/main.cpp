@@ -189,21 +189,19 @@ int kmeans(const Args& a) {
 }
 
 int nn(const Args& a) {
-  // As the example: the files a block of records at a time, each block's
-  // nearest merged with the nearest so far.
+  // As the example: the files a block of records at a time.
   const int k = static_cast<int>(std::stoll(option(a, "-r", "10")));
   const float latitude = std::stof(option(a, "-lat", "0")), longitude = std::stof(option(a, "-lng", "0"));
-  std::vector<rodinia::nn::Found> best;
   std::vector<float> distances;
-  rodinia::nn::read_database_blocks(
-      a.at(0), std::int64_t{1} << 18, [&](const rodinia::nn::Records& part, std::int64_t first) {
+  std::int64_t records = 0;
+  const auto best =
+      rodinia::nn::nearest_by_blocks(a.at(0), k, std::int64_t{1} << 18, records, [&](const rodinia::nn::Records& part) {
         distances.resize(static_cast<std::size_t>(part.size()));
+        std::vector<rodinia::nn::Neighbour> found;
         for (const auto& [record, distance] : ports::openmp::nearest_neighbours(
                  part.latitude.data(), part.longitude.data(), part.size(), latitude, longitude, k, distances.data()))
-          best.push_back({{first + record, distance}, part.line(record)});
-        std::stable_sort(best.begin(), best.end(),
-                         [](const auto& x, const auto& y) { return x.neighbour.distance < y.neighbour.distance; });
-        if (best.size() > static_cast<std::size_t>(k)) best.resize(static_cast<std::size_t>(k));
+          found.push_back({record, distance});
+        return found;
       });
   for (const auto& f : best) std::printf("%s --> Distance=%f\n", f.line.c_str(), double(f.neighbour.distance));
   return 0;

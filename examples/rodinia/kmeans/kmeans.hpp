@@ -21,9 +21,9 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -109,7 +109,8 @@ inline Points read_text(const std::string& path) {
       if (at == end) break;
       float value = 0;
       const auto [stop, error] = std::from_chars(at, end, value);
-      if (error != std::errc()) fail("expected a number at '" + std::string(at, std::min<std::size_t>(20, end - at)) + "'");
+      if (error != std::errc())
+        fail("expected a number at '" + std::string(at, std::min<std::size_t>(20, end - at)) + "'");
       if (id_seen) points.values.push_back(value);
       id_seen = true;
       at = stop;

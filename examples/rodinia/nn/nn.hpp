@@ -302,21 +302,20 @@ struct Found {
   std::string line;
 };
 
-/// The search of nearest() over the database files themselves, `block`
-/// records at a time: the process holds one block, never the whole database
-/// (as Rodinia's nn, which reads and searches a few records at a time).
-/// Each block's k nearest are merged with the k nearest so far (ties: the
-/// earlier record first, as in pick_nearest). `records` is set to the
-/// number of records read.
-inline std::vector<Found> nearest_in_database(canopy::Runtime& rt, const std::string& list, int k, float latitude,
-                                              float longitude, std::int64_t& records, const std::string& location = "",
-                                              const std::string& policy = "static",
-                                              std::int64_t block = std::int64_t{1} << 18) {
+/// The k nearest records of the database files that `list` names, found a
+/// block of `block` records at a time as the files are read:
+/// `search(records)` gives a block's k nearest (numbered within the block),
+/// which are merged with the k nearest so far (ties: the earlier record
+/// first, as in pick_nearest). The process holds one block, never the whole
+/// database, as Rodinia's nn, which reads and searches a few records at a
+/// time. `records` is set to the number of records read.
+template <class Search>
+std::vector<Found> nearest_by_blocks(const std::string& list, int k, std::int64_t block, std::int64_t& records,
+                                     Search&& search) {
   std::vector<Found> best;
-  std::vector<float> distances;
   records = 0;
   read_database_blocks(list, block, [&](const Records& part, std::int64_t first) {
-    for (const Neighbour& n : nearest(rt, part, k, latitude, longitude, distances, location, policy))
+    for (const Neighbour& n : search(part))
       best.push_back(Found{Neighbour{first + n.record, n.distance}, part.line(n.record)});
     std::stable_sort(best.begin(), best.end(),
                      [](const Found& a, const Found& b) { return a.neighbour.distance < b.neighbour.distance; });
@@ -324,6 +323,17 @@ inline std::vector<Found> nearest_in_database(canopy::Runtime& rt, const std::st
     records = first + part.size();
   });
   return best;
+}
+
+/// nearest_by_blocks with each block searched by nearest() on `rt`.
+inline std::vector<Found> nearest_in_database(canopy::Runtime& rt, const std::string& list, int k, float latitude,
+                                              float longitude, std::int64_t& records, const std::string& location = "",
+                                              const std::string& policy = "static",
+                                              std::int64_t block = std::int64_t{1} << 18) {
+  std::vector<float> distances;
+  return nearest_by_blocks(list, k, block, records, [&](const Records& part) {
+    return nearest(rt, part, k, latitude, longitude, distances, location, policy);
+  });
 }
 
 }  // namespace rodinia::nn
