@@ -82,6 +82,44 @@ TEST_CASE("nw: a serial fill's scores on cpu0, opencl0 and split over both") {
   }
 }
 
+TEST_CASE("nw: the generating region writes the host generator's matrices") {
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  const rodinia::nw::Problem expected = rodinia::nw::generate(kDim, kPenalty);
+  const std::int64_t side = expected.side();
+  auto generate_on = [&](const rodinia::nw::Where& where) {
+    auto score = rt.array<std::int32_t, 2>(Shape(side, side), named("score") | uninitialized());
+    auto reference = rt.array<std::int32_t, 2>(Shape(side, side), named("reference") | uninitialized());
+    rodinia::nw::Generator(kDim).launch(rt, reference, score, kPenalty, where);
+    const auto s = score.host_read();
+    const auto r = reference.host_read();
+    CHECK(std::vector<std::int32_t>(s.begin(), s.end()) == expected.score);
+    CHECK(std::vector<std::int32_t>(r.begin(), r.end()) == expected.reference);
+  };
+  SUBCASE("cpu0") {
+    REQUIRE(hetero_tests::has_leaves(discovered, {"cpu0"}));
+    generate_on({"cpu0", "static"});
+  }
+  SUBCASE("opencl0") {
+    if (!hetero_tests::has_leaves(discovered, {"opencl0"})) return;
+    generate_on({"opencl0", "static"});
+  }
+  SUBCASE("split over cpu0 and opencl0") {
+    if (!hetero_tests::has_leaves(discovered, {"cpu0", "opencl0"})) return;
+    hetero_tests::use_leaves(rt, discovered, {"cpu0", "opencl0"});
+    generate_on({"numa0", "percentage:[50,50]"});
+    // The region split: rows of both leaves, each written where it ran.
+    const auto pieces = hetero_tests::pieces_of(hetero_tests::last_region(rt));
+    REQUIRE(pieces.size() == 2);
+    CHECK(pieces[0].rfind("cpu0[0,", 0) == 0);
+    CHECK(pieces[1].rfind("opencl0[", 0) == 0);
+    CHECK(pieces[1].find(",161)") != std::string::npos);
+  }
+  CHECK_THROWS_WITH_AS(rodinia::nw::Generator(kDim).launch(rt, rt.array<std::int32_t, 2>(Shape(4, 4)),
+                                                           rt.array<std::int32_t, 2>(Shape(4, 4)), kPenalty, {}),
+                       doctest::Contains("must be 161x161"), canopy::Error);
+}
+
 TEST_CASE("nw: Rodinia's input and traceback") {
   const rodinia::nw::Problem p = rodinia::nw::generate(32, 10);
   const std::int64_t side = p.side();

@@ -94,17 +94,15 @@ int main(int argc, char** argv) {
   try {
     const std::int64_t side = dim + 1;
     canopy::Runtime rt;
-    // Generated straight into the runtime's arrays (uninitialized: each
-    // element is written once, by the generator), so the process holds each
-    // matrix once, on huge pages where the system allows them.
+    // Generated straight into the runtime's arrays by a region (uninitialized:
+    // each element is written once, by the leaf that later aligns its row),
+    // so the process holds each matrix once, on huge pages where the system
+    // allows them, and the leaves share the filling and the first touch of
+    // its pages.
     auto score = rt.array<std::int32_t, 2>(canopy::Shape(side, side), canopy::named("score") | canopy::uninitialized());
-    auto reference = rt.array<std::int32_t, 2>(
-        canopy::Shape(side, side), canopy::named("reference") | canopy::read_only() | canopy::uninitialized());
-    {
-      auto s = score.host();
-      auto r = reference.host();
-      rodinia::nw::generate_into(r.data(), s.data(), dim, penalty);
-    }
+    auto reference =
+        rt.array<std::int32_t, 2>(canopy::Shape(side, side), canopy::named("reference") | canopy::uninitialized());
+    rodinia::nw::Generator(dim).launch(rt, reference, score, penalty, where);
     // The serial check starts from the scores before the run, which aligns in place.
     const auto expected = check ? align_serially(score.host_read().data(), reference.host_read().data(), side, penalty)
                                 : std::vector<std::int32_t>();

@@ -77,23 +77,36 @@ struct Problem {
   std::int64_t side() const { return dim + 1; }
 };
 
+/// Rodinia's two sequences for `dim`: the C library's generator seeded with
+/// 7 draws the first (rand() % 10 + 1 per residue), then the second; each
+/// has dim + 1 residues, residue 0 being 0 (the row and column of gaps).
+struct Sequences {
+  std::vector<std::int32_t> first, second;
+};
+
+inline Sequences sequences(std::int64_t dim) {
+  const std::int64_t side = dim + 1;
+  Sequences s{std::vector<std::int32_t>(static_cast<std::size_t>(side), 0),
+              std::vector<std::int32_t>(static_cast<std::size_t>(side), 0)};
+  std::srand(7);
+  for (auto* sequence : {&s.first, &s.second})
+    for (std::int64_t i = 1; i < side; ++i) (*sequence)[static_cast<std::size_t>(i)] = std::rand() % 10 + 1;
+  return s;
+}
+
 /// The matrices Rodinia's needle builds for `dim` and `penalty`, written into
 /// `reference` and `score` (each (dim + 1)^2 elements, every one written, so
-/// they may start uninitialized): the C library's generator seeded with 7
-/// draws the first sequence (rand() % 10 + 1 per residue), then the second,
-/// so that a run here and a run of Rodinia write the same result.txt.
+/// they may start uninitialized) from sequences(dim), so that a run here and
+/// a run of Rodinia write the same result.txt.
 inline void generate_into(std::int32_t* reference, std::int32_t* score, std::int64_t dim, std::int32_t penalty) {
   const std::int64_t side = dim + 1;
-  std::vector<int> first(static_cast<std::size_t>(side), 0), second(static_cast<std::size_t>(side), 0);
-  std::srand(7);
-  for (std::int64_t i = 1; i < side; ++i) first[static_cast<std::size_t>(i)] = std::rand() % 10 + 1;
-  for (std::int64_t j = 1; j < side; ++j) second[static_cast<std::size_t>(j)] = std::rand() % 10 + 1;
+  const Sequences s = sequences(dim);
   for (std::int64_t i = 0; i < side; ++i) {
-    const int* row = kBlosum62[first[static_cast<std::size_t>(i)]];
+    const int* row = kBlosum62[s.first[static_cast<std::size_t>(i)]];
     std::int32_t* out = reference + i * side;
     std::int32_t* scores = score + i * side;
     for (std::int64_t j = 0; j < side; ++j) {
-      out[j] = i > 0 && j > 0 ? row[second[static_cast<std::size_t>(j)]] : 0;
+      out[j] = i > 0 && j > 0 ? row[s.second[static_cast<std::size_t>(j)]] : 0;
       scores[j] = 0;
     }
     scores[0] = static_cast<std::int32_t>(-i * penalty);
@@ -165,6 +178,74 @@ inline std::string traceback(const std::int32_t* score, const std::int32_t* refe
   }
   return text;
 }
+
+/// Builds the same matrices as generate_into with one region: one point per
+/// row, writing its row of both matrices, so the leaves fill (and first
+/// touch) the rows they will align instead of one host thread filling all of
+/// them. The sequences come from sequences(dim) on the host.
+class Generator {
+ public:
+  using FillKernel =
+      canopy::Kernel<void(canopy::Out<std::int32_t, 2>, canopy::Out<std::int32_t, 2>, canopy::In<std::int32_t>,
+                          canopy::In<std::int32_t>, canopy::In<std::int32_t, 2>, canopy::Val<std::int32_t>)>;
+
+  /// The kernel for sequences of length `dim` (dim >= 1).
+  explicit Generator(std::int64_t dim) : dim_(checked(dim)), fill_(fill_kernel(dim + 1)) {}
+
+  /// Queues the region that fills `reference` and `score` ((dim+1) x (dim+1)
+  /// each; they may be uninitialized); returns at once.
+  void launch(canopy::Runtime& rt, const canopy::Array<std::int32_t, 2>& reference,
+              const canopy::Array<std::int32_t, 2>& score, std::int32_t penalty, const Where& where) const {
+    const std::int64_t side = dim_ + 1;
+    if (reference.extent(0) != side || reference.extent(1) != side || score.extent(0) != side ||
+        score.extent(1) != side)
+      throw canopy::Error("nw: reference and score must be " + std::to_string(side) + "x" + std::to_string(side));
+    Sequences s = sequences(dim_);
+    auto first = rt.array<std::int32_t>(side, canopy::named("first") | canopy::read_only());
+    auto second = rt.array<std::int32_t>(side, canopy::named("second") | canopy::read_only());
+    auto blosum = rt.array<std::int32_t, 2>(canopy::Shape(24, 24), canopy::named("blosum62") | canopy::read_only());
+    {
+      auto f = first.host();
+      auto c = second.host();
+      auto b = blosum.host();
+      std::copy(s.first.begin(), s.first.end(), f.data());
+      std::copy(s.second.begin(), s.second.end(), c.data());
+      for (int r = 0; r < 24; ++r) std::copy(kBlosum62[r], kBlosum62[r] + 24, b.data() + r * 24);
+    }
+    auto region = rt.region(fill_);
+    region.over(side).policy(where.policy);
+    if (!where.location.empty()) region.at(where.location);
+    region.launch(reference, score, first, second, blosum, penalty);
+  }
+
+ private:
+  static std::int64_t checked(std::int64_t dim) {
+    if (dim < 1) throw canopy::Error("nw: the sequence length must be positive, got " + std::to_string(dim));
+    return dim;
+  }
+
+  // Row i: reference(i, j) = BLOSUM62(first[i], second[j]) off row 0 and
+  // column 0 (zero there); score holds -j * penalty in row 0, -i * penalty in
+  // column 0 and zero elsewhere.
+  static FillKernel fill_kernel(std::int64_t side) {
+    using namespace canopy;
+    return FillKernel("nw_generate",
+                      [=](Out<std::int32_t, 2> reference, Out<std::int32_t, 2> score, In<std::int32_t> first,
+                          In<std::int32_t> second, In<std::int32_t, 2> blosum, Val<std::int32_t> penalty) {
+                        Idx i = index(0);
+                        Var<std::int32_t> residue("residue", first[i]);
+                        Var<std::int32_t> gap("gap", cast<std::int32_t>(i) * -penalty);
+                        For(0, side, [&](Idx j) {
+                          reference(i, j) = select(i > 0 && j > 0, blosum(residue, second[j]), 0);
+                          score(i, j) = select(j == 0, gap, select(i == 0, cast<std::int32_t>(j) * -penalty, 0));
+                        });
+                      },
+                      {"reference", "score", "first", "second", "blosum", "penalty"});
+  }
+
+  std::int64_t dim_;
+  FillKernel fill_;
+};
 
 /// The Canopy implementation for one problem shape.
 class Aligner {
