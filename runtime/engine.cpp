@@ -193,12 +193,12 @@ void Engine::pause() {
     std::lock_guard lock(state_->flight_mutex);
     pending.swap(state_->in_flight);
   }
-  std::exception_ptr first;
-  for (auto& f : pending) {
-    f.completion->wait(false);
-    if (!first && f.completion->error()) first = f.completion->error();
-  }
-  if (first) std::rethrow_exception(first);
+  // The newest first: in a chain of dependent regions it ends last, so the
+  // caller sleeps once instead of polling through every region in turn (and
+  // taking turns on a core with the worker that runs them).
+  for (auto f = pending.rbegin(); f != pending.rend(); ++f) f->completion->wait(false);
+  for (auto& f : pending)
+    if (f.completion->error()) std::rethrow_exception(f.completion->error());
 }
 
 void Engine::pause(const std::string& location) {
@@ -216,7 +216,7 @@ void Engine::pause(const std::string& location) {
     for (const auto& f : state_->in_flight)
       if (!f.record || state_->book.touches(*f.record, leaves)) pending.push_back(f.completion);
   }
-  for (auto& c : pending) c->wait(false);
+  for (auto c = pending.rbegin(); c != pending.rend(); ++c) (*c)->wait(false);
 }
 
 Hierarchy Engine::hierarchy() const {
