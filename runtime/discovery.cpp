@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include <canopy/backends/discover.hpp>
@@ -20,6 +22,8 @@
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/settings.hpp>
 #include <canopy/jit/checked_file.hpp>
+#include <canopy/jit/disk_cache.hpp>
+#include <canopy/jit/hash.hpp>
 #include "internal/config_syntax.hpp"
 
 namespace canopy {
@@ -172,6 +176,92 @@ NodeInventory discover_node() {
   node.absent = absent_backends();
   node.source = "hwloc";
   if (node.numa_nodes.empty()) node.numa_nodes.push_back({0, 0});
+  return node;
+}
+
+namespace {
+
+// The hwloc part of an inventory (cores, NUMA nodes, CPU model, vector
+// width, caches) as lines of text, and back; nullopt for text that is not
+// such an inventory.
+std::string node_text(const NodeInventory& node) {
+  std::string text = "canopy node 1\nvector " + std::to_string(node.vector_width) + "\n";
+  for (const CoreInfo& c : node.cores) text += fmt::format("core {} {} {}\n", c.pu, c.numa_node, c.l3);
+  for (const NumaInfo& n : node.numa_nodes) text += fmt::format("numa {} {}\n", n.index, n.capacity);
+  for (const CacheLevel& c : node.caches)
+    text += fmt::format("cache {} {} {} {}\n", c.level, c.bytes, c.line_bytes, c.cores_sharing);
+  return text + "model " + node.cpu_model + "\n";
+}
+
+std::optional<NodeInventory> node_of_text(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || line != "canopy node 1") return std::nullopt;
+  NodeInventory node;
+  bool model = false;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string kind;
+    fields >> kind;
+    if (kind == "model") {
+      node.cpu_model = line.size() > 6 ? line.substr(6) : std::string();
+      model = true;
+      continue;
+    }
+    bool read = false;
+    if (kind == "vector") {
+      read = static_cast<bool>(fields >> node.vector_width);
+    } else if (kind == "core") {
+      CoreInfo c;
+      read = static_cast<bool>(fields >> c.pu >> c.numa_node >> c.l3);
+      node.cores.push_back(c);
+    } else if (kind == "numa") {
+      NumaInfo n;
+      read = static_cast<bool>(fields >> n.index >> n.capacity);
+      node.numa_nodes.push_back(n);
+    } else if (kind == "cache") {
+      CacheLevel c;
+      read = static_cast<bool>(fields >> c.level >> c.bytes >> c.line_bytes >> c.cores_sharing);
+      node.caches.push_back(c);
+    }
+    if (!read) return std::nullopt;
+  }
+  if (!model || node.cores.empty() || node.numa_nodes.empty()) return std::nullopt;
+  return node;
+}
+
+std::string first_line_of(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+NodeInventory discover_node_cached(const std::string& cache_dir) {
+  if (cache_dir.empty() || cache_dir == "off") return discover_node();
+  std::optional<jit::DiskCache> cache;
+  std::string key;
+  try {
+    cache.emplace(cache_dir);
+    // Device discovery's key (the boot, the affinity, the build, ...) and the
+    // CPUs and NUMA nodes online, which hot-plugging changes without a boot.
+    key = "node-" +
+          jit::hash_hex(backends::discovery_key() + "\ncpus " + first_line_of("/sys/devices/system/cpu/online") +
+                        "\nnodes " + first_line_of("/sys/devices/system/node/online"));
+  } catch (const std::exception&) {
+    return discover_node();  // a bad CANOPY_CACHE_SHARED: the runtime says so elsewhere
+  }
+  if (auto text = cache->get(key)) {
+    if (auto node = node_of_text(*text)) {
+      node->absent = absent_backends();
+      node->source = "hwloc";
+      return *node;
+    }
+  }
+  NodeInventory node = discover_node();
+  cache->put(key, node_text(node));
   return node;
 }
 

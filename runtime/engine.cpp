@@ -16,6 +16,7 @@
 #include <canopy/backends/fault_injection.hpp>
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/settings.hpp>
+#include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
 #include "config.hpp"
@@ -120,7 +121,7 @@ void read_settings() {
 }  // namespace
 
 Engine::Engine(const RuntimeOptions& options) : state_((read_settings(), std::make_unique<State>())) {
-  state_->inventory = discover_node();
+  state_->inventory = discover_node_cached(jit::cache_directory());
   if (!options.pus.empty()) {
     keep_cores(state_->inventory, options.pus);
     if (state_->inventory.cores.empty())

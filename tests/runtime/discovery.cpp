@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <string>
@@ -383,6 +384,32 @@ TEST_CASE("discovery: this machine, whatever it is") {
     CHECK(placed == std::multiset<unsigned>(core_pus.begin(), core_pus.end()));  // each core in exactly one leaf
     for (const Location* numa : tree.root()->children()) CHECK(numa->traits().capacity > 0);
   }
+}
+
+TEST_CASE("discovery: this machine's inventory is remembered in the cache folder, and read back whole") {
+  char pattern[] = "/tmp/canopy-test-node-XXXXXX";
+  REQUIRE(::mkdtemp(pattern));
+  const std::filesystem::path folder(pattern);
+  auto node_files = [&] {
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(folder))
+      if (entry.path().filename().string().starts_with("node-")) files.push_back(entry.path());
+    return files;
+  };
+  const NodeInventory fresh = discover_node();
+  CHECK(discover_node_cached("off") == fresh);
+  CHECK(node_files().empty());
+  CHECK(discover_node_cached(folder.string()) == fresh);  // from hwloc, then written
+  REQUIRE(node_files().size() == 1);
+  CHECK(discover_node_cached(folder.string()) == fresh);  // from the file: every field back
+  // A damaged file is hwloc's inventory again, written afresh.
+  const auto file = node_files().front();
+  std::ofstream(file, std::ios::trunc) << "canopy node 1\ncore 0 zero\n";
+  CHECK(discover_node_cached(folder.string()) == fresh);
+  std::ifstream written(file);
+  const std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  CHECK(text.find("model " + fresh.cpu_model + "\n") != std::string::npos);
+  std::filesystem::remove_all(folder);
 }
 
 TEST_CASE("discovery: a runtime keeps to the cores its thread may run on (taskset), unless given processing units") {

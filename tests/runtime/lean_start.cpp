@@ -13,7 +13,9 @@
 //   starts OpenCL when it first uses a device, which then computes right;
 // - a different POCL_DEVICES is another key: another file, other devices;
 // - a file naming a device that is not there (its fingerprint changed) gives
-//   a clear error at the first use, and is removed.
+//   a clear error at the first use, and is removed;
+// - the node's inventory (runtime/discovery.hpp) is remembered beside the
+//   devices: the later process loads no hwloc plugin.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -119,7 +121,8 @@ TEST_CASE("lean start: a kernel cached as a shared object runs in a process that
 TEST_CASE("discovery cache: child process" * doctest::skip()) {
   REQUIRE(std::getenv("CANOPY_DISCOVERY_CHILD"));
   Runtime rt;
-  std::printf("pocl after Runtime: %d\nllvm after Runtime: %d\n", loaded("libpocl"), loaded("libLLVM"));
+  std::printf("pocl after Runtime: %d\nllvm after Runtime: %d\nhwloc plugins after Runtime: %d\n", loaded("libpocl"),
+              loaded("libLLVM"), loaded("/hwloc/hwloc_"));
   for (const auto& device : rt.node().devices)
     if (device.kind == LocationKind::OpenCL) std::printf("device %s %s\n", device.id.c_str(), device.name.c_str());
   try {
@@ -162,6 +165,7 @@ TEST_CASE("discovery cache: a later process gets the devices from the file and s
   REQUIRE(second.status == 0);
   CHECK(contains(second.output, "pocl after Runtime: 0"));
   CHECK(contains(second.output, "llvm after Runtime: 0"));
+  CHECK(contains(second.output, "hwloc plugins after Runtime: 0"));  // the node's inventory came from its file
   CHECK(contains(second.output, "device opencl:0"));
   CHECK(contains(second.output, "round trip: equal"));
   CHECK(contains(second.output, "pocl at the end: 1"));

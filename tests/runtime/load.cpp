@@ -284,9 +284,10 @@ TEST_CASE("load: 8 processes compile the same kernels into one cache directory a
   }
   CHECK(succeeded == kChildren);
 
-  // Besides the kernels, the eight processes wrote the same discovery file
-  // (backends/discovery_cache.hpp) at once: one entry, whole.
-  int entries = 0, valid = 0, others = 0, discoveries = 0;
+  // Besides the kernels, the eight processes wrote the same discovery files
+  // at once: one of the devices (backends/discovery_cache.hpp) and one of
+  // the node (runtime/discovery.hpp), each whole.
+  int entries = 0, valid = 0, others = 0, discoveries = 0, nodes = 0;
   jit::DiskCache reader(cache.string());
   for (const auto& file : std::filesystem::directory_iterator(cache)) {
     const std::filesystem::path path = file.path();
@@ -304,10 +305,16 @@ TEST_CASE("load: 8 processes compile the same kernels into one cache directory a
       ++discoveries;
       continue;
     }
+    if (path.stem().string().starts_with("node-")) {
+      CHECK(whole);
+      ++nodes;
+      continue;
+    }
     ++entries;
     valid += whole;
   }
   CHECK(discoveries == 1);
+  CHECK(nodes == 1);
   CHECK(entries == kCachedKernels);
   CHECK(valid == kCachedKernels);
   CHECK(others == 0);
