@@ -123,7 +123,7 @@ RegionHandle Engine::submit(RegionRequest request) {
 // root), and they stay.
 const Location& Engine::State::region_location(const RegionRequest& request, const ir::Kernel& kernel) {
   std::vector<const Location*> locations, moving;
-  std::vector<std::string> labels;
+  std::vector<std::size_t> placed;  // the parameter of each entry of `locations`
   for (std::size_t p = 0; p < request.args.size(); ++p) {
     auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
     if (!storage || (*storage)->traits().distance) continue;
@@ -135,8 +135,13 @@ const Location& Engine::State::region_location(const RegionRequest& request, con
       continue;
     }
     locations.push_back(location);
-    labels.push_back("argument '" + kernel.params[p].name + "', " + (*storage)->describe() + ",");
+    placed.push_back(p);
   }
+  // What the errors below call an argument; made only for them, not on every launch.
+  auto label = [&](std::size_t i) {
+    const auto& storage = std::get<std::shared_ptr<ArrayStorage>>(request.args[placed[i]]);
+    return "argument '" + kernel.params[placed[i]].name + "', " + storage->describe() + ",";
+  };
   if (locations.empty() && request.location.empty() && !moving.empty()) {
     auto* mcd = most_common_descendant(moving);
     return mcd ? *mcd : *tree.root();
@@ -153,7 +158,7 @@ const Location& Engine::State::region_location(const RegionRequest& request, con
     const auto& at = *found;
     for (std::size_t i = 0; i < locations.size(); ++i)
       if (!Hierarchy::is_above_or_same(*locations[i], at))
-        throw Error("region of kernel '" + kernel.name + "' at '" + at.name() + "': " + labels[i] +
+        throw Error("region of kernel '" + kernel.name + "' at '" + at.name() + "': " + label(i) +
                     " is not visible there; memory is visible at its location and below it; move the array or "
                     "run the region below '" +
                     locations[i]->name() + "'");
@@ -161,6 +166,8 @@ const Location& Engine::State::region_location(const RegionRequest& request, con
   }
   if (locations.empty()) return *tree.root();
   if (auto* mcd = most_common_descendant(locations)) return *mcd;
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < locations.size(); ++i) labels.push_back(label(i));
   throw Error("region of kernel '" + kernel.name + "': " + explain_no_common_descendant(locations, labels));
 }
 
