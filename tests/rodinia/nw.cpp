@@ -118,6 +118,7 @@ TEST_CASE("nw: the generating region writes the host generator's matrices") {
   CHECK_THROWS_WITH_AS(rodinia::nw::Generator(kDim).launch(rt, rt.array<std::int32_t, 2>(Shape(4, 4)),
                                                            rt.array<std::int32_t, 2>(Shape(4, 4)), kPenalty, {}),
                        doctest::Contains("must be 161x161"), canopy::Error);
+  CHECK_THROWS_WITH_AS(rodinia::nw::Generator(0), doctest::Contains("must be positive, got 0"), canopy::Error);
 }
 
 TEST_CASE("nw: Rodinia's input and traceback") {

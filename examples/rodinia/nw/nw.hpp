@@ -190,7 +190,9 @@ class Generator {
                           canopy::In<std::int32_t>, canopy::In<std::int32_t, 2>, canopy::Val<std::int32_t>)>;
 
   /// The kernel for sequences of length `dim` (dim >= 1).
-  explicit Generator(std::int64_t dim) : dim_(checked(dim)), fill_(fill_kernel(dim + 1)) {}
+  explicit Generator(std::int64_t dim) : dim_(dim), fill_(fill_kernel(dim + 1)) {
+    if (dim < 1) throw canopy::Error("nw: the sequence length must be positive, got " + std::to_string(dim));
+  }
 
   /// Queues the region that fills `reference` and `score` ((dim+1) x (dim+1)
   /// each; they may be uninitialized); returns at once.
@@ -219,11 +221,6 @@ class Generator {
   }
 
  private:
-  static std::int64_t checked(std::int64_t dim) {
-    if (dim < 1) throw canopy::Error("nw: the sequence length must be positive, got " + std::to_string(dim));
-    return dim;
-  }
-
   // Row i: reference(i, j) = BLOSUM62(first[i], second[j]) off row 0 and
   // column 0 (zero there); score holds -j * penalty in row 0, -i * penalty in
   // column 0 and zero elsewhere.
