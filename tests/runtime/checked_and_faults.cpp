@@ -144,6 +144,27 @@ TEST_CASE("checked mode: a read past the end raises kernel, array, index and ext
   CHECK(error_of([&] { rt.pause(); }) == "no error");
 }
 
+TEST_CASE("checked mode: pause() raises the first launched region's error, having waited for every region") {
+  EnvironmentFor check("CANOPY_CHECK", "bounds");
+  Runtime rt;
+  use_tree(rt, one_leaf_tree());
+  // pause() waits for the newest region first; the error it raises is still
+  // the one of the region launched first (index 100), not the later one's (200).
+  auto first_in = rt.array<double>(100), first_out = rt.array<double>(100);
+  auto later_in = rt.array<double>(200), later_out = rt.array<double>(200);
+  {
+    auto v = later_in.host();
+    for (std::int64_t i = 0; i < 200; ++i) v[i] = double(i);
+  }
+  rt.region(shift_read()).over(100).launch(first_out, first_in, std::int64_t{1});
+  rt.region(shift_read()).over(200).launch(later_out, later_in, std::int64_t{1});
+  const std::string error = error_of([&] { rt.pause(); });
+  CHECK(error.find("index 100 in dimension 0, whose extent is 100") != std::string::npos);
+  const auto later = values_of(later_out);  // the later region ran whole before pause() returned
+  for (std::int64_t i = 0; i + 1 < 200; ++i) CHECK(later[static_cast<std::size_t>(i)] == double(i + 1));
+  CHECK(error_of([&] { rt.pause(); }) == "no error");
+}
+
 TEST_CASE("checked mode: a 2-D write past a row's end names dimension 1 (cpu, split over two leaves)") {
   EnvironmentFor check("CANOPY_CHECK", "bounds");
   Runtime rt;
