@@ -27,12 +27,15 @@ inline void cpu_relax() {
 
 /// Polls `ready` (pausing between checks, then yielding the core) and returns
 /// true as soon as it holds; false when the caller should sleep instead.
-/// `yields` bounds how many yields, `budget` how long they may take in all:
-/// each yield costs about a microsecond when another thread is runnable on
-/// the core, less when none is.
+/// `yields` bounds how many yields, `budget` how long they may take in all.
+/// On a core where nothing else is runnable a yield returns in under a
+/// microsecond, so the count ends the polling (512 yields: a few hundred
+/// microseconds); where another thread is runnable, one yield may give it the
+/// core for a whole time slice, and the budget ends the polling after the
+/// first such turn or two.
 template <class Ready>
 bool poll_until(const Ready& ready, int pauses = 16, int yields = 64,
-                std::chrono::microseconds budget = std::chrono::microseconds(100)) {
+                std::chrono::microseconds budget = std::chrono::microseconds(500)) {
   for (int i = 0; i < pauses; ++i) {
     if (ready()) return true;
     cpu_relax();
