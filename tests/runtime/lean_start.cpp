@@ -55,6 +55,15 @@ std::vector<fs::path> devices_files(const fs::path& folder) {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// The output of this test program run again as `filter` with `extra` in its
+// environment; the test stops there, showing that output, when the child failed.
+std::string child_output(const std::string& filter, const std::vector<std::string>& extra) {
+  const auto run = canopy_test::run_this_test(filter, extra);
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  return run.output;
+}
+
 }  // namespace
 
 // Run only by the next test: one kernel, its result checked against a serial
@@ -86,28 +95,26 @@ TEST_CASE("lean start: a kernel cached as a shared object runs in a process that
   const std::string filter = "lean start: child process running one kernel";
   const std::vector<std::string> env{"CANOPY_CACHE_DIR=" + (folder / "a").string(), "CANOPY_DISCOVERY_CHILD=1",
                                      "CANOPY_DEVICES=cpu"};
-  const auto cold = canopy_test::run_this_test(filter, env);
-  INFO(cold.output);
-  REQUIRE(cold.status == 0);
-  CHECK(contains(cold.output, "wrong: 0"));
-  CHECK(contains(cold.output, "llvm: 1"));  // it compiled
-  const auto warm = canopy_test::run_this_test(filter, env);
-  INFO(warm.output);
-  REQUIRE(warm.status == 0);
-  CHECK(contains(warm.output, "wrong: 0"));
-  CHECK(contains(warm.output, "llvm: 0"));
-  CHECK(contains(warm.output, "plugin: 0"));
+  const std::string cold = child_output(filter, env);
+  INFO(cold);
+  CHECK(contains(cold, "wrong: 0"));
+  CHECK(contains(cold, "llvm: 1"));  // it compiled
+  const std::string warm = child_output(filter, env);
+  INFO(warm);
+  CHECK(contains(warm, "wrong: 0"));
+  CHECK(contains(warm, "llvm: 0"));
+  CHECK(contains(warm, "plugin: 0"));
 
   // No system linker: the cache keeps the object file, and a warm run links it with the JIT.
   std::vector<std::string> no_linker{"CANOPY_CACHE_DIR=" + (folder / "b").string(), "CANOPY_DISCOVERY_CHILD=1",
                                      "CANOPY_DEVICES=cpu", "PATH=/nonexistent"};
-  const auto cold_object = canopy_test::run_this_test(filter, no_linker);
-  INFO(cold_object.output);
-  CHECK(contains(cold_object.output, "wrong: 0"));
-  const auto warm_object = canopy_test::run_this_test(filter, no_linker);
-  INFO(warm_object.output);
-  CHECK(contains(warm_object.output, "wrong: 0"));
-  CHECK(contains(warm_object.output, "llvm: 1"));
+  const std::string cold_object = child_output(filter, no_linker);
+  INFO(cold_object);
+  CHECK(contains(cold_object, "wrong: 0"));
+  const std::string warm_object = child_output(filter, no_linker);
+  INFO(warm_object);
+  CHECK(contains(warm_object, "wrong: 0"));
+  CHECK(contains(warm_object, "llvm: 1"));
   bool object_entry = false;
   for (const auto& entry : fs::directory_iterator(folder / "b"))
     object_entry = object_entry ||
@@ -151,38 +158,35 @@ TEST_CASE("discovery cache: a later process gets the devices from the file and s
   const std::vector<std::string> one{"CANOPY_CACHE_DIR=" + folder.string(), "CANOPY_DISCOVERY_CHILD=1",
                                      "POCL_DEVICES=pthread", "CANOPY_DEVICES="};
 
-  const auto first = canopy_test::run_this_test(filter, one);
-  INFO(first.output);
-  REQUIRE(first.status == 0);
-  CHECK(contains(first.output, "pocl after Runtime: 1"));
-  CHECK(contains(first.output, "device opencl:0"));
-  CHECK_FALSE(contains(first.output, "device opencl:1"));
-  CHECK(contains(first.output, "round trip: equal"));
+  const std::string first = child_output(filter, one);
+  INFO(first);
+  CHECK(contains(first, "pocl after Runtime: 1"));
+  CHECK(contains(first, "device opencl:0"));
+  CHECK_FALSE(contains(first, "device opencl:1"));
+  CHECK(contains(first, "round trip: equal"));
   REQUIRE(devices_files(folder).size() == 1);
 
-  const auto second = canopy_test::run_this_test(filter, one);
-  INFO(second.output);
-  REQUIRE(second.status == 0);
-  CHECK(contains(second.output, "pocl after Runtime: 0"));
-  CHECK(contains(second.output, "llvm after Runtime: 0"));
-  CHECK(contains(second.output, "hwloc plugins after Runtime: 0"));  // the node's inventory came from its file
-  CHECK(contains(second.output, "device opencl:0"));
-  CHECK(contains(second.output, "round trip: equal"));
-  CHECK(contains(second.output, "pocl at the end: 1"));
+  const std::string second = child_output(filter, one);
+  INFO(second);
+  CHECK(contains(second, "pocl after Runtime: 0"));
+  CHECK(contains(second, "llvm after Runtime: 0"));
+  CHECK(contains(second, "hwloc plugins after Runtime: 0"));  // the node's inventory came from its file
+  CHECK(contains(second, "device opencl:0"));
+  CHECK(contains(second, "round trip: equal"));
+  CHECK(contains(second, "pocl at the end: 1"));
   CHECK(devices_files(folder).size() == 1);
 
   // Another POCL_DEVICES is another node as far as discovery knows.
   std::vector<std::string> two = one;
   two[2] = "POCL_DEVICES=pthread pthread";
-  const auto other = canopy_test::run_this_test(filter, two);
-  INFO(other.output);
-  REQUIRE(other.status == 0);
-  CHECK(contains(other.output, "pocl after Runtime: 1"));
-  CHECK(contains(other.output, "device opencl:1"));
+  const std::string other = child_output(filter, two);
+  INFO(other);
+  CHECK(contains(other, "pocl after Runtime: 1"));
+  CHECK(contains(other, "device opencl:1"));
   CHECK(devices_files(folder).size() == 2);
-  const auto two_again = canopy_test::run_this_test(filter, two);
-  CHECK(contains(two_again.output, "pocl after Runtime: 0"));
-  CHECK(contains(two_again.output, "device opencl:1"));
+  const std::string two_again = child_output(filter, two);
+  CHECK(contains(two_again, "pocl after Runtime: 0"));
+  CHECK(contains(two_again, "device opencl:1"));
 
   // A remembered device that is not there: every devices file now says
   // opencl:0 has a fingerprint no driver gives.
@@ -196,16 +200,15 @@ TEST_CASE("discovery cache: a later process gets the devices from the file and s
     text->insert(at + 12, "changed ");
     cache.put(key, *text);
   }
-  const auto changed = canopy_test::run_this_test(filter, one);
-  INFO(changed.output);
-  REQUIRE(changed.status == 0);
-  CHECK(contains(changed.output, "pocl after Runtime: 0"));
-  CHECK(contains(changed.output, "error: the opencl device opencl:0"));
-  CHECK(contains(changed.output, "is not there now"));
+  const std::string changed = child_output(filter, one);
+  INFO(changed);
+  CHECK(contains(changed, "pocl after Runtime: 0"));
+  CHECK(contains(changed, "error: the opencl device opencl:0"));
+  CHECK(contains(changed, "is not there now"));
   CHECK(devices_files(folder).size() == 1);  // that process's file is gone; the other key's stays
-  const auto afresh = canopy_test::run_this_test(filter, one);
-  CHECK(contains(afresh.output, "pocl after Runtime: 1"));
-  CHECK(contains(afresh.output, "round trip: equal"));
+  const std::string afresh = child_output(filter, one);
+  CHECK(contains(afresh, "pocl after Runtime: 1"));
+  CHECK(contains(afresh, "round trip: equal"));
   fs::remove_all(folder);
 }
 
