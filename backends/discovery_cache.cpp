@@ -310,14 +310,15 @@ Device& started(Device& device) {
 }
 
 std::vector<BackendDevices> discover_devices_cached(const std::function<bool(std::string_view)>& wanted,
-                                                    const std::string& why_not, const std::string& cache_dir) {
+                                                    const std::string& why_not, const std::string& cache_dir,
+                                                    const std::string& discovery) {
   const bool any = std::any_of(backend_names().begin(), backend_names().end(), wanted);
   if (!any || cache_dir.empty() || cache_dir == "off") return discover_devices(wanted, why_not);
   std::optional<jit::DiskCache> cache;
   std::string key;
   try {
     cache.emplace(cache_dir);
-    key = "devices-" + discovery_key();
+    key = "devices-" + (discovery.empty() ? discovery_key() : discovery);
   } catch (const std::exception&) {
     return discover_devices(wanted, why_not);  // CANOPY_CACHE_SHARED is bad: the runtime says so elsewhere
   }

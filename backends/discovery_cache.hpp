@@ -34,9 +34,12 @@ namespace canopy::backends {
 /// empty: no cache, every wanted backend starts now). The file remembers what
 /// was found for this key, the backends `wanted` declined included (the
 /// selection is in the key through CANOPY_DEVICES). When `wanted` declines
-/// every backend nothing is read or written. Never throws.
+/// every backend nothing is read or written. `key` is discovery_key(),
+/// computed here when empty (a caller that also keys other files on it passes
+/// it, so the files and ICD folder are read once). Never throws.
 std::vector<BackendDevices> discover_devices_cached(const std::function<bool(std::string_view backend)>& wanted,
-                                                    const std::string& why_not, const std::string& cache_dir);
+                                                    const std::string& why_not, const std::string& cache_dir,
+                                                    const std::string& key = {});
 
 /// The key of this process's discovery (hex), as described above.
 std::string discovery_key();

@@ -239,7 +239,7 @@ std::string first_line_of(const char* path) {
 
 }  // namespace
 
-NodeInventory discover_node_cached(const std::string& cache_dir) {
+NodeInventory discover_node_cached(const std::string& cache_dir, const std::string& discovery) {
   if (cache_dir.empty() || cache_dir == "off") return discover_node();
   std::optional<jit::DiskCache> cache;
   std::string key;
@@ -247,9 +247,9 @@ NodeInventory discover_node_cached(const std::string& cache_dir) {
     cache.emplace(cache_dir);
     // Device discovery's key (the boot, the affinity, the build, ...) and the
     // CPUs and NUMA nodes online, which hot-plugging changes without a boot.
-    key = "node-" +
-          jit::hash_hex(backends::discovery_key() + "\ncpus " + first_line_of("/sys/devices/system/cpu/online") +
-                        "\nnodes " + first_line_of("/sys/devices/system/node/online"));
+    key = "node-" + jit::hash_hex((discovery.empty() ? backends::discovery_key() : discovery) + "\ncpus " +
+                                  first_line_of("/sys/devices/system/cpu/online") + "\nnodes " +
+                                  first_line_of("/sys/devices/system/node/online"));
   } catch (const std::exception&) {
     return discover_node();  // a bad CANOPY_CACHE_SHARED: the runtime says so elsewhere
   }
@@ -450,7 +450,7 @@ DiscoveryOptions DiscoveryOptions::from_environment() {
   return options;
 }
 
-std::vector<backends::BackendDevices> discover_selected_backends() {
+std::vector<backends::BackendDevices> discover_selected_backends(const std::string& key) {
   const std::string& selection = settings().config.empty() ? settings().devices : std::string();
   auto picks = [&](std::string_view backend) {
     for (const std::string& word : words_of(selection))
@@ -462,7 +462,7 @@ std::vector<backends::BackendDevices> discover_selected_backends() {
     return selection.empty() || picks(backend) || (backend != "opencl" && picks("opencl"));
   };
   return backends::discover_devices_cached(wanted, "not started: CANOPY_DEVICES=" + selection + " does not ask for it",
-                                           jit::cache_directory());
+                                           jit::cache_directory(), key);
 }
 
 NodeInventory select_devices(const NodeInventory& node, std::string_view devices) {

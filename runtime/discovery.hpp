@@ -98,8 +98,9 @@ NodeInventory discover_node();
 /// Canopy's build, ...) with the CPUs and NUMA nodes online. A later process
 /// with the same key reads the file and never starts hwloc, whose plugins
 /// (XML, OpenCL, X11, PCI) and scan of sysfs cost about 2 ms and 1.5 MB.
-/// Throws as discover_node() does when there is no usable file.
-NodeInventory discover_node_cached(const std::string& cache_dir);
+/// Throws as discover_node() does when there is no usable file. `key` is
+/// backends::discovery_key(), computed here when empty.
+NodeInventory discover_node_cached(const std::string& cache_dir, const std::string& key = {});
 
 /// The processing units (OS indexes) the calling thread may run on: its
 /// affinity mask, as taskset, numactl --physcpubind, mpirun's or a batch
@@ -174,8 +175,8 @@ CpuGrain parse_cpu_grain(std::string_view text);
 /// CANOPY_CONFIG every backend starts, since a file may bind any device.
 /// What they found is remembered in the cache folder (jit::cache_directory):
 /// a later run on the same node gets stand-ins that start their backend at
-/// first use (backends/discovery_cache.hpp).
-std::vector<backends::BackendDevices> discover_selected_backends();
+/// first use (backends/discovery_cache.hpp); `key` as for discover_node_cached.
+std::vector<backends::BackendDevices> discover_selected_backends(const std::string& key = {});
 
 /// The inventory with only what `devices` (see DiscoveryOptions::devices)
 /// selects: without "cpu" or "all" the cores are dropped; devices not named

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <sstream>
 
+#include <canopy/backends/discovery_cache.hpp>
 #include <canopy/backends/fault_injection.hpp>
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/settings.hpp>
@@ -121,7 +122,10 @@ void read_settings() {
 }  // namespace
 
 Engine::Engine(const RuntimeOptions& options) : state_((read_settings(), std::make_unique<State>())) {
-  state_->inventory = discover_node_cached(jit::cache_directory());
+  // The node's inventory and its devices are remembered under one key, read once.
+  const std::string cache_dir = jit::cache_directory();
+  const std::string key = cache_dir.empty() || cache_dir == "off" ? std::string() : backends::discovery_key();
+  state_->inventory = discover_node_cached(cache_dir, key);
   if (!options.pus.empty()) {
     keep_cores(state_->inventory, options.pus);
     if (state_->inventory.cores.empty())
@@ -140,7 +144,7 @@ Engine::Engine(const RuntimeOptions& options) : state_((read_settings(), std::ma
   }
   // The preferred API first: a GPU that CUDA or Level Zero drives is not used
   // again through OpenCL.
-  for (auto& found : discover_selected_backends()) {
+  for (auto& found : discover_selected_backends(key)) {
     if (options.device_ids)
       std::erase_if(found.devices, [&](const std::shared_ptr<backends::Device>& d) {
         return std::find(options.device_ids->begin(), options.device_ids->end(), d->info().id) ==
