@@ -14,6 +14,7 @@
 #include <canopy/ir/verifier.hpp>
 
 #include "checked_file.hpp"
+#include "cpu_codegen_hash.hpp"
 #include "hash.hpp"
 #include "internal/llvm_plugin.hpp"
 #include "internal/shared_kernel.hpp"
@@ -30,11 +31,11 @@ namespace canopy::jit {
 
 namespace {
 
-/// Changes whenever the code CpuCompiler generates for one kernel text
-/// changes in a way the other key parts do not show (the ArgSlot layout, the
-/// lowering's semantics, what an entry holds): cached entries of older
-/// versions are then ignored. 2: entries are shared objects where a system
-/// linker was found.
+/// Changes whenever what a cached entry holds changes (the ArgSlot layout,
+/// the entry's format): cached entries of older versions are then ignored.
+/// A change of the code generator itself changes CANOPY_CPU_CODEGEN_HASH, the
+/// hash of its sources, which is part of the key too. 2: entries are shared
+/// objects where a system linker was found.
 constexpr int kCpuAbiVersion = 2;
 
 /// `canopy_<name>_<16 hex of key>`, with every character a C identifier may
@@ -66,7 +67,8 @@ struct CpuCompiler::State {
   const std::string& key_prefix() {
     std::call_once(key_prefix_once, [&] {
       key_prefix_text = "canopy cpu kernel\nabi " + std::to_string(kCpuAbiVersion) + "\ncanopy " +
-                        CANOPY_VERSION_STRING + "\nllvm " + CANOPY_LLVM_VERSION + "\nhost\n" + host_identity();
+                        CANOPY_VERSION_STRING + "\ncode generator " + CANOPY_CPU_CODEGEN_HASH + "\nllvm " +
+                        CANOPY_LLVM_VERSION + "\nhost\n" + host_identity();
     });
     return key_prefix_text;
   }

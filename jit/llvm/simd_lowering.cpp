@@ -8,6 +8,8 @@
 #include <canopy/ir/settings.hpp>
 #include <canopy/ir/visitor.hpp>
 
+#include "internal/vector_math.hpp"
+
 namespace canopy::jit {
 
 using ir::ScalarType;
@@ -37,6 +39,53 @@ struct BodyFacts : ir::Visitor {
   }
 };
 
+// The points' indices and the variables an expression mentions.
+struct Mentions : ir::Visitor {
+  std::unordered_set<int> indices;
+  std::unordered_set<std::string> variables;
+  void visit(const ir::Index& node) override { indices.insert(node.dim); }
+  void visit(const ir::VarRef& node) override { variables.insert(node.name); }
+};
+
+// The read-only arrays whose rows points walk in a loop (SimdLowering's row
+// blocks): loaded inside a For at (index(lanes' dimension), ...), with the
+// other indices free of that index and following some enclosing loop.
+struct RowWalks : ir::Visitor {
+  const ir::Kernel& kernel;
+  const int lane_dim;
+  std::vector<std::string> loops;
+  std::unordered_set<int> params;
+
+  explicit RowWalks(const ir::Kernel& k) : kernel(k), lane_dim(k.dims - 1) {}
+
+  void visit(const ir::For& node) override {
+    walk(node.begin);
+    walk(node.end);
+    loops.push_back(node.var);
+    walk(node.body);
+    loops.pop_back();
+  }
+  void visit(const ir::Load& node) override {
+    Visitor::visit(node);
+    const ir::Param& param = kernel.params.at(node.param);
+    if (loops.empty() || !param.is_array() || param.access != ir::Access::In || node.indices.size() < 2) return;
+    const ir::Expr& row = node.indices[0];
+    if (row->kind != ir::ExprKind::Index || row->as<ir::Index>().dim != lane_dim) return;
+    bool follows_a_loop = false;
+    for (std::size_t d = 1; d < node.indices.size(); ++d) {
+      Mentions mentions;
+      mentions.walk(node.indices[d]);
+      if (mentions.indices.count(lane_dim)) return;
+      for (const auto& loop : loops) follows_a_loop = follows_a_loop || mentions.variables.count(loop) > 0;
+    }
+    if (follows_a_loop) params.insert(node.param);
+  }
+};
+
+// A row block's buffer: small enough to stay in the level-1 cache beside the
+// rest of a point's data.
+constexpr std::int64_t kRowBlockBytes = 16 * 1024;
+
 }  // namespace
 
 SimdPlan simd_plan(const ir::Kernel& kernel, int vector_bits) {
@@ -60,6 +109,116 @@ SimdLowering::SimdLowering(llvm::Module& module, const ir::Kernel& kernel, int l
   BodyFacts facts;
   facts.walk(kernel.body);
   assigned_ = std::move(facts.assigned);
+  RowWalks walks(kernel);
+  walks.walk(kernel.body);
+  for (int param : walks.params) row_blocks_[param] = {};
+}
+
+void SimdLowering::load_params() {
+  LlvmLowering::load_params();
+  auto* i64 = builder_.getInt64Ty();
+  // Where each array's elements start and end, as integers.
+  auto bounds = [&](int p) {
+    llvm::Value* count = builder_.getInt64(1);
+    for (llvm::Value* extent : params_[p].extents) count = builder_.CreateMul(count, extent);
+    llvm::Type* element = memory_type(kernel_.params[p].type);
+    llvm::Value* start = builder_.CreatePtrToInt(params_[p].base, i64);
+    llvm::Value* bytes =
+        builder_.CreateMul(count, builder_.getInt64(module_.getDataLayout().getTypeAllocSize(element)));
+    return std::pair{start, builder_.CreateAdd(start, bytes)};
+  };
+  for (auto& [p, block] : row_blocks_) {
+    llvm::Type* element = memory_type(kernel_.params[p].type);
+    const auto element_bytes = static_cast<std::int64_t>(module_.getDataLayout().getTypeAllocSize(element));
+    const std::int64_t capacity = kRowBlockBytes / element_bytes;
+    block.buffer = entry_alloca(llvm::ArrayType::get(element, static_cast<std::uint64_t>(capacity)),
+                                kernel_.params[p].name + ".rows");
+    block.buffer->setAlignment(llvm::Align(64));
+    block.row_length = builder_.getInt64(1);
+    for (std::size_t d = 1; d < params_[p].extents.size(); ++d)
+      block.row_length = builder_.CreateMul(block.row_length, params_[p].extents[d]);
+    block.usable = builder_.CreateICmpULE(block.row_length, builder_.getInt64(capacity / lanes_));
+    // An array passed twice, once to be written, must be read as the scalar
+    // loop reads it: from memory, after this point's own writes.
+    const auto [start, end] = bounds(p);
+    for (std::size_t q = 0; q < kernel_.params.size(); ++q) {
+      const ir::Param& other = kernel_.params[q];
+      if (!other.is_array() || other.access == ir::Access::In) continue;
+      const auto [other_start, other_end] = bounds(static_cast<int>(q));
+      llvm::Value* apart =
+          builder_.CreateOr(builder_.CreateICmpULE(end, other_start), builder_.CreateICmpULE(other_end, start));
+      block.usable = builder_.CreateAnd(block.usable, apart);
+    }
+    block.usable->setName(kernel_.params[p].name + ".rows.usable");
+  }
+}
+
+void SimdLowering::fill_row_blocks(llvm::Value* first_row, llvm::Value* count) {
+  if (row_blocks_.empty()) return;
+  auto* i64 = builder_.getInt64Ty();
+  for (auto& [p, block] : row_blocks_) {
+    llvm::Type* element = memory_type(kernel_.params[p].type);
+    auto* fill = llvm::BasicBlock::Create(context_, kernel_.params[p].name + ".rows.fill", function_);
+    auto* filled = llvm::BasicBlock::Create(context_, kernel_.params[p].name + ".rows.filled", function_);
+    builder_.CreateCondBr(block.usable, fill, filled);
+    builder_.SetInsertPoint(fill);
+    // Only the active lanes' rows: past the last point there may be none.
+    emit_counted_loop(builder_.getInt64(0), count, 1, "row", [&](llvm::Value* lane) {
+      llvm::Value* row = builder_.CreateInBoundsGEP(
+          element, params_[p].base, builder_.CreateMul(builder_.CreateAdd(first_row, lane), block.row_length));
+      emit_counted_loop(builder_.getInt64(0), block.row_length, 1, "column", [&](llvm::Value* u) {
+        llvm::Value* value = builder_.CreateLoad(element, builder_.CreateInBoundsGEP(element, row, u));
+        llvm::Value* at = builder_.CreateAdd(builder_.CreateMul(u, llvm::ConstantInt::get(i64, lanes_)), lane);
+        builder_.CreateStore(value, builder_.CreateInBoundsGEP(element, block.buffer, at));
+      });
+    });
+    builder_.CreateBr(filled);
+    builder_.SetInsertPoint(filled);
+  }
+}
+
+llvm::Value* SimdLowering::load_through_row_block(const ir::Load& node) {
+  auto found = row_blocks_.find(node.param);
+  if (found == row_blocks_.end()) return nullptr;
+  const RowBlock& block = found->second;
+  const ir::Expr& row_index = node.indices[0];
+  if (row_index->kind != ir::ExprKind::Index || row_index->as<ir::Index>().dim != kernel_.dims - 1) return nullptr;
+  // The element within the row, the same in every lane.
+  const LoweredParam& lowered = params_.at(node.param);
+  llvm::Value* column = nullptr;
+  for (std::size_t d = 1; d < node.indices.size(); ++d) {
+    const Shaped index = shaped_of(node.indices[d]);
+    if (index.shape != Shape::Uniform) return nullptr;
+    llvm::Value* value = builder_.CreateSExtOrTrunc(index.value, builder_.getInt64Ty());
+    column = d == 1 ? value : builder_.CreateAdd(builder_.CreateMul(column, lowered.extents[d]), value);
+  }
+  note_access(Shaped{Shape::Linear, column, builder_.getInt64(1)});
+  // Out of its row (a kernel's bug, which the scalar loop would read from
+  // the next row) or without a usable block: the gather.
+  llvm::Type* element = memory_type(node.type);
+  auto* type = llvm::VectorType::get(element, lanes_, false);
+  llvm::Value* inside = builder_.CreateAnd(block.usable, builder_.CreateICmpULT(column, block.row_length));
+  auto* from_block = llvm::BasicBlock::Create(context_, "rows.load", function_);
+  auto* gather = llvm::BasicBlock::Create(context_, "rows.gather", function_);
+  auto* done = llvm::BasicBlock::Create(context_, "rows.loaded", function_);
+  builder_.CreateCondBr(inside, from_block, gather);
+  builder_.SetInsertPoint(from_block);
+  llvm::Value* at = builder_.CreateMul(column, builder_.getInt64(lanes_));
+  llvm::Value* fast = builder_.CreateAlignedLoad(type, builder_.CreateInBoundsGEP(element, block.buffer, at),
+                                                 module_.getDataLayout().getABITypeAlign(element));
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(gather);
+  const Shaped number = element_number(node.param, node.indices);
+  llvm::Value* slow = builder_.CreateMaskedGather(type, element_pointer(node.param, number),
+                                                  module_.getDataLayout().getABITypeAlign(element), active_lanes(),
+                                                  llvm::PoisonValue::get(type));
+  auto* gather_end = builder_.GetInsertBlock();
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(done);
+  auto* loaded = builder_.CreatePHI(type, 2);
+  loaded->addIncoming(fast, from_block);
+  loaded->addIncoming(slow, gather_end);
+  return from_memory(loaded, node.type);
 }
 
 // ---- the index space --------------------------------------------------------
@@ -88,6 +247,7 @@ void SimdLowering::emit_index_space(const std::function<void()>& body) {
     emit_counted_loop(lo, whole_end, lanes_, "v" + std::to_string(last), [&](llvm::Value* i) {
       indices_[last] = linear(i, one);
       mask_ = nullptr;
+      fill_row_blocks(i, llvm::ConstantInt::get(i64, lanes_));
       body();
     });
     llvm::Value* rest = builder_.CreateSub(count, whole, "rest");
@@ -97,6 +257,7 @@ void SimdLowering::emit_index_space(const std::function<void()>& body) {
     builder_.SetInsertPoint(tail);
     mask_ = builder_.CreateICmpSLT(lane_numbers(i64), splat(rest), "tail.lanes");
     indices_[last] = linear(whole_end, one);
+    fill_row_blocks(whole_end, rest);
     body();
     mask_ = nullptr;
     builder_.CreateBr(done);
@@ -257,11 +418,31 @@ llvm::Value* SimdLowering::element_pointers(int param, const Shaped& number) {
 }
 
 void SimdLowering::note_access(const Shaped& number) {
-  if (loop_depth_ > deepest_) {
-    deepest_ = loop_depth_;
+  int depth = varying_depth(number.value);
+  if (number.shape == Shape::Linear) depth = std::max(depth, varying_depth(number.stride));
+  if (depth > deepest_) {
+    deepest_ = depth;
     scattered_ = 0;
   }
-  if (loop_depth_ == deepest_ && is_scattered(number)) ++scattered_;
+  if (depth == deepest_ && is_scattered(number)) ++scattered_;
+}
+
+int SimdLowering::varying_depth(llvm::Value* value, int budget) const {
+  auto* instruction = llvm::dyn_cast<llvm::Instruction>(value);
+  if (!instruction) return 0;  // a constant or an argument
+  std::size_t block = 0;
+  for (const llvm::BasicBlock& b : *function_) {
+    if (&b == instruction->getParent()) break;
+    ++block;
+  }
+  int depth = 0;  // of the innermost loop that the instruction is in
+  while (depth < static_cast<int>(loop_first_blocks_.size()) && loop_first_blocks_[depth] <= block) ++depth;
+  // Arithmetic on values from outside a loop is the same in every iteration.
+  if (depth == 0 || budget == 0 || instruction->mayReadOrWriteMemory() || llvm::isa<llvm::PHINode>(instruction))
+    return depth;
+  int deepest = 0;
+  for (llvm::Value* operand : instruction->operands()) deepest = std::max(deepest, varying_depth(operand, budget - 1));
+  return deepest;
 }
 
 std::string SimdLowering::refusal() const {
@@ -317,6 +498,10 @@ void SimdLowering::visit(const ir::VarRef& node) {
 }
 
 void SimdLowering::visit(const ir::Load& node) {
+  if (llvm::Value* through_block = load_through_row_block(node)) {
+    shaped_ = varying(through_block);
+    return;
+  }
   const Shaped number = element_number(node.param, node.indices);
   note_access(number);
   llvm::Type* element = memory_type(node.type);
@@ -410,8 +595,14 @@ void SimdLowering::visit(const ir::Call& node) {
     shaped_ = uniform(emit_math(node.fn, node.type, args));
     return;
   }
-  const bool library_call = node.fn == ir::MathFn::Exp || node.fn == ir::MathFn::Log || node.fn == ir::MathFn::Sin ||
-                            node.fn == ir::MathFn::Cos || node.fn == ir::MathFn::Pow;
+  if (node.fn == ir::MathFn::Exp) {
+    // In every lane, active or not: it has no side effects and costs a few
+    // vector instructions, where a library call costs as much per lane.
+    shaped_ = varying(emit_vector_exp(builder_, args[0]));
+    return;
+  }
+  const bool library_call = node.fn == ir::MathFn::Log || node.fn == ir::MathFn::Sin || node.fn == ir::MathFn::Cos ||
+                            node.fn == ir::MathFn::Pow;
   if (!mask_ || !library_call) {
     shaped_ = varying(emit_math(node.fn, node.type, args));
     return;
@@ -569,12 +760,12 @@ void SimdLowering::visit(const ir::For& node) {
   const Shaped begin = shaped_of(node.begin);
   const Shaped end = shaped_of(node.end);
   if (begin.shape == Shape::Uniform && end.shape == Shape::Uniform) {
-    ++loop_depth_;
+    loop_first_blocks_.push_back(function_->size());
     emit_counted_loop(begin.value, end.value, step, node.var, [&](llvm::Value* counter) {
       bound_[node.var] = uniform(counter);
       walk(node.body);
     });
-    --loop_depth_;
+    loop_first_blocks_.pop_back();
     bound_.erase(node.var);
     return;
   }
@@ -591,6 +782,7 @@ void SimdLowering::visit(const ir::For& node) {
       last, llvm::ConstantInt::get(type, llvm::APInt::getSignedMinValue(element->getBitWidth()) + step));
   llvm::Value* outer = mask_;
   auto* before = builder_.GetInsertBlock();
+  loop_first_blocks_.push_back(function_->size());
   auto* header = llvm::BasicBlock::Create(context_, node.var + ".lanes.loop", function_);
   auto* body = llvm::BasicBlock::Create(context_, node.var + ".lanes.body", function_);
   auto* after = llvm::BasicBlock::Create(context_, node.var + ".lanes.done", function_);
@@ -604,9 +796,8 @@ void SimdLowering::visit(const ir::For& node) {
   builder_.SetInsertPoint(body);
   mask_ = active;
   bound_[node.var] = varying(counter);
-  ++loop_depth_;
   walk(node.body);
-  --loop_depth_;
+  loop_first_blocks_.pop_back();
   bound_.erase(node.var);
   mask_ = outer;
   llvm::Value* steps = builder_.CreateAnd(can_step, builder_.CreateICmpSLT(counter, limit));

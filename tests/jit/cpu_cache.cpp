@@ -401,8 +401,9 @@ TEST_CASE("a planted entry in a cache directory others may write is never loaded
 
 // Which lowering a kernel got (jit/internal/simd_lowering.hpp) is the first
 // line of its LLVM dump: lanes for a point whose loop reads the same element
-// in every lane (an n-body force) or consecutive ones, the scalar loop for a
-// point that walks its own row (a gather in the innermost loop) unless
+// in every lane (an n-body force) or consecutive ones, or walks its own row
+// of a read-only array (through a row block), the scalar loop for a point
+// that walks a row picked by data (a gather in the innermost loop) unless
 // CANOPY_SIMD=on, and the scalar loop for everything with CANOPY_SIMD=off.
 TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, and why not") {
   TempDir cache, dumps;
@@ -420,7 +421,18 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
                                                                          make_load(F64, 1, {i}))))})),
          make_store(0, {i}, make_var(F64, "acc"))});
   };
-  // out[i] = sum over k of m[i][k]: a row per point, read along the row.
+  // out[i] = sum over k of m[pick[i]][k]: a row per point, picked by data.
+  Kernel picked_rows = make_kernel(
+      "simd.picked_rows",
+      {Param::array("out", F64, 1, Access::Out), Param::array("m", F64, 2, Access::In),
+       Param::array("pick", I64, 1, Access::In)},
+      1,
+      {make_decl("acc", make_const(F64, 0.0)),
+       make_for("k", make_int(I64, 0), make_extent(1, 1),
+                make_block({make_assign("acc", make_binary(BinaryOp::Add, make_var(F64, "acc"),
+                                                           make_load(F64, 1, {make_load(I64, 2, {i}), k})))})),
+       make_store(0, {i}, make_var(F64, "acc"))});
+  // out[i] = sum over k of m[i][k]: the point's own row, read along the row.
   Kernel row_sums = make_kernel(
       "simd.row_sums", {Param::array("out", F64, 1, Access::Out), Param::array("m", F64, 2, Access::In)}, 1,
       {make_decl("acc", make_const(F64, 0.0)),
@@ -437,14 +449,17 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
     CpuCompiler compiler(CpuCompiler::Options{cache.str()});
     compiler.compile(all_pairs("simd.pairs"));
     compiler.compile(row_sums);
+    compiler.compile(picked_rows);
     CHECK(first_line("simd.pairs") == "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH)");
-    CHECK(first_line("simd.row_sums").find("; canopy: scalar point loop: ") == 0);
-    CHECK(first_line("simd.row_sums").find("gathers or scatters in the innermost loop") != std::string::npos);
+    CHECK(first_line("simd.row_sums") == "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH)");
+    CHECK(read_all((dumps.path() / "simd.row_sums.llvm").string()).find("m.rows") != std::string::npos);
+    CHECK(first_line("simd.picked_rows").find("; canopy: scalar point loop: ") == 0);
+    CHECK(first_line("simd.picked_rows").find("gathers or scatters in the innermost loop") != std::string::npos);
     const std::string pairs_ir = read_all((dumps.path() / "simd.pairs.llvm").string());
     CHECK(pairs_ir.find("x double>") != std::string::npos);
     // And beside the IR dump.
-    CHECK(read_all((dumps.path() / "simd.row_sums.cpu.ir").string())
-              .rfind("// simd.row_sums on the CPU: scalar point loop: ", 0) == 0);
+    CHECK(read_all((dumps.path() / "simd.picked_rows.cpu.ir").string())
+              .rfind("// simd.picked_rows on the CPU: scalar point loop: ", 0) == 0);
   }
   {
     canopy::testing::ScopedSetting simd("CANOPY_SIMD", "off");

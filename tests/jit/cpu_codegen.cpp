@@ -472,7 +472,16 @@ TEST_CASE("every scalar type through memory and through the argument block") {
   }
 }
 
-TEST_CASE("math functions, float min/max with NaN, fmod and abs match the C library") {
+// Within one ulp of `want` (the C library's result, itself within half an ulp
+// of the exact one): the SIMD lowering computes exp with its own vector code
+// (jit/llvm/internal/vector_math.hpp), which is within 1 ulp, not the same bits.
+template <class T>
+bool within_an_ulp(T got, T want) {
+  return got == want || got == std::nextafter(want, std::numeric_limits<T>::infinity()) ||
+         got == std::nextafter(want, -std::numeric_limits<T>::infinity());
+}
+
+TEST_CASE("math functions, float min/max with NaN, fmod and abs match the C library (exp within an ulp)") {
   auto x = load1(F64, 0);
   auto xf = load1(F32, 1);
   auto y = make_const(F64, 1.5);
@@ -537,6 +546,11 @@ TEST_CASE("math functions, float min/max with NaN, fmod and abs match the C libr
     CAPTURE(e);
     for (std::size_t u = 0; u < unary.size(); ++u) {
       CAPTURE(u);
+      if (unary[u] == MathFn::Exp) {
+        CHECK(within_an_ulp(out64[u * n + e], f64_of(unary[u], xs[e])));
+        CHECK(within_an_ulp(out32[u * n + e], f32_of(unary[u], xfs[e])));
+        continue;
+      }
       CHECK(out64[u * n + e] == f64_of(unary[u], xs[e]));
       CHECK(out32[u * n + e] == f32_of(unary[u], xfs[e]));
     }

@@ -75,6 +75,7 @@ class SimdLowering final : public LlvmLowering {
   };
 
   // ---- hooks ----
+  void load_params() override;
   void emit_index_space(const std::function<void()>& body) override;
   void begin_reductions() override;
   void finish_reductions() override;
@@ -136,11 +137,37 @@ class SimdLowering final : public LlvmLowering {
   void visit(const ir::If& node) override;
   void visit(const ir::For& node) override;
 
-  /// Notes a memory access of the given shape at the current loop depth.
+  // ---- row blocks ----
+  // A point that walks its own row of a read-only array in a loop (kmeans'
+  // distance to each centre: points(i, f) for every f, again for every
+  // centre) would gather one element per lane at each step, which costs as
+  // much as the scalar loads it replaces. Instead, each group of lanes first
+  // copies its rows into a stack buffer, transposed (element u of lane l's
+  // row at u * lanes + l), and every such load becomes one vector load of
+  // that buffer. Taken where the rows fit the buffer and the array overlaps
+  // no array the kernel writes; otherwise the same load gathers.
+  struct RowBlock {
+    llvm::AllocaInst* buffer = nullptr;
+    llvm::Value* row_length = nullptr;  ///< elements per row: the product of the extents past the first
+    llvm::Value* usable = nullptr;      ///< i1, per call: the rows fit and nothing written overlaps them
+  };
+  /// Copies the rows of `count` lanes from row `first_row` into each row block.
+  void fill_row_blocks(llvm::Value* first_row, llvm::Value* count);
+  /// The load `node` through its row block, or null when it has none.
+  llvm::Value* load_through_row_block(const ir::Load& node);
+
+  /// Notes a memory access of the given shape at the depth of the innermost
+  /// loop whose iterations its address may differ in (an access that only
+  /// depends on values from outside a loop is LLVM's to hoist out of it).
   void note_access(const Shaped& number);
+  /// That depth for `value`: 0 outside every loop of the point.
+  int varying_depth(llvm::Value* value, int budget = 12) const;
 
   const int lanes_;
-  int loop_depth_ = 0;           ///< For loops around the current statement, within a point
+  /// For loops around the current statement, within a point, outermost
+  /// first: how many blocks the function had when each began (blocks are
+  /// only ever appended, so every later block belongs to the loop).
+  std::vector<std::size_t> loop_first_blocks_;
   int deepest_ = 0;              ///< the deepest loop depth with a memory access
   int scattered_ = 0;            ///< gathers and scatters at that depth
   Shaped shaped_;                ///< the result of the expression just visited
@@ -153,6 +180,9 @@ class SimdLowering final : public LlvmLowering {
   std::unordered_map<std::string, llvm::AllocaInst*> slots_;
   /// Per reduction parameter: one accumulator per lane.
   std::vector<llvm::AllocaInst*> lane_accumulators_;
+  /// Row blocks by parameter: the candidates from the kernel's body, then
+  /// their buffers (made in load_params).
+  std::unordered_map<int, RowBlock> row_blocks_;
 };
 
 }  // namespace canopy::jit
