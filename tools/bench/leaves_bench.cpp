@@ -18,8 +18,6 @@ namespace canopy::bench {
 
 namespace {
 
-void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
-
 // Replaces every CPU leaf by one leaf per core, below the same parent.
 std::vector<unsigned> split_into_one_core_leaves(Runtime& rt) {
   std::vector<unsigned> pus;

@@ -1,12 +1,14 @@
 #include "report.hpp"
 
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include <canopy/canopy.hpp>
 #include <canopy/runtime/discovery.hpp>
@@ -82,6 +84,25 @@ Runtime runtime_off_first_core() {
   options.pus = thread_affinity();
   const FirstCoreLeftFree narrowed;  // its cores come back after the Runtime is made
   return options.pus.empty() ? Runtime() : Runtime(options);
+}
+
+void settle() {
+  auto cpu_seconds = [] {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    return double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  };
+  // Quiet: a 2 ms step in which the whole process used under a tenth of a
+  // core. libgomp's threads spin for about 9 ms on this project's machine.
+  constexpr auto step = std::chrono::milliseconds(2);
+  double before = cpu_seconds();
+  for (int k = 0; k < 100; ++k) {
+    std::this_thread::sleep_for(step);
+    const double now = cpu_seconds();
+    if (now - before < 0.1 * 0.002) return;
+    before = now;
+  }
 }
 
 void fail(const std::string& message) {

@@ -32,6 +32,13 @@ class Args {
   std::vector<std::string> words_;
 };
 
+/// Waits until the threads of the run before have gone idle, so that a timed
+/// run starts on quiet cores: after a parallel region libgomp's threads spin
+/// for some milliseconds before they sleep (GOMP_SPINCOUNT), and a Canopy
+/// pool polls briefly too. Called before each timed run of a side-by-side
+/// bench, it keeps one side's spinning from being charged to the other.
+void settle();
+
 /// Prints "canopy-bench: MESSAGE" and exits with status 2.
 [[noreturn]] void fail(const std::string& message);
 

@@ -66,13 +66,18 @@ struct Result {
 // more (up to 100) until both together have run for half a second: a
 // workload of a few milliseconds (nn at the medium size) would otherwise be
 // judged on three runs, where one disturbed run decides. The best time of
-// each counts.
+// each counts. Each run starts once the other's threads are idle (settle):
+// the OpenMP threads spin for milliseconds after a run, longer than some
+// whole Canopy runs take.
 template <class Canopy, class Baseline>
 void best_of_alternating(int repeat, Result& r, Canopy&& canopy, Baseline&& baseline) {
   r.canopy = r.other = 1e300;
   double spent = 0;
   for (r.runs = 0; r.runs < repeat || (spent < 0.5 && r.runs < 100); ++r.runs) {
-    const double c = canopy(), b = baseline();
+    settle();
+    const double c = canopy();
+    settle();
+    const double b = baseline();
     r.canopy = std::min(r.canopy, c);
     r.other = std::min(r.other, b);
     spent += c + b;

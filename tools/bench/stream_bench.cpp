@@ -153,10 +153,6 @@ class OpenClStream final : public Baseline {
   T sum_ = 0;
 };
 
-// Long enough for the idle threads of Canopy's pools and of libgomp to stop
-// polling and sleep.
-void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
-
 template <class T>
 int run(const Args& args) {
   const std::int64_t n = args.count("--size", std::int64_t{1} << 25);
