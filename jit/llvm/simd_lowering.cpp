@@ -743,6 +743,55 @@ void SimdLowering::visit(const ir::Reduce& node) {
 }
 
 void SimdLowering::visit(const ir::If& node) {
+  if (!mask_) {
+    // All lanes active and, in most vectors, all deciding alike: that side
+    // runs as plain vector code, without masks; the vectors where the lanes
+    // part (at an edge) take the masked path.
+    if (auto [agree, side] = lanes_agree(node.cond); agree) {
+      auto* together = llvm::BasicBlock::Create(context_, "lanes.agree", function_);
+      auto* apart = llvm::BasicBlock::Create(context_, "lanes.apart", function_);
+      auto* joined = llvm::BasicBlock::Create(context_, "lanes.joined", function_);
+      builder_.CreateCondBr(agree, together, apart);
+      builder_.SetInsertPoint(together);
+      emit_branch(side, node);
+      builder_.CreateBr(joined);
+      builder_.SetInsertPoint(apart);
+      masked_if(node);
+      builder_.CreateBr(joined);
+      builder_.SetInsertPoint(joined);
+      return;
+    }
+  }
+  masked_if(node);
+}
+
+std::pair<llvm::Value*, llvm::Value*> SimdLowering::lanes_agree(const ir::Expr& cond) {
+  if (cond->kind != ir::ExprKind::Compare) return {};
+  const auto& compare = cond->as<ir::Compare>();
+  const ScalarType type = compare.lhs->type;
+  if (compare.op == ir::CompareOp::Eq || compare.op == ir::CompareOp::Ne ||
+      (type != ScalarType::I32 && type != ScalarType::I64))
+    return {};
+  const Shaped a = shaped_of(compare.lhs);
+  const Shaped b = shaped_of(compare.rhs);
+  const bool a_linear = a.shape == Shape::Linear && b.shape == Shape::Uniform;
+  const bool b_linear = b.shape == Shape::Linear && a.shape == Shape::Uniform;
+  if (!a_linear && !b_linear) return {};
+  const Shaped& line = a_linear ? a : b;
+  // The last lane's value, and whether reaching it wraps.
+  llvm::Value* span = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow, line.stride,
+                                                     llvm::ConstantInt::get(line.value->getType(), lanes_ - 1));
+  llvm::Value* last = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, line.value,
+                                                     builder_.CreateExtractValue(span, 0));
+  llvm::Value* wraps = builder_.CreateOr(builder_.CreateExtractValue(span, 1), builder_.CreateExtractValue(last, 1));
+  llvm::Value* first_lane = lower_compare(compare.op, type, a.value, b.value);
+  llvm::Value* last_lane = a_linear ? lower_compare(compare.op, type, builder_.CreateExtractValue(last, 0), b.value)
+                                    : lower_compare(compare.op, type, a.value, builder_.CreateExtractValue(last, 0));
+  llvm::Value* agree = builder_.CreateAnd(builder_.CreateICmpEQ(first_lane, last_lane), builder_.CreateNot(wraps));
+  return {agree, first_lane};
+}
+
+void SimdLowering::masked_if(const ir::If& node) {
   const Shaped cond = shaped_of(node.cond);
   if (cond.shape == Shape::Uniform) return emit_branch(cond.value, node);  // the same way for every lane
   llvm::Value* c = vector_of(cond);

@@ -115,6 +115,14 @@ class SimdLowering final : public LlvmLowering {
   llvm::Value* call_per_active_lane(ir::MathFn fn, ir::ScalarType type, const std::vector<llvm::Value*>& args);
   /// Runs `body` under `mask` (a vector), skipping it when no lane is active.
   void under_mask(llvm::Value* mask, const std::function<void()>& body);
+  /// For an If whose condition orders a linear integer against a uniform one
+  /// (a bound check on the lanes' own index: a stencil's `if (j > 0)`): an i1
+  /// that is true when the first and the last lane decide alike, and then so
+  /// does every lane between (the lanes' values are monotonic, checked not to
+  /// wrap), and the first lane's decision. Nulls for any other condition.
+  std::pair<llvm::Value*, llvm::Value*> lanes_agree(const ir::Expr& cond);
+  /// An If with a varying condition: each side under its mask.
+  void masked_if(const ir::If& node);
 
   void visit(const ir::Const& node) override;
   void visit(const ir::Index& node) override;
