@@ -4,16 +4,19 @@
 // other, and JSON.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <canopy/backends/opencl/opencl_device.hpp>
 
 #include <canopy/backends/discovery_cache.hpp>
 #include <canopy/runtime/internal/engine_access.hpp>
+#include "baselines.hpp"
 #include "report.hpp"
 #include "rodinia/workload.hpp"
 
@@ -84,6 +87,23 @@ void best_of_alternating(int repeat, Result& r, Canopy&& canopy, Baseline&& base
   }
 }
 
+// The machine's memory bandwidth now, for reading the ratios beside it (it
+// changes by 2x from hour to hour on a shared machine): the best of ten
+// OpenMP STREAM triads over three arrays of 2^23 doubles (64 MiB each, past
+// the caches), in GB/s.
+double stream_triad_bandwidth() {
+  const std::int64_t n = std::int64_t{1} << 23;
+  std::vector<double> a(static_cast<std::size_t>(n)), b(a.size()), c(a.size());
+  openmp::init(a.data(), b.data(), c.data(), 0.1, 0.2, 0.0, n);
+  double best = 1e300;
+  for (int k = 0; k < 10; ++k) {
+    const auto start = std::chrono::steady_clock::now();
+    openmp::triad(a.data(), b.data(), c.data(), 0.4, n);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return 3.0 * sizeof(double) * double(n) / best / 1e9;
+}
+
 }  // namespace
 
 int rodinia_whole_process(const std::string& size, int runs, const std::vector<std::string>& wanted);
@@ -110,6 +130,7 @@ int rodinia_command(int argc, char** argv) {
     if (std::none_of(workloads.begin(), workloads.end(), [&](const auto& w) { return w->name() == name; }))
       fail("unknown workload '" + name + "'");
 
+  const double bandwidth = stream_triad_bandwidth();
   std::vector<Result> results;
   Progress progress;
   int step = 0;
@@ -148,6 +169,8 @@ int rodinia_command(int argc, char** argv) {
 
   std::printf("Rodinia, size %s, seconds: the best of %d or more runs of each, in turn (runs: until half a second)\n",
               rodinia::name_of(size), repeat);
+  std::printf("machine: STREAM triad %.1f GB/s before the runs (OpenMP, %d threads, 3 x 64 MiB)\n", bandwidth,
+              openmp::threads());
   std::printf("%-12s %-7s %12s %-8s %12s %9s %5s  %s\n", "workload", "device", "canopy", "baseline", "", "ratio",
               "runs", "check");
   double log_sum = 0;
@@ -178,7 +201,7 @@ int rodinia_command(int argc, char** argv) {
                        .set("check", check));
   }
   if (count) std::printf("geometric mean of baseline/canopy: %.3fx\n", std::exp(log_sum / count));
-  if (args.has("--json")) write_json(args.get("--json", ""), rows);
+  if (args.has("--json")) write_json(args.get("--json", ""), rows, {{"stream_triad_gbs", bandwidth}});
   return all_ok ? 0 : 1;
 }
 
