@@ -359,9 +359,32 @@ class KernelBuilder {
 
   static Expr widen(const Expr& e) { return e->type == ScalarType::I64 ? e : ir::make_cast(ScalarType::I64, e); }
 
+  // In a loop, the point's own row of a read-only array of rank 2 or 3,
+  // walked by the loop: a[index(last)][(k % e1 + e1) % e1]... (the CPU's SIMD
+  // lanes read such rows through a row block).
+  std::optional<Expr> own_row(ScalarType type) {
+    if (loop_vars_.empty()) return std::nullopt;
+    const int last = dims() - 1;
+    const int array = program_.values(type, int(rng_.between(2, 3)), arrays_in_use());
+    const auto extents = program_.array(array).extents;
+    if (range(last) > extents[0]) return std::nullopt;
+    ArrayUse& use = use_array(array, Role::Read);
+    if (use.role != Role::Read) return std::nullopt;
+    use.read = true;
+    const Local& counter = loop_vars_[rng_.below(loop_vars_.size())];
+    std::vector<Expr> indices = {ir::make_index(last)};
+    for (std::size_t d = 1; d < extents.size(); ++d)
+      indices.push_back(d == 1 || rng_.chance(0.5)
+                            ? wrapped(widen(ir::make_var(counter.type, counter.name)), nullptr, extents[d])
+                            : i64(rng_.between(0, extents[d] - 1)));
+    return ir::make_load(type, use.param, std::move(indices));
+  }
+
   // A load of `type`: an owned array's own element, or any element of an
   // array the kernel only reads (a new parameter now and then).
   std::optional<Expr> load(ScalarType type, int depth) {
+    if (!loop_vars_.empty() && rng_.chance(0.3))
+      if (auto row = own_row(type)) return row;
     std::vector<ArrayUse*> owned;
     for (auto& use : uses_)
       if (use.role == Role::Own && program_.array(use.array).type == type) owned.push_back(&use);
@@ -620,9 +643,11 @@ class KernelBuilder {
     Expr step = ir::make_int(type, rng_.chance(0.8) ? 1 : 2);
     ++loops_;
     locals_.push_back(Local{var, type, false});
+    loop_vars_.push_back(Local{var, type, false});
     const std::size_t scope = locals_.size();
     Stmt body = ir::make_block(block(budget, depth + 1));
     locals_.resize(scope - 1);
+    loop_vars_.pop_back();
     --loops_;
     return ir::make_for(var, begin, end, step, body);
   }
@@ -638,6 +663,12 @@ class KernelBuilder {
     guards_.push_back(Guard{k, extent});
     Stmt body = ir::make_block(block(budget, depth + 1));
     guards_.pop_back();
+    // Or as two Ifs, each ordering the index against a bound (the CPU's SIMD
+    // lanes run those unmasked where a whole vector agrees).
+    if (rng_.chance(0.5)) {
+      const auto& both = cond->as<ir::Binary>();
+      return ir::make_if(both.lhs, ir::make_block({ir::make_if(both.rhs, body)}));
+    }
     return ir::make_if(cond, body);
   }
 
@@ -672,6 +703,7 @@ class KernelBuilder {
   std::deque<ArrayUse> uses_;  // a deque: references to its elements outlive later uses
   std::vector<int> owned_, atomics_, reductions_, reduced_;
   std::vector<Local> locals_;
+  std::vector<Local> loop_vars_;  ///< the counters of the loops around, innermost last
   std::vector<Guard> guards_;
   int loops_ = 0;
 };
