@@ -3,21 +3,20 @@
 // the number of points that change cluster is no larger than a threshold
 // (or 500 rounds). Shared by the kmeans program and canopy-bench.
 //
-// One region per round. Its index range is a list of blocks of consecutive
-// points, so that sums can be kept per block: a block assigns its points
-// (membership and the number that changed, a Sum reduction), adds each
-// point's features into the block's row of a scratch array, and at its end
-// adds that row into `sums` and `counts`, arrays marked merge(MergeOp::Sum)
-// with atomic_add (one atomic per cluster and feature per block, not per
-// point, so that leaves do not fight over a few cache lines). The host reads
-// the merged sums at the pause, divides, and writes the next centres. The
-// points stay on the devices across rounds; each round moves only the
-// centres in and the sums out.
-//
-// The centres are stored by feature, and a pass over a point's features
-// computes the distances to four centres at once: four independent sums
-// (each still the features in order, in float, as Rodinia adds them) that
-// the JIT packs into one vector, instead of one long chain of dependent adds.
+// Two regions per round. The first has one point per index: each point finds
+// its nearest centre, and the number that changed cluster is a Sum
+// reduction. On the CPU the points run as SIMD lanes, each reading its own
+// row of features once per centre through a row block (see DESIGN.md, step
+// 9), the centres (stored by feature) the same for every lane. The second
+// has a list of blocks of consecutive points as its index range, so that
+// sums can be kept per block: a block adds each point's features into the
+// block's row of a scratch array, and at its end adds that row into `sums`
+// and `counts`, arrays marked merge(MergeOp::Sum) with atomic_add (one atomic
+// per cluster and feature per block, not per point, so that leaves do not
+// fight over a few cache lines). The host reads the merged sums at the
+// pause, divides, and writes the next centres. The points stay on the
+// devices across rounds; each round moves only the centres in and the sums
+// out.
 #pragma once
 
 #include <algorithm>
@@ -282,10 +281,10 @@ class Clustering {
     // The points are the caller's memory: wrapped, never copied on the CPU.
     auto features = rt_.wrap<float, 2>(const_cast<float*>(points.values.data()), Shape(points.count, nf),
                                        read_only() | named("features"));
-    // The centres by feature ([features][clusters]): a pass over a point's
-    // features reads the centres of a group side by side.
+    // The centres by feature ([features][clusters]): the same element for
+    // every point at each step, one for all the SIMD lanes.
     auto centres = rt_.array<float, 2>(Shape(nf, k), named("centres"));
-    auto membership = rt_.array<std::int32_t, 2>(Shape(blocks, block), named("membership"));
+    auto membership = rt_.array<std::int32_t>(points.count, named("membership"));
     auto block_sums = rt_.array<float, 3>(Shape(blocks, k, nf), named("block_sums"));
     auto block_counts = rt_.array<std::int32_t, 2>(Shape(blocks, k), named("block_counts"));
     auto sums = rt_.array<float, 2>(Shape(k, nf), merge(MergeOp::Sum) | named("sums"));
@@ -305,10 +304,11 @@ class Clustering {
       std::fill(s.begin(), s.end(), 0.0f);
       auto c = counts.host();
       std::fill(c.begin(), c.end(), 0);
-      delta = static_cast<double>(
-          placed(rt_.region(assign()))
-              .over(blocks)
-              .reduce(features, centres, membership, block_sums, block_counts, sums, counts, points.count, block));
+      delta =
+          static_cast<double>(placed(rt_.region(nearest())).over(points.count).reduce(features, centres, membership));
+      placed(rt_.region(sum_blocks()))
+          .over(blocks)
+          .launch(features, membership, block_sums, block_counts, sums, counts, points.count, block);
       ++result.rounds;
       // The merged sums: each centre moves to the mean of its points (a centre
       // without points stays where it was).
@@ -323,7 +323,7 @@ class Clustering {
 
     result.centres = current;
     auto m = membership.host_read();
-    result.membership.assign(m.begin(), m.begin() + points.count);
+    result.membership.assign(m.begin(), m.end());
     return result;
   }
 
@@ -333,25 +333,55 @@ class Clustering {
   static std::int64_t block_count(std::int64_t points) { return std::clamp<std::int64_t>(points / 512, 1, 512); }
 
  private:
-  using AssignKernel = canopy::Kernel<void(
-      canopy::In<float, 2>, canopy::In<float, 2>, canopy::InOut<std::int32_t, 2>, canopy::InOut<float, 3>,
-      canopy::InOut<std::int32_t, 2>, canopy::InOut<float, 2>, canopy::InOut<std::int32_t>, canopy::Val<std::int64_t>,
-      canopy::Val<std::int64_t>, canopy::Sum<std::int32_t>)>;
+  using NearestKernel = canopy::Kernel<void(canopy::In<float, 2>, canopy::In<float, 2>, canopy::InOut<std::int32_t>,
+                                            canopy::Sum<std::int32_t>)>;
+  using SumKernel = canopy::Kernel<void(
+      canopy::In<float, 2>, canopy::In<std::int32_t>, canopy::InOut<float, 3>, canopy::InOut<std::int32_t, 2>,
+      canopy::InOut<float, 2>, canopy::InOut<std::int32_t>, canopy::Val<std::int64_t>, canopy::Val<std::int64_t>)>;
 
-  // Centres whose distances one pass over a point computes together.
-  static constexpr int kGroup = 4;
-
-  // One block of points per index: assign, count changes, sum per block, then
-  // add the block's sums into the merged arrays.
-  static const AssignKernel& assign() {
+  // One point per index: its nearest centre (the first of equals, the
+  // features in order, in float, as Rodinia adds them), and whether it moved.
+  // Each point reads its own row of features once per centre; the CPU runs
+  // the points as SIMD lanes, reading the rows through a row block.
+  static const NearestKernel& nearest() {
     using namespace canopy;
-    static const AssignKernel kernel(
-        "kmeans_assign",
-        [](In<float, 2> features, In<float, 2> centres, InOut<std::int32_t, 2> membership, InOut<float, 3> block_sums,
-           InOut<std::int32_t, 2> block_counts, InOut<float, 2> sums, InOut<std::int32_t> counts,
-           Val<std::int64_t> points, Val<std::int64_t> block, Sum<std::int32_t> changed) {
-          Idx b = index(0);
+    static const NearestKernel kernel(
+        "kmeans_nearest",
+        [](In<float, 2> features, In<float, 2> centres, InOut<std::int32_t> membership, Sum<std::int32_t> changed) {
+          Idx p = index(0);
           Value<std::int64_t> nf = centres.extent(0), clusters = centres.extent(1);
+          Var<float> best_distance = std::numeric_limits<float>::max();
+          Var<std::int32_t> best = 0;
+          For(0, clusters, [&](Idx c) {
+            Var<float> distance = 0.0f;
+            For(0, nf, [&](Idx f) {
+              Value<float> d = features(p, f) - centres(f, c);
+              distance += d * d;
+            });
+            If(distance < best_distance, [&] {
+              best_distance = distance;
+              best = cast<std::int32_t>(c);
+            });
+          });
+          If(membership[p] != best, [&] { changed += 1; });
+          membership[p] = best;
+        },
+        {"features", "centres", "membership", "changed"});
+    return kernel;
+  }
+
+  // One block of points per index: the features of its points summed per
+  // cluster in the block's row of a scratch array (in point order), then
+  // added into the merged arrays (one atomic per cluster and feature).
+  static const SumKernel& sum_blocks() {
+    using namespace canopy;
+    static const SumKernel kernel(
+        "kmeans_sums",
+        [](In<float, 2> features, In<std::int32_t> membership, InOut<float, 3> block_sums,
+           InOut<std::int32_t, 2> block_counts, InOut<float, 2> sums, InOut<std::int32_t> counts,
+           Val<std::int64_t> points, Val<std::int64_t> block) {
+          Idx b = index(0);
+          Value<std::int64_t> clusters = block_sums.extent(1), nf = block_sums.extent(2);
           Value<std::int64_t> first = b * block;
           Value<std::int64_t> size = min(block, points - first);
           For(0, clusters, [&](Idx c) {
@@ -360,44 +390,16 @@ class Clustering {
           });
           For(0, size, [&](Idx j) {
             Idx p = first + j;
-            Var<float> best_distance = std::numeric_limits<float>::max();
-            Var<std::int32_t> best = 0;
-            // The distances to `width` consecutive centres from `c0` in one
-            // pass over the point's features: independent sums that the CPU
-            // overlaps (each is still the features in order, in float).
-            auto nearest_of = [&](const Value<std::int64_t>& c0, int width) {
-              std::vector<Var<float>> distance;
-              distance.reserve(static_cast<std::size_t>(width));
-              for (int w = 0; w < width; ++w) distance.emplace_back(0.0f);
-              For(0, nf, [&](Idx f) {
-                Value<float> x = features(p, f);
-                for (int w = 0; w < width; ++w) {
-                  Value<float> d = x - centres(f, c0 + w);
-                  distance[static_cast<std::size_t>(w)] += d * d;
-                }
-              });
-              for (int w = 0; w < width; ++w) {
-                If(distance[static_cast<std::size_t>(w)] < best_distance, [&] {
-                  best_distance = distance[static_cast<std::size_t>(w)];
-                  best = cast<std::int32_t>(c0 + w);
-                });
-              }
-            };
-            Value<std::int64_t> grouped = clusters / kGroup * kGroup;
-            For(0, clusters / kGroup, [&](Idx g) { nearest_of(g * kGroup, kGroup); });
-            For(grouped, clusters, [&](Idx c) { nearest_of(c, 1); });
-            If(membership(b, j) != best, [&] { changed += 1; });
-            membership(b, j) = best;
-            block_counts(b, best) += 1;
-            For(0, nf, [&](Idx f) { block_sums(b, best, f) += features(p, f); });
+            Value<std::int32_t> m = membership[p];
+            block_counts(b, m) += 1;
+            For(0, nf, [&](Idx f) { block_sums(b, m, f) += features(p, f); });
           });
           For(0, clusters, [&](Idx c) {
             atomic_add(counts[c], block_counts(b, c));
             For(0, nf, [&](Idx f) { atomic_add(sums(c, f), block_sums(b, c, f)); });
           });
         },
-        {"features", "centres", "membership", "block_sums", "block_counts", "sums", "counts", "points", "block",
-         "changed"});
+        {"features", "membership", "block_sums", "block_counts", "sums", "counts", "points", "block"});
     return kernel;
   }
 
