@@ -10,10 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <canopy/jit/cpu_compiler.hpp>
-
-#include "jit_test_support.hpp"
-#include "scoped_setting.hpp"
+#include "simd_lanes.hpp"
 
 using namespace canopy;
 using namespace canopy::ir;
@@ -22,17 +19,6 @@ using namespace canopy::jit::testing;
 
 namespace {
 
-CpuEntry compile_with_lanes(const Kernel& kernel, const char* lanes) {
-  canopy::testing::ScopedSetting simd("CANOPY_SIMD", "on"), width("CANOPY_SIMD_WIDTH", lanes);
-  static TempDir dir;
-  static CpuCompiler compiler(CpuCompiler::Options{dir.str()});
-  const CpuEntry entry = compiler.compile(kernel).entry;
-  const bool compiled = entry != nullptr;
-  REQUIRE(compiled);
-  return entry;
-}
-
-Expr add(Expr a, Expr b) { return make_binary(BinaryOp::Add, std::move(a), std::move(b)); }
 Expr mul(Expr a, Expr b) { return make_binary(BinaryOp::Mul, std::move(a), std::move(b)); }
 
 // out[i] = sum over j, k of w[j][k] * m[i][j][k] + m[i][0][k] (a 3-D array:

@@ -10,32 +10,12 @@
 #include <limits>
 #include <vector>
 
-#include <canopy/jit/cpu_compiler.hpp>
-
-#include "jit_test_support.hpp"
-#include "scoped_setting.hpp"
+#include "simd_lanes.hpp"
 
 using namespace canopy;
 using namespace canopy::ir;
 using namespace canopy::jit;
 using namespace canopy::jit::testing;
-
-namespace {
-
-CpuEntry compile_with_lanes(const Kernel& kernel, const char* lanes) {
-  canopy::testing::ScopedSetting simd("CANOPY_SIMD", "on"), width("CANOPY_SIMD_WIDTH", lanes);
-  static TempDir dir;
-  static CpuCompiler compiler(CpuCompiler::Options{dir.str()});
-  const CpuEntry entry = compiler.compile(kernel).entry;
-  const bool compiled = entry != nullptr;
-  REQUIRE(compiled);
-  return entry;
-}
-
-Expr add(Expr a, Expr b) { return make_binary(BinaryOp::Add, std::move(a), std::move(b)); }
-Expr sub(Expr a, Expr b) { return make_binary(BinaryOp::Sub, std::move(a), std::move(b)); }
-
-}  // namespace
 
 TEST_CASE("If on the lanes' own index: a three-point stencil's edges at every width and offset") {
   // y[i] = x[i] + (i > 0 ? x[i-1] : 0) + (n - 1 > i ? x[i+1] : 100); z[i] = i >= t ? 1 : 2
@@ -47,9 +27,11 @@ TEST_CASE("If on the lanes' own index: a three-point stencil's edges at every wi
        Param::array("z", I32, 1, Access::Out), Param::scalar("t", I64)},
       1,
       {make_decl("v", make_load(I64, 1, {i})),
-       make_if(make_compare(CompareOp::Gt, i, make_int(I64, 0)),
-               make_block({make_assign("v", add(make_var(I64, "v"), make_load(I64, 1, {sub(i, make_int(I64, 1))})))})),
-       make_if(make_compare(CompareOp::Gt, sub(n, make_int(I64, 1)), i),
+       make_if(
+           make_compare(CompareOp::Gt, i, make_int(I64, 0)),
+           make_block({make_assign(
+               "v", add(make_var(I64, "v"), make_load(I64, 1, {make_binary(BinaryOp::Sub, i, make_int(I64, 1))})))})),
+       make_if(make_compare(CompareOp::Gt, make_binary(BinaryOp::Sub, n, make_int(I64, 1)), i),
                make_block({make_assign("v", add(make_var(I64, "v"), make_load(I64, 1, {add(i, make_int(I64, 1))})))}),
                make_block({make_assign("v", add(make_var(I64, "v"), make_int(I64, 100)))})),
        make_store(0, {i}, make_var(I64, "v")),

@@ -12,10 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <canopy/jit/cpu_compiler.hpp>
-
-#include "jit_test_support.hpp"
-#include "scoped_setting.hpp"
+#include "simd_lanes.hpp"
 
 using namespace canopy;
 using namespace canopy::ir;
@@ -38,7 +35,6 @@ double ulps(T got, long double exact) {
 // ones, so that both the whole-vector and the masked paths are checked.
 template <class T>
 std::vector<T> simd_exp(const std::vector<T>& xs, const char* lanes) {
-  canopy::testing::ScopedSetting simd("CANOPY_SIMD", "on"), width("CANOPY_SIMD_WIDTH", lanes);
   const ScalarType type = std::is_same_v<T, float> ? F32 : F64;
   const Expr x = make_load(type, 0, {make_index(0)});
   const Expr odd =
@@ -48,11 +44,7 @@ std::vector<T> simd_exp(const std::vector<T>& xs, const char* lanes) {
       {Param::array("x", type, 1, Access::In), Param::array("y", type, 1, Access::Out)}, 1,
       {make_store(1, {make_index(0)}, make_call(MathFn::Exp, {x})),
        make_if(odd, make_block({}), make_block({make_store(1, {make_index(0)}, make_call(MathFn::Exp, {x}))}))});
-  static TempDir dir;
-  CpuCompiler compiler(CpuCompiler::Options{dir.str()});
-  const CpuEntry entry = compiler.compile(kernel).entry;
-  const bool compiled = entry != nullptr;
-  REQUIRE(compiled);
+  const CpuEntry entry = compile_with_lanes(kernel, lanes);
   std::vector<T> ys(xs.size(), T(-1));
   ArgBlock args(kernel);
   const auto n = static_cast<std::int64_t>(xs.size());

@@ -1,0 +1,30 @@
+// Shared by the tests of the CPU's SIMD lowering: a kernel compiled with one
+// point per lane at a given width (CANOPY_SIMD=on, CANOPY_SIMD_WIDTH), by one
+// compiler per test program on its own cache directory.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <utility>
+
+#include <canopy/ir/kernel.hpp>
+#include <canopy/jit/cpu_compiler.hpp>
+
+#include "jit_test_support.hpp"
+#include "scoped_setting.hpp"
+
+namespace canopy::jit::testing {
+
+inline ir::Expr add(ir::Expr a, ir::Expr b) { return ir::make_binary(ir::BinaryOp::Add, std::move(a), std::move(b)); }
+
+inline CpuEntry compile_with_lanes(const ir::Kernel& kernel, const char* lanes) {
+  canopy::testing::ScopedSetting simd("CANOPY_SIMD", "on"), width("CANOPY_SIMD_WIDTH", lanes);
+  static TempDir dir;
+  static CpuCompiler compiler(CpuCompiler::Options{dir.str()});
+  const CpuEntry entry = compiler.compile(kernel).entry;
+  const bool compiled = entry != nullptr;
+  REQUIRE(compiled);
+  return entry;
+}
+
+}  // namespace canopy::jit::testing
