@@ -100,3 +100,28 @@ TEST_CASE("row blocks: an array also passed to be written is read from memory, a
       REQUIRE(data[p * columns + c] == before[p * columns] + static_cast<double>(c));
     }
 }
+
+TEST_CASE("row blocks: a row walked by a loop whose bounds differ between lanes is gathered, with the same results") {
+  // out[i] = sum over k < i % 5 of m[i][k]: each lane's loop has its own trip
+  // count, so the loads are not the same column in every lane.
+  const Expr i = make_index(0), k = make_var(I64, "k");
+  const Kernel kernel =
+      make_kernel("rows.ragged", {Param::array("out", F64, 1, Access::Out), Param::array("m", F64, 2, Access::In)}, 1,
+                  {make_decl("acc", make_const(F64, 0.0)),
+                   make_for("k", make_int(I64, 0), make_binary(BinaryOp::Rem, i, make_int(I64, 5)),
+                            make_block({make_assign("acc", add(make_var(F64, "acc"), make_load(F64, 1, {i, k})))})),
+                   make_store(0, {i}, make_var(F64, "acc"))});
+  const CpuEntry entry = compile_with_lanes(kernel, "8");
+  const std::int64_t n = 37, columns = 6;
+  std::vector<double> m(static_cast<std::size_t>(n * columns)), out(static_cast<std::size_t>(n), -1.0);
+  for (std::size_t e = 0; e < m.size(); ++e) m[e] = static_cast<double>((e * 5) % 17);
+  ArgBlock args(kernel);
+  args.array(0, out.data(), {n}).array(1, m.data(), {n, columns});
+  entry(0, n, args.data());
+  for (std::int64_t p = 0; p < n; ++p) {
+    double acc = 0.0;
+    for (std::int64_t c = 0; c < p % 5; ++c) acc = acc + m[p * columns + c];
+    CAPTURE(p);
+    REQUIRE(out[p] == acc);
+  }
+}
