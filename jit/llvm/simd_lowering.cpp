@@ -47,6 +47,11 @@ struct Mentions : ir::Visitor {
   void visit(const ir::VarRef& node) override { variables.insert(node.name); }
 };
 
+// True when `index` is index(lane_dim), the lanes' own index.
+bool is_lane_index(const ir::Expr& index, int lane_dim) {
+  return index->kind == ir::ExprKind::Index && index->as<ir::Index>().dim == lane_dim;
+}
+
 // The read-only arrays whose rows points walk in a loop (SimdLowering's row
 // blocks): loaded inside a For at (index(lanes' dimension), ...), with the
 // other indices free of that index and following some enclosing loop.
@@ -69,8 +74,7 @@ struct RowWalks : ir::Visitor {
     Visitor::visit(node);
     const ir::Param& param = kernel.params.at(node.param);
     if (loops.empty() || !param.is_array() || param.access != ir::Access::In || node.indices.size() < 2) return;
-    const ir::Expr& row = node.indices[0];
-    if (row->kind != ir::ExprKind::Index || row->as<ir::Index>().dim != lane_dim) return;
+    if (!is_lane_index(node.indices[0], lane_dim)) return;
     bool follows_a_loop = false;
     for (std::size_t d = 1; d < node.indices.size(); ++d) {
       Mentions mentions;
@@ -181,8 +185,7 @@ llvm::Value* SimdLowering::load_through_row_block(const ir::Load& node) {
   auto found = row_blocks_.find(node.param);
   if (found == row_blocks_.end()) return nullptr;
   const RowBlock& block = found->second;
-  const ir::Expr& row_index = node.indices[0];
-  if (row_index->kind != ir::ExprKind::Index || row_index->as<ir::Index>().dim != kernel_.dims - 1) return nullptr;
+  if (!is_lane_index(node.indices[0], kernel_.dims - 1)) return nullptr;
   // The element within the row, the same in every lane.
   const LoweredParam& lowered = params_.at(node.param);
   llvm::Value* column = nullptr;
@@ -204,21 +207,20 @@ llvm::Value* SimdLowering::load_through_row_block(const ir::Load& node) {
   builder_.CreateCondBr(inside, from_block, gather);
   builder_.SetInsertPoint(from_block);
   llvm::Value* at = builder_.CreateMul(column, builder_.getInt64(lanes_));
-  llvm::Value* fast = builder_.CreateAlignedLoad(type, builder_.CreateInBoundsGEP(element, block.buffer, at),
-                                                 module_.getDataLayout().getABITypeAlign(element));
+  llvm::Value* fast =
+      from_memory(builder_.CreateAlignedLoad(type, builder_.CreateInBoundsGEP(element, block.buffer, at),
+                                             module_.getDataLayout().getABITypeAlign(element)),
+                  node.type);
   builder_.CreateBr(done);
   builder_.SetInsertPoint(gather);
-  const Shaped number = element_number(node.param, node.indices);
-  llvm::Value* slow = builder_.CreateMaskedGather(type, element_pointer(node.param, number),
-                                                  module_.getDataLayout().getABITypeAlign(element), active_lanes(),
-                                                  llvm::PoisonValue::get(type));
+  llvm::Value* slow = vector_of(load_elements(node, element_number(node.param, node.indices)));
   auto* gather_end = builder_.GetInsertBlock();
   builder_.CreateBr(done);
   builder_.SetInsertPoint(done);
-  auto* loaded = builder_.CreatePHI(type, 2);
+  auto* loaded = builder_.CreatePHI(slow->getType(), 2);
   loaded->addIncoming(fast, from_block);
   loaded->addIncoming(slow, gather_end);
-  return from_memory(loaded, node.type);
+  return loaded;
 }
 
 // ---- the index space --------------------------------------------------------
@@ -427,22 +429,34 @@ void SimdLowering::note_access(const Shaped& number) {
   if (depth == deepest_ && is_scattered(number)) ++scattered_;
 }
 
-int SimdLowering::varying_depth(llvm::Value* value, int budget) const {
+int SimdLowering::varying_depth(llvm::Value* value) const {
+  std::unordered_map<const llvm::Instruction*, int> seen;
+  return varying_depth(value, seen, 64);
+}
+
+int SimdLowering::varying_depth(llvm::Value* value, std::unordered_map<const llvm::Instruction*, int>& seen,
+                                int budget) const {
   auto* instruction = llvm::dyn_cast<llvm::Instruction>(value);
   if (!instruction) return 0;  // a constant or an argument
-  std::size_t block = 0;
-  for (const llvm::BasicBlock& b : *function_) {
-    if (&b == instruction->getParent()) break;
-    ++block;
+  if (auto known = seen.find(instruction); known != seen.end()) return known->second;
+  auto numbered = block_numbers_.find(instruction->getParent());
+  if (numbered == block_numbers_.end()) {  // a block made since the last count
+    std::size_t n = 0;
+    for (const llvm::BasicBlock& b : *function_) block_numbers_[&b] = n++;
+    numbered = block_numbers_.find(instruction->getParent());
   }
   int depth = 0;  // of the innermost loop that the instruction is in
-  while (depth < static_cast<int>(loop_first_blocks_.size()) && loop_first_blocks_[depth] <= block) ++depth;
-  // Arithmetic on values from outside a loop is the same in every iteration.
-  if (depth == 0 || budget == 0 || instruction->mayReadOrWriteMemory() || llvm::isa<llvm::PHINode>(instruction))
-    return depth;
-  int deepest = 0;
-  for (llvm::Value* operand : instruction->operands()) deepest = std::max(deepest, varying_depth(operand, budget - 1));
-  return deepest;
+  while (depth < static_cast<int>(loop_first_blocks_.size()) && loop_first_blocks_[depth] <= numbered->second) ++depth;
+  // Arithmetic on values from outside a loop is the same in every iteration
+  // (past `budget` steps back, an instruction counts where it is).
+  if (depth > 0 && budget > 0 && !instruction->mayReadOrWriteMemory() && !llvm::isa<llvm::PHINode>(instruction)) {
+    int deepest = 0;
+    for (llvm::Value* operand : instruction->operands())
+      deepest = std::max(deepest, varying_depth(operand, seen, budget - 1));
+    depth = deepest;
+  }
+  seen[instruction] = depth;
+  return depth;
 }
 
 std::string SimdLowering::refusal() const {
@@ -504,13 +518,16 @@ void SimdLowering::visit(const ir::Load& node) {
   }
   const Shaped number = element_number(node.param, node.indices);
   note_access(number);
+  shaped_ = load_elements(node, number);
+}
+
+SimdLowering::Shaped SimdLowering::load_elements(const ir::Load& node, const Shaped& number) {
   llvm::Type* element = memory_type(node.type);
   llvm::Value* pointer = element_pointer(node.param, number);
   const auto align = module_.getDataLayout().getABITypeAlign(element);
   if (number.shape == Shape::Uniform) {
     // Some lane is active wherever code runs, and its point loads this element.
-    shaped_ = uniform(from_memory(builder_.CreateLoad(element, pointer), node.type));
-    return;
+    return uniform(from_memory(builder_.CreateLoad(element, pointer), node.type));
   }
   auto* type = llvm::VectorType::get(element, lanes_, false);
   llvm::Value* loaded = nullptr;
@@ -522,7 +539,7 @@ void SimdLowering::visit(const ir::Load& node) {
   } else {
     loaded = builder_.CreateMaskedGather(type, pointer, align, active_lanes(), llvm::PoisonValue::get(type));
   }
-  shaped_ = varying(from_memory(loaded, node.type));
+  return varying(from_memory(loaded, node.type));
 }
 
 void SimdLowering::visit(const ir::Unary& node) {

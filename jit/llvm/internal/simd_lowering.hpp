@@ -169,13 +169,19 @@ class SimdLowering final : public LlvmLowering {
   /// depends on values from outside a loop is LLVM's to hoist out of it).
   void note_access(const Shaped& number);
   /// That depth for `value`: 0 outside every loop of the point.
-  int varying_depth(llvm::Value* value, int budget = 12) const;
+  int varying_depth(llvm::Value* value) const;
+  int varying_depth(llvm::Value* value, std::unordered_map<const llvm::Instruction*, int>& seen, int budget) const;
+  /// The loaded elements `number` of `node`'s array: one scalar load when
+  /// uniform, a vector load when consecutive (masked in the tail), else a gather.
+  Shaped load_elements(const ir::Load& node, const Shaped& number);
 
   const int lanes_;
   /// For loops around the current statement, within a point, outermost
   /// first: how many blocks the function had when each began (blocks are
   /// only ever appended, so every later block belongs to the loop).
   std::vector<std::size_t> loop_first_blocks_;
+  /// Each block's position in the function, counted again when a new one is asked about.
+  mutable std::unordered_map<const llvm::BasicBlock*, std::size_t> block_numbers_;
   int deepest_ = 0;              ///< the deepest loop depth with a memory access
   int scattered_ = 0;            ///< gathers and scatters at that depth
   Shaped shaped_;                ///< the result of the expression just visited
