@@ -78,6 +78,7 @@ Settings Settings::from_environment() {
   s.dump_dir = variable("CANOPY_DUMP_DIR");
   s.streaming_stores = word_of("CANOPY_STREAMING_STORES", {"auto", "on", "off"}, "auto, on or off");
   s.simd = word_of("CANOPY_SIMD", {"auto", "on", "off"}, "auto, on or off");
+  s.prefetch = word_of("CANOPY_PREFETCH", {"auto", "off"}, "auto or off");
   if (const std::string width = variable("CANOPY_SIMD_WIDTH"); !width.empty()) {
     const std::string allowed = "a power of two from 2 to 64";
     if (width.size() > 2 || width.find_first_not_of("0123456789") != std::string::npos)
@@ -162,6 +163,7 @@ const std::vector<std::string_view>& setting_names() {
                                                       "CANOPY_STREAMING_STORES",
                                                       "CANOPY_SIMD",
                                                       "CANOPY_SIMD_WIDTH",
+                                                      "CANOPY_PREFETCH",
                                                       "CANOPY_CONFIG",
                                                       "CANOPY_CONFIG_STRICT",
                                                       "CANOPY_CPU_LEAVES",

@@ -141,6 +141,7 @@ std::string CpuCompiler::cache_key(const ir::Kernel& kernel, const CodeOptions& 
   // The settings that change the code, as they are now (a later Runtime may
   // have read others).
   variant += "\nsimd " + settings().simd + " width " + std::to_string(settings().simd_width);
+  variant += "\nprefetch " + settings().prefetch;
   return hash_hex(state_->key_prefix() + variant + "\n" + ir::print(kernel));
 }
 

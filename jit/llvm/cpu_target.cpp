@@ -23,6 +23,7 @@
 
 #include <canopy/jit/cpu_abi.hpp>
 #include "internal/llvm_lowering.hpp"
+#include "internal/row_prefetch.hpp"
 #include "internal/simd_lowering.hpp"
 
 namespace canopy::jit {
@@ -61,6 +62,11 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, bool lanes_are
   passes.registerFunctionAnalyses(functions);
   passes.registerLoopAnalyses(loops);
   passes.crossRegisterProxies(loops, functions, call_graph, modules);
+  // Last, so that it sees the loops as unrolling and vectorizing left them.
+  if (settings().prefetch != "off")
+    passes.registerOptimizerLastEPCallback([](llvm::ModulePassManager& pipeline, llvm::OptimizationLevel) {
+      pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(RowPrefetchPass()));
+    });
   passes.buildPerModuleDefaultPipeline(lanes_are_points ? llvm::OptimizationLevel::O2 : llvm::OptimizationLevel::O3)
       .run(module, modules);
 }

@@ -20,21 +20,13 @@
 #include "scoped_setting.hpp"
 
 using namespace canopy::jit;
+using canopy::jit::testing::read_all;
 using canopy::jit::testing::StderrCapture;
 using canopy::jit::testing::TempDir;
+using canopy::jit::testing::write_all;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_all(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 unsigned mode_of(const fs::path& path) {
   struct stat info {};

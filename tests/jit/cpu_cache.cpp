@@ -55,16 +55,6 @@ bool runs_correctly(const Kernel& kernel, CpuEntry entry, double offset = 0.0) {
 // An entry as an address doctest can print.
 const void* address(CpuEntry entry) { return reinterpret_cast<const void*>(entry); }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_all(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
 }  // namespace
 
 TEST_CASE("the same kernel again comes from memory; a second compiler on the directory loads it from disk") {
@@ -147,7 +137,7 @@ TEST_CASE("a damaged cache entry is recompiled, counted, and replaced by a valid
   }
 }
 
-TEST_CASE("the cache key follows the SIMD settings in force at each compile, on one compiler") {
+TEST_CASE("the cache key follows the SIMD and prefetch settings in force at each compile, on one compiler") {
   TempDir dir;
   Kernel kernel = scaled_kernel("cache_simd_key");
   CpuCompiler compiler(CpuCompiler::Options{dir.str()});
@@ -161,9 +151,15 @@ TEST_CASE("the cache key follows the SIMD settings in force at each compile, on 
     canopy::testing::ScopedSetting width("CANOPY_SIMD_WIDTH", "16");
     wide = compiler.cache_key(kernel);
   }
+  std::string unprefetched;
+  {
+    canopy::testing::ScopedSetting prefetch("CANOPY_PREFETCH", "off");
+    unprefetched = compiler.cache_key(kernel);
+  }
   CHECK(off != plain);
   CHECK(wide != plain);
   CHECK(wide != off);
+  CHECK(unprefetched != plain);
   CHECK(compiler.cache_key(kernel) == plain);  // the settings are back as they were
 }
 

@@ -34,20 +34,12 @@ using namespace canopy::jit;
 #define CANOPY_TEST_UNDER_TSAN 1
 #endif
 #endif
+using canopy::jit::testing::read_all;
 using canopy::jit::testing::StderrCapture;
 using canopy::jit::testing::TempDir;
+using canopy::jit::testing::write_all;
 
 namespace {
-
-std::string read_all(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_all(const std::filesystem::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 std::string binary_payload(std::size_t size, int seed) {
   std::string payload(size, '\0');

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,18 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// The whole contents of a file (empty when it cannot be read).
+inline std::string read_all(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// Replaces a file's contents with `bytes`.
+inline void write_all(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
 
 /// Collects what is written to stderr (file descriptor 2) from construction
 /// until finish(), which restores stderr and returns the text.

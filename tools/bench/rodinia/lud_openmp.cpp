@@ -15,7 +15,12 @@ namespace canopy::bench::rodinia::openmp {
 
 namespace {
 
+// The panel's rows are padded by 16 floats, as in Canopy's lud: rows n floats
+// apart (a multiple of 4 KiB) would all fall in the same sets of the L1 cache.
+std::int64_t panel_stride(std::int64_t n) { return n + 16; }
+
 void eliminate_top(float* a, float* panel, std::int64_t n, std::int64_t k0, std::int64_t b) {
+  const std::int64_t stride = panel_stride(n);
   for (std::int64_t p = 0; p < b; ++p) {
     const std::int64_t pivot = k0 + p;
     const float* __restrict pivot_row = a + pivot * n;
@@ -27,12 +32,13 @@ void eliminate_top(float* a, float* panel, std::int64_t n, std::int64_t k0, std:
     }
   }
   for (std::int64_t p = 0; p < b; ++p)
-    std::copy(a + (k0 + p) * n + k0 + b, a + (k0 + p) * n + n, panel + p * n + k0 + b);
+    std::copy(a + (k0 + p) * n + k0 + b, a + (k0 + p) * n + n, panel + p * stride + k0 + b);
 }
 
 template <int B>
 void update_row(float* __restrict row, const float* __restrict diagonal, const float* __restrict panel, std::int64_t n,
                 std::int64_t k0, std::int64_t b) {
+  const std::int64_t stride = panel_stride(n);
   float l[B > 0 ? B : 64];
   const std::int64_t width = B > 0 ? B : b;
   for (std::int64_t p = 0; p < width; ++p) {
@@ -44,7 +50,7 @@ void update_row(float* __restrict row, const float* __restrict diagonal, const f
   for (std::int64_t c = k0 + width; c < n; ++c) {
     float v = row[c];
 #pragma GCC unroll 64
-    for (std::int64_t p = 0; p < width; ++p) v = v - l[p] * panel[p * n + c];
+    for (std::int64_t p = 0; p < width; ++p) v = v - l[p] * panel[p * stride + c];
     row[c] = v;
   }
 }
@@ -59,7 +65,7 @@ void update_rows(float* a, const float* panel, std::int64_t n, std::int64_t k0, 
 }  // namespace
 
 void lud_decompose(float* a, std::int64_t n, std::int64_t block) {
-  std::vector<float> panel(static_cast<std::size_t>(block * n));
+  std::vector<float> panel(static_cast<std::size_t>(block * panel_stride(n)));
   for (std::int64_t k0 = 0; k0 < n; k0 += block) {
     const std::int64_t b = std::min(block, n - k0);
     eliminate_top(a, panel.data(), n, k0, b);

@@ -1,0 +1,152 @@
+// The CPU compiler's software prefetches (jit/llvm/internal/row_prefetch.hpp):
+// loops that move a row per iteration get prefetches, loops that walk along
+// a row do not, CANOPY_PREFETCH=off turns them off, and the results are
+// those of plain loops in C++ either way.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <canopy/ir/kernel.hpp>
+#include <canopy/jit/cpu_compiler.hpp>
+
+#include "jit_test_support.hpp"
+#include "scoped_setting.hpp"
+
+using namespace canopy;
+using namespace canopy::ir;
+using namespace canopy::jit;
+using namespace canopy::jit::testing;
+
+namespace {
+
+Expr add(Expr a, Expr b) { return make_binary(BinaryOp::Add, std::move(a), std::move(b)); }
+Expr mul(Expr a, Expr b) { return make_binary(BinaryOp::Mul, std::move(a), std::move(b)); }
+Expr num(std::int64_t v) { return make_int(I64, v); }
+
+// The kernel compiled with CANOPY_PREFETCH as given, and its LLVM IR.
+struct Compiled {
+  CpuEntry entry;
+  std::string llvm;
+};
+
+Compiled compile(const Kernel& kernel, const char* prefetch) {
+  TempDir cache, dumps;
+  std::optional<canopy::testing::ScopedSetting> dump(std::in_place, "CANOPY_DUMP", "llvm"),
+      dump_dir(std::in_place, "CANOPY_DUMP_DIR", dumps.str().c_str()),
+      setting(std::in_place, "CANOPY_PREFETCH", prefetch);
+  static std::vector<std::unique_ptr<CpuCompiler>> compilers;  // kept: their entries must outlive the test
+  compilers.push_back(std::make_unique<CpuCompiler>(CpuCompiler::Options{cache.str()}));
+  Compiled compiled{compilers.back()->compile(kernel).entry, ""};
+  dump.reset();
+  compiled.llvm = read_all((dumps.path() / (kernel.name + ".llvm")).string());
+  const bool built = compiled.entry != nullptr;
+  REQUIRE(built);
+  return compiled;
+}
+
+bool prefetches(const Compiled& compiled) {
+  return compiled.llvm.find("call void @llvm.prefetch") != std::string::npos;
+}
+
+// Point p fills columns 8p .. 8p+7 of y row by row, each row from the one
+// above: y(i, c) = 3 * y(i-1, c) + x(i, c) + i (the block rows of Rodinia's
+// nw, a row apart per iteration).
+Kernel block_rows() {
+  const Expr p = make_index(0), i = make_var(I64, "i"), j = make_var(I64, "j");
+  const Expr column = add(mul(p, num(8)), j);
+  return make_kernel(
+      "prefetch.block_rows", {Param::array("y", I64, 2, Access::InOut), Param::array("x", I64, 2, Access::In)}, 1,
+      {make_for(
+          "i", num(1), make_extent(0, 0),
+          make_block({make_for("j", num(0), num(8),
+                               make_block({make_store(0, {i, column},
+                                                      add(add(mul(num(3), make_load(I64, 0, {add(i, num(-1)), column})),
+                                                              make_load(I64, 1, {i, column})),
+                                                          i))}))}))});
+}
+
+// out(p) = the sum of column p of x (a column walk: a row per iteration).
+Kernel column_sums() {
+  const Expr p = make_index(0), i = make_var(I64, "i");
+  return make_kernel("prefetch.column_sums",
+                     {Param::array("out", I64, 1, Access::Out), Param::array("x", I64, 2, Access::In)}, 1,
+                     {make_decl("s", num(0)),
+                      make_for("i", num(0), make_extent(1, 0),
+                               make_block({make_assign("s", add(make_var(I64, "s"), make_load(I64, 1, {i, p})))})),
+                      make_store(0, {p}, make_var(I64, "s"))});
+}
+
+// out(p) = the sum of row p of x (a walk along a row: the hardware's
+// prefetchers follow it).
+Kernel row_sums() {
+  const Expr p = make_index(0), j = make_var(I64, "j");
+  return make_kernel("prefetch.row_sums",
+                     {Param::array("out", I64, 1, Access::Out), Param::array("x", I64, 2, Access::In)}, 1,
+                     {make_decl("s", num(0)),
+                      make_for("j", num(0), make_extent(1, 1),
+                               make_block({make_assign("s", add(make_var(I64, "s"), make_load(I64, 1, {p, j})))})),
+                      make_store(0, {p}, make_var(I64, "s"))});
+}
+
+std::vector<std::int64_t> matrix(std::int64_t rows, std::int64_t columns) {
+  std::vector<std::int64_t> x(static_cast<std::size_t>(rows * columns));
+  for (std::size_t e = 0; e < x.size(); ++e) x[e] = static_cast<std::int64_t>((e * 7919) % 1009) - 500;
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("prefetch: block rows a row apart get prefetches; the results are the plain loop's, prefetched or not") {
+  const std::int64_t rows = 300, blocks = 37, columns = blocks * 8 + 5;  // rows of 2,376 bytes
+  std::vector<std::int64_t> x = matrix(rows, columns);
+  std::vector<std::int64_t> want = matrix(rows, columns);
+  for (std::int64_t b = 3; b < blocks; ++b)
+    for (std::int64_t i = 1; i < rows; ++i)
+      for (std::int64_t c = b * 8; c < b * 8 + 8; ++c)
+        want[i * columns + c] = 3 * want[(i - 1) * columns + c] + x[i * columns + c] + i;
+  for (const char* prefetch : {"auto", "off"}) {
+    CAPTURE(prefetch);
+    const Compiled compiled = compile(block_rows(), prefetch);
+    CHECK(prefetches(compiled) == (std::string(prefetch) == "auto"));
+    std::vector<std::int64_t> y = matrix(rows, columns);
+    ArgBlock args(block_rows());
+    args.array(0, y.data(), {rows, columns}).array(1, x.data(), {rows, columns});
+    compiled.entry(3, blocks, args.data());
+    CHECK(y == want);
+  }
+}
+
+TEST_CASE("prefetch: a column walk is prefetched, a walk along a row is not") {
+  const std::int64_t rows = 1000, columns = 70;
+  std::vector<std::int64_t> x = matrix(rows, columns);
+  const Compiled columns_walk = compile(column_sums(), "auto");
+  const Compiled rows_walk = compile(row_sums(), "auto");
+  CHECK(prefetches(columns_walk));
+  CHECK_FALSE(prefetches(rows_walk));
+
+  std::vector<std::int64_t> sums(static_cast<std::size_t>(columns), -1);
+  ArgBlock column_args(column_sums());
+  column_args.array(0, sums.data(), {columns}).array(1, x.data(), {rows, columns});
+  columns_walk.entry(0, columns, column_args.data());
+  for (std::int64_t c = 0; c < columns; ++c) {
+    std::int64_t s = 0;
+    for (std::int64_t i = 0; i < rows; ++i) s += x[i * columns + c];
+    CAPTURE(c);
+    CHECK(sums[c] == s);
+  }
+
+  std::vector<std::int64_t> row_totals(static_cast<std::size_t>(rows), -1);
+  ArgBlock row_args(row_sums());
+  row_args.array(0, row_totals.data(), {rows}).array(1, x.data(), {rows, columns});
+  rows_walk.entry(0, rows, row_args.data());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t s = 0;
+    for (std::int64_t c = 0; c < columns; ++c) s += x[r * columns + c];
+    CAPTURE(r);
+    CHECK(row_totals[r] == s);
+  }
+}
