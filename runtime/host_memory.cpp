@@ -2,10 +2,14 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include <canopy/backends/fault_injection.hpp>
 #include <canopy/ir/error.hpp>
@@ -18,6 +22,75 @@ constexpr std::size_t mapped_threshold = std::size_t{1} << 16;  // 64 KiB
 constexpr std::size_t huge_page = std::size_t{1} << 21;         // 2 MiB
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+// Large blocks freed by arrays, kept mapped for the next array of the same
+// mapped length. A fresh page costs a fault on its first touch, and much
+// more on a virtual machine (4 MiB of fresh pages took 5-7 ms on a 2-core
+// VM, where clearing a kept block takes 0.2 ms): a program that makes and
+// drops arrays of one size in a loop (a solver's temporaries, a benchmark's
+// repetitions) would otherwise pay it every time. The C library keeps freed
+// blocks of up to 32 MiB the same way. Only on a machine with one NUMA node:
+// elsewhere a fresh block's pages go where the region that first writes them
+// runs, and a kept block's are wherever they were.
+class KeptBlocks {
+ public:
+  static constexpr std::size_t kMaxBlock = std::size_t{32} << 20, kMaxTotal = std::size_t{64} << 20;
+
+  static KeptBlocks& get() {
+    static KeptBlocks* kept = new KeptBlocks();  // never destroyed: arrays may be freed during exit
+    return *kept;
+  }
+
+  // A kept block of exactly `length` mapped bytes, or null.
+  void* take(std::size_t length) {
+    if (!enabled_) return nullptr;
+    std::lock_guard lock(mutex_);
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
+      if (it->length == length) {
+        void* data = it->data;
+        total_ -= length;
+        blocks_.erase(std::next(it).base());
+        return data;
+      }
+    return nullptr;
+  }
+
+  // Keeps `data` (`length` mapped bytes) or unmaps it; the oldest kept blocks
+  // go first when the total passes kMaxTotal.
+  void give(void* data, std::size_t length) {
+    if (enabled_ && length <= kMaxBlock) {
+      std::lock_guard lock(mutex_);
+      blocks_.push_back({data, length});
+      total_ += length;
+      while (total_ > kMaxTotal) {
+        munmap(blocks_.front().data, blocks_.front().length);
+        total_ -= blocks_.front().length;
+        blocks_.erase(blocks_.begin());
+      }
+      return;
+    }
+    munmap(data, length);
+  }
+
+ private:
+  struct Block {
+    void* data;
+    std::size_t length;
+  };
+
+  KeptBlocks() {
+    std::error_code error;
+    int nodes = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/sys/devices/system/node", error))
+      if (entry.path().filename().string().rfind("node", 0) == 0) ++nodes;
+    enabled_ = nodes <= 1;
+  }
+
+  bool enabled_ = false;
+  std::mutex mutex_;
+  std::vector<Block> blocks_;  // oldest first
+  std::size_t total_ = 0;
+};
 
 }  // namespace
 
@@ -34,6 +107,10 @@ void* allocate_host(std::size_t bytes, HostFill fill) {
                   " bytes of host memory; ask for a smaller array or free memory on this node");
     if (fill == HostFill::Zero) std::memset(p, 0, bytes);
     return p;
+  }
+  if (void* kept = KeptBlocks::get().take(round_up(bytes, huge_page))) {
+    if (fill == HostFill::Zero) std::memset(kept, 0, bytes);
+    return kept;
   }
   // Over-allocate by a huge page so the block can start on a huge-page boundary.
   const std::size_t length = round_up(bytes, huge_page) + huge_page;
@@ -67,7 +144,7 @@ void free_host(void* data, std::size_t bytes) {
   if (bytes < mapped_threshold)
     std::free(data);
   else
-    munmap(data, round_up(bytes, huge_page));
+    KeptBlocks::get().give(data, round_up(bytes, huge_page));
 }
 
 }  // namespace canopy::runtime

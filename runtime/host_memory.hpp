@@ -1,7 +1,10 @@
 // Host memory for arrays: large blocks come straight from the kernel (mmap),
 // zero-filled lazily, so each page is first touched by the thread of the
 // region that first writes it (NUMA-friendly), and backed by huge pages where
-// the system allows; small ones from the heap, cache-line aligned.
+// the system allows; small ones from the heap, cache-line aligned. On a
+// machine with one NUMA node, freed large blocks of up to 32 MiB (64 MiB in
+// all) are kept for the next block of the same size, which is then cleared
+// here (when it must read as zero) instead of faulting in fresh pages.
 #pragma once
 
 #include <cstddef>

@@ -27,6 +27,9 @@ constexpr std::int64_t kAheadBytes = 2048;
 constexpr std::int64_t kMinAhead = 2, kMaxAhead = 16;
 // Accesses at most this many iterations apart are one stream.
 constexpr std::int64_t kMaxRowsApart = 16;
+// At most this many accesses looked at, and streams prefetched, per loop.
+constexpr int kMaxAccesses = 256;
+constexpr std::size_t kMaxStreams = 16;
 
 // One load or store of a loop: its address at the loop's level (an affine
 // recurrence of that loop), and the bytes [first, end) around that address
@@ -145,7 +148,7 @@ void add_to_streams(std::vector<Stream>& streams, const Access& access, llvm::Sc
       stream.base.write = stream.base.write || access.write;
       return;
     }
-  streams.push_back(Stream{access});
+  if (streams.size() < kMaxStreams) streams.push_back(Stream{access});
 }
 
 bool prefetch_loop(llvm::Loop& loop, llvm::ScalarEvolution& evolution) {
@@ -156,9 +159,11 @@ bool prefetch_loop(llvm::Loop& loop, llvm::ScalarEvolution& evolution) {
   llvm::BasicBlock* header = loop.getHeader();
   const llvm::DataLayout& layout = header->getModule()->getDataLayout();
   std::vector<Stream> streams;
+  // Bounded, so that compile time stays small in loops with many accesses.
+  int accesses = 0;
   for (llvm::BasicBlock* block : loop.blocks())
     for (llvm::Instruction& instruction : *block)
-      if (auto access = strided_access(instruction, loop, evolution, layout))
+      if (auto access = strided_access(instruction, loop, evolution, layout); access && accesses++ < kMaxAccesses)
         add_to_streams(streams, *access, evolution);
   if (streams.empty()) return false;
 
