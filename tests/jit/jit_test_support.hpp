@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -24,6 +25,10 @@ inline constexpr auto I32 = ir::ScalarType::I32;
 inline constexpr auto I64 = ir::ScalarType::I64;
 inline constexpr auto F32 = ir::ScalarType::F32;
 inline constexpr auto F64 = ir::ScalarType::F64;
+
+/// a + b and a * b in the IR, for kernels built by hand.
+inline ir::Expr add(ir::Expr a, ir::Expr b) { return ir::make_binary(ir::BinaryOp::Add, std::move(a), std::move(b)); }
+inline ir::Expr mul(ir::Expr a, ir::Expr b) { return ir::make_binary(ir::BinaryOp::Mul, std::move(a), std::move(b)); }
 
 /// A new empty directory under the system's temporary directory, removed
 /// (with its contents) when the object goes.

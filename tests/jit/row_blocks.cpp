@@ -19,8 +19,6 @@ using namespace canopy::jit::testing;
 
 namespace {
 
-Expr mul(Expr a, Expr b) { return make_binary(BinaryOp::Mul, std::move(a), std::move(b)); }
-
 // out[i] = sum over j, k of w[j][k] * m[i][j][k] + m[i][0][k] (a 3-D array:
 // each point's row is a 2-D block).
 Kernel weighted_rows() {

@@ -23,8 +23,6 @@ using namespace canopy::jit::testing;
 
 namespace {
 
-Expr add(Expr a, Expr b) { return make_binary(BinaryOp::Add, std::move(a), std::move(b)); }
-Expr mul(Expr a, Expr b) { return make_binary(BinaryOp::Mul, std::move(a), std::move(b)); }
 Expr num(std::int64_t v) { return make_int(I64, v); }
 
 // The kernel compiled with CANOPY_PREFETCH as given, and its LLVM IR.
@@ -69,27 +67,20 @@ Kernel block_rows() {
                                                           i))}))}))});
 }
 
-// out(p) = the sum of column p of x (a column walk: a row per iteration).
-Kernel column_sums() {
-  const Expr p = make_index(0), i = make_var(I64, "i");
-  return make_kernel("prefetch.column_sums",
-                     {Param::array("out", I64, 1, Access::Out), Param::array("x", I64, 2, Access::In)}, 1,
-                     {make_decl("s", num(0)),
-                      make_for("i", num(0), make_extent(1, 0),
-                               make_block({make_assign("s", add(make_var(I64, "s"), make_load(I64, 1, {i, p})))})),
-                      make_store(0, {p}, make_var(I64, "s"))});
-}
-
-// out(p) = the sum of row p of x (a walk along a row: the hardware's
-// prefetchers follow it).
-Kernel row_sums() {
-  const Expr p = make_index(0), j = make_var(I64, "j");
-  return make_kernel("prefetch.row_sums",
-                     {Param::array("out", I64, 1, Access::Out), Param::array("x", I64, 2, Access::In)}, 1,
-                     {make_decl("s", num(0)),
-                      make_for("j", num(0), make_extent(1, 1),
-                               make_block({make_assign("s", add(make_var(I64, "s"), make_load(I64, 1, {p, j})))})),
-                      make_store(0, {p}, make_var(I64, "s"))});
+// out(p) = the sum of column p of x when `along_rows` is false (a column
+// walk: a row per iteration), of row p when it is true (a walk along a row:
+// the hardware's prefetchers follow it).
+Kernel sums(bool along_rows) {
+  const Expr p = make_index(0), k = make_var(I64, "k");
+  return make_kernel(
+      along_rows ? "prefetch.row_sums" : "prefetch.column_sums",
+      {Param::array("out", I64, 1, Access::Out), Param::array("x", I64, 2, Access::In)}, 1,
+      {make_decl("s", num(0)),
+       make_for(
+           "k", num(0), make_extent(1, along_rows ? 1 : 0),
+           make_block({make_assign(
+               "s", add(make_var(I64, "s"), make_load(I64, 1, along_rows ? std::vector{p, k} : std::vector{k, p})))})),
+       make_store(0, {p}, make_var(I64, "s"))});
 }
 
 std::vector<std::int64_t> matrix(std::int64_t rows, std::int64_t columns) {
@@ -123,30 +114,31 @@ TEST_CASE("prefetch: block rows a row apart get prefetches; the results are the 
 TEST_CASE("prefetch: a column walk is prefetched, a walk along a row is not") {
   const std::int64_t rows = 1000, columns = 70;
   std::vector<std::int64_t> x = matrix(rows, columns);
-  const Compiled columns_walk = compile(column_sums(), "auto");
-  const Compiled rows_walk = compile(row_sums(), "auto");
+  const Compiled columns_walk = compile(sums(false), "auto");
+  const Compiled rows_walk = compile(sums(true), "auto");
   CHECK(prefetches(columns_walk));
   CHECK_FALSE(prefetches(rows_walk));
 
-  std::vector<std::int64_t> sums(static_cast<std::size_t>(columns), -1);
-  ArgBlock column_args(column_sums());
-  column_args.array(0, sums.data(), {columns}).array(1, x.data(), {rows, columns});
-  columns_walk.entry(0, columns, column_args.data());
-  for (std::int64_t c = 0; c < columns; ++c) {
+  // Runs `compiled` over `points` points (out, then x) and checks each
+  // point's output against `want`.
+  auto check = [&](const Compiled& compiled, const Kernel& kernel, std::int64_t points, auto want) {
+    std::vector<std::int64_t> out(static_cast<std::size_t>(points), -1);
+    ArgBlock args(kernel);
+    args.array(0, out.data(), {points}).array(1, x.data(), {rows, columns});
+    compiled.entry(0, points, args.data());
+    for (std::int64_t p = 0; p < points; ++p) {
+      CAPTURE(p);
+      CHECK(out[p] == want(p));
+    }
+  };
+  check(columns_walk, sums(false), columns, [&](std::int64_t c) {
     std::int64_t s = 0;
     for (std::int64_t i = 0; i < rows; ++i) s += x[i * columns + c];
-    CAPTURE(c);
-    CHECK(sums[c] == s);
-  }
-
-  std::vector<std::int64_t> row_totals(static_cast<std::size_t>(rows), -1);
-  ArgBlock row_args(row_sums());
-  row_args.array(0, row_totals.data(), {rows}).array(1, x.data(), {rows, columns});
-  rows_walk.entry(0, rows, row_args.data());
-  for (std::int64_t r = 0; r < rows; ++r) {
+    return s;
+  });
+  check(rows_walk, sums(true), rows, [&](std::int64_t r) {
     std::int64_t s = 0;
     for (std::int64_t c = 0; c < columns; ++c) s += x[r * columns + c];
-    CAPTURE(r);
-    CHECK(row_totals[r] == s);
-  }
+    return s;
+  });
 }

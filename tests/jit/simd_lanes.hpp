@@ -15,8 +15,6 @@
 
 namespace canopy::jit::testing {
 
-inline ir::Expr add(ir::Expr a, ir::Expr b) { return ir::make_binary(ir::BinaryOp::Add, std::move(a), std::move(b)); }
-
 inline CpuEntry compile_with_lanes(const ir::Kernel& kernel, const char* lanes) {
   canopy::testing::ScopedSetting simd("CANOPY_SIMD", "on"), width("CANOPY_SIMD_WIDTH", lanes);
   static TempDir dir;
