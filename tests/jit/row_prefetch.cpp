@@ -51,20 +51,22 @@ bool prefetches(const Compiled& compiled) {
 }
 
 // Point p fills columns 8p .. 8p+7 of y row by row, each row from the one
-// above: y(i, c) = 3 * y(i-1, c) + x(i, c) + i (the block rows of Rodinia's
+// above: y(i, c) = 3 * (y(i-1, c) % 1000) + x(i, c) + i (the block rows of Rodinia's
 // nw, a row apart per iteration).
 Kernel block_rows() {
   const Expr p = make_index(0), i = make_var(I64, "i"), j = make_var(I64, "j");
   const Expr column = add(mul(p, num(8)), j);
   return make_kernel(
       "prefetch.block_rows", {Param::array("y", I64, 2, Access::InOut), Param::array("x", I64, 2, Access::In)}, 1,
-      {make_for(
-          "i", num(1), make_extent(0, 0),
-          make_block({make_for("j", num(0), num(8),
-                               make_block({make_store(0, {i, column},
-                                                      add(add(mul(num(3), make_load(I64, 0, {add(i, num(-1)), column})),
-                                                              make_load(I64, 1, {i, column})),
-                                                          i))}))}))});
+      {make_for("i", num(1), make_extent(0, 0),
+                make_block({make_for(
+                    "j", num(0), num(8),
+                    make_block({make_store(
+                        0, {i, column},
+                        add(add(mul(num(3), make_binary(BinaryOp::Rem, make_load(I64, 0, {add(i, num(-1)), column}),
+                                                        num(1000))),
+                                make_load(I64, 1, {i, column})),
+                            i))}))}))});
 }
 
 // out(p) = the sum of column p of x when `along_rows` is false (a column
@@ -98,7 +100,7 @@ TEST_CASE("prefetch: block rows a row apart get prefetches; the results are the 
   for (std::int64_t b = 3; b < blocks; ++b)
     for (std::int64_t i = 1; i < rows; ++i)
       for (std::int64_t c = b * 8; c < b * 8 + 8; ++c)
-        want[i * columns + c] = 3 * want[(i - 1) * columns + c] + x[i * columns + c] + i;
+        want[i * columns + c] = 3 * (want[(i - 1) * columns + c] % 1000) + x[i * columns + c] + i;
   for (const char* prefetch : {"auto", "off"}) {
     CAPTURE(prefetch);
     const Compiled compiled = compile(block_rows(), prefetch);
