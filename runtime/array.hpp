@@ -57,6 +57,12 @@ class ArrayStorage {
   /// Gives the memory's pages back to the system; the contents read as zero
   /// afterwards (arrays with a per-region lifetime, between regions).
   void release_contents();
+  /// Binds the host pages to NUMA node `os_node` (the operating system's
+  /// number), moving those already touched; nothing when they are bound
+  /// there already, for memory given with wrap(), and for arrays under
+  /// 64 KiB (which share pages with other allocations). Where the system
+  /// refuses, the pages stay where they are, said once per process on stderr.
+  void bind_to_numa_node(int os_node);
   /// The copies of the array in device memories and which elements each
   /// holds current (see internal/device_copies.hpp).
   DeviceCopies& copies() const { return *copies_; }
@@ -84,6 +90,7 @@ class ArrayStorage {
 
   mutable std::mutex mutex_;
   std::string location_;
+  int numa_node_ = -1;  ///< the NUMA node (OS number) the host pages are bound to; -1: none
   CompletionPtr last_writer_;
   std::vector<CompletionPtr> readers_;  ///< since the last writer
 };

@@ -104,8 +104,9 @@ NodeInventory inventory_of(hwloc_topology_t topology) {
   int numa_count = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_NUMANODE);
   for (int n = 0; n < numa_count; ++n) {
     hwloc_obj_t numa = hwloc_get_obj_by_type(topology, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(n));
-    node.numa_nodes.push_back(
-        {static_cast<int>(numa->logical_index), static_cast<std::int64_t>(numa->attr->numanode.local_memory)});
+    node.numa_nodes.push_back({static_cast<int>(numa->logical_index),
+                               static_cast<std::int64_t>(numa->attr->numanode.local_memory),
+                               static_cast<int>(numa->os_index)});
   }
   node.cpu_model = cpu_model(topology);
   if (core_count > 0) node.caches = caches_of(topology, hwloc_get_obj_by_type(topology, type, 0));
@@ -175,7 +176,7 @@ NodeInventory discover_node() {
   node.vector_width = host_vector_width();
   node.absent = absent_backends();
   node.source = "hwloc";
-  if (node.numa_nodes.empty()) node.numa_nodes.push_back({0, 0});
+  if (node.numa_nodes.empty()) node.numa_nodes.push_back({0, 0, 0});
   return node;
 }
 
@@ -185,9 +186,9 @@ namespace {
 // width, caches) as lines of text, and back; nullopt for text that is not
 // such an inventory.
 std::string node_text(const NodeInventory& node) {
-  std::string text = "canopy node 1\nvector " + std::to_string(node.vector_width) + "\n";
+  std::string text = "canopy node 2\nvector " + std::to_string(node.vector_width) + "\n";
   for (const CoreInfo& c : node.cores) text += fmt::format("core {} {} {}\n", c.pu, c.numa_node, c.l3);
-  for (const NumaInfo& n : node.numa_nodes) text += fmt::format("numa {} {}\n", n.index, n.capacity);
+  for (const NumaInfo& n : node.numa_nodes) text += fmt::format("numa {} {} {}\n", n.index, n.capacity, n.os_index);
   for (const CacheLevel& c : node.caches)
     text += fmt::format("cache {} {} {} {}\n", c.level, c.bytes, c.line_bytes, c.cores_sharing);
   return text + "model " + node.cpu_model + "\n";
@@ -196,7 +197,7 @@ std::string node_text(const NodeInventory& node) {
 std::optional<NodeInventory> node_of_text(const std::string& text) {
   std::istringstream in(text);
   std::string line;
-  if (!std::getline(in, line) || line != "canopy node 1") return std::nullopt;
+  if (!std::getline(in, line) || line != "canopy node 2") return std::nullopt;
   NodeInventory node;
   bool model = false;
   while (std::getline(in, line)) {
@@ -217,7 +218,7 @@ std::optional<NodeInventory> node_of_text(const std::string& text) {
       node.cores.push_back(c);
     } else if (kind == "numa") {
       NumaInfo n;
-      read = static_cast<bool>(fields >> n.index >> n.capacity);
+      read = static_cast<bool>(fields >> n.index >> n.capacity >> n.os_index);
       node.numa_nodes.push_back(n);
     } else if (kind == "cache") {
       CacheLevel c;
@@ -573,7 +574,7 @@ LocationTraits device_leaf_traits(const NodeInventory& node, const DiscoveredDev
 
 Hierarchy default_hierarchy(const NodeInventory& discovered, const DiscoveryOptions& options) {
   NodeInventory node = select_devices(discovered, options.devices);
-  if (node.numa_nodes.empty()) node.numa_nodes.push_back({0, 0});
+  if (node.numa_nodes.empty()) node.numa_nodes.push_back({0, 0, 0});
   if (node.cores.empty() && node.devices.empty())
     throw Error(fmt::format("device selection \"{}\" leaves nothing to run regions on ({}); expected cpu or a device",
                             options.devices, inventory_summary(discovered)));

@@ -36,6 +36,7 @@ struct CoreInfo {
 struct NumaInfo {
   int index = 0;              ///< hwloc logical index
   std::int64_t capacity = 0;  ///< bytes of local memory
+  int os_index = 0;           ///< the operating system's number for it (what mbind and numactl take)
   bool operator==(const NumaInfo&) const = default;
 };
 

@@ -22,6 +22,7 @@
 
 #include "config.hpp"
 #include "internal/engine_state.hpp"
+#include "numa_binding.hpp"
 
 namespace canopy::runtime {
 
@@ -104,6 +105,10 @@ std::string Engine::State::location_of_new_array(const MemoryTraits& traits) {
   return tree.at(traits.location).name();
 }
 
+void Engine::State::bind_pages_to_location(ArrayStorage& array) {
+  if (auto os_node = numa_node_for(tree, inventory, array.location())) array.bind_to_numa_node(*os_node);
+}
+
 void Engine::State::track(const CompletionPtr& completion, std::shared_ptr<RegionStats> record) {
   std::lock_guard lock(flight_mutex);
   std::erase_if(in_flight, [](const InFlight& f) { return f.completion->done() && !f.completion->error(); });
@@ -176,6 +181,10 @@ Engine::~Engine() {
 std::shared_ptr<ArrayStorage> Engine::allocate(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits) {
   auto array =
       std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), state_->totals);
+  {
+    std::shared_lock lock(state_->tree_mutex);
+    state_->bind_pages_to_location(*array);
+  }
   state_->register_array(array);
   return array;
 }
@@ -282,6 +291,8 @@ void Engine::move_array(const std::shared_ptr<ArrayStorage>& array, const std::s
   }
   array->wait_idle();
   array->set_location(name);
+  std::shared_lock lock(state_->tree_mutex);
+  state_->bind_pages_to_location(*array);
 }
 
 void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const std::shared_ptr<ArrayStorage>& source) {

@@ -252,6 +252,7 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
     const auto& traits = (*storage)->traits();
     if (traits.distance) (*storage)->set_location(ancestor(at, *traits.distance).name());
     if (traits.lifetime == Lifetime::Moving && !traits.distance) (*storage)->set_location(at.name());
+    if (traits.distance || traits.lifetime == Lifetime::Moving) bind_pages_to_location(**storage);
     // A region without pieces touches no array and finishes at once, before
     // the regions it would follow: recorded as a user, it would stand in for
     // them and let later regions skip the wait (and free per-region memory

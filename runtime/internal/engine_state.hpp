@@ -106,6 +106,9 @@ struct Engine::State {
   void register_array(const std::shared_ptr<ArrayStorage>& array);
   std::vector<std::shared_ptr<ArrayStorage>> live_arrays();
   std::string location_of_new_array(const MemoryTraits& traits);
+  /// Binds the array's host pages to the NUMA node of its location, where
+  /// it has one (numa_binding.hpp). Called with tree_mutex held.
+  void bind_pages_to_location(ArrayStorage& array);
   /// Keeps `completion` for pause() (with where its pieces run, for pause(location)).
   void track(const CompletionPtr& completion, std::shared_ptr<RegionStats> record = nullptr);
 
