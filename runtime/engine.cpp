@@ -341,6 +341,15 @@ Stats Engine::stats() const {
   stats.transfers.device_to_device = state_->totals->device_to_device.load();
   stats.transfers.bytes_avoided = state_->totals->avoided.load();
   state_->recoveries.add_to(stats.recoveries, state_->totals->copies_retried.load());
+  {
+    std::lock_guard held_lock(state_->totals->held_mutex);
+    for (const auto& [place, held] : state_->totals->held) {
+      std::string leaf = "place " + std::to_string(place);  // a leaf since removed
+      for (const auto& [name, worker] : state_->workers)
+        if (worker->place() == place) leaf = name;
+      stats.device_memory.push_back({leaf, held.now, held.peak});
+    }
+  }
   for (auto& array : state_->live_arrays()) {
     auto& copies = array->copies();
     std::lock_guard copies_lock(copies.mutex);

@@ -18,6 +18,11 @@ std::string Stats::to_text() const {
                 static_cast<long long>(transfers.host_to_device), static_cast<long long>(transfers.device_to_host),
                 static_cast<long long>(transfers.device_to_device), static_cast<long long>(transfers.bytes_avoided));
   out += line;
+  for (const auto& m : device_memory) {
+    std::snprintf(line, sizeof line, "device memory %-12s %14lld bytes held, %14lld at most\n", m.leaf.c_str(),
+                  static_cast<long long>(m.held_bytes), static_cast<long long>(m.peak_bytes));
+    out += line;
+  }
   for (const auto& a : arrays) {
     std::snprintf(line, sizeof line, "  %s: host->device %lld, device->host %lld, device->device %lld, avoided %lld\n",
                   a.array.c_str(), static_cast<long long>(a.host_to_device), static_cast<long long>(a.device_to_host),

@@ -92,14 +92,23 @@ struct SplitWriteStats {
   std::vector<std::string> notes;
 };
 
+/// What one device leaf's memory holds of the program's arrays (whole
+/// copies, made the first time a piece there uses an array, freed with it).
+struct DeviceMemoryStats {
+  std::string leaf;
+  std::int64_t held_bytes = 0;  ///< now
+  std::int64_t peak_bytes = 0;  ///< the most at any time so far
+};
+
 struct Stats {
   std::int64_t regions = 0;         ///< regions launched so far
   std::vector<LeafStats> leaves;    ///< every leaf that ran something, and the current leaves
   std::vector<RegionStats> recent;  ///< the most recent regions (at most 64), oldest first
   TransferStats transfers;
-  std::vector<ArrayTransferStats> arrays;  ///< per live array
-  RecoveryStats recoveries;                ///< faults survived so far
-  SplitWriteStats split_writes;            ///< regions whose pieces in several memories wrote one array
+  std::vector<ArrayTransferStats> arrays;        ///< per live array
+  RecoveryStats recoveries;                      ///< faults survived so far
+  SplitWriteStats split_writes;                  ///< regions whose pieces in several memories wrote one array
+  std::vector<DeviceMemoryStats> device_memory;  ///< per device leaf that has held copies
 
   std::string to_text() const;
 };

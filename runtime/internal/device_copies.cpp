@@ -56,20 +56,25 @@ DeviceCopies::DeviceCopies(ir::ScalarType type, std::int64_t elements, void* hos
       directory_(elements, static_cast<std::int64_t>(element_size_), Routing::ThroughHost) {}
 
 DeviceCopies::~DeviceCopies() {
-  for (auto& [place, copy] : copies_) copy.device->free(copy.buffer);
+  for (auto& [place, copy] : copies_) {
+    copy.device->free(copy.buffer);
+    if (totals_) totals_->hold(place, -bytes());
+  }
 }
+
+std::int64_t DeviceCopies::bytes() const { return directory_.elements() * static_cast<std::int64_t>(element_size_); }
 
 backends::Buffer DeviceCopies::buffer(int place, const std::shared_ptr<backends::Device>& device) {
   auto it = copies_.find(place);
   if (it != copies_.end()) return it->second.buffer;
-  const std::size_t bytes = static_cast<std::size_t>(directory_.elements()) * element_size_;
   backends::Buffer buffer;
   try {
-    buffer = device->allocate(bytes);
+    buffer = device->allocate(static_cast<std::size_t>(bytes()));
   } catch (const std::exception& e) {
     throw AllocationFailed(e.what());
   }
   copies_.emplace(place, Copy{device, buffer});
+  if (totals_) totals_->hold(place, bytes());
   return buffer;
 }
 
@@ -299,6 +304,7 @@ void DeviceCopies::release(int place) {
   auto copy = copies_.at(place);
   copies_.erase(place);
   copy.device->free(copy.buffer);
+  if (totals_) totals_->hold(place, -bytes());
 }
 
 }  // namespace canopy::runtime

@@ -6,6 +6,7 @@
 // work); every other place is one device's buffer.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -31,6 +32,20 @@ struct TransferTotals {
   std::atomic<std::int64_t> avoided{0};
   /// Transfers that failed once and succeeded when tried again.
   std::atomic<std::int64_t> copies_retried{0};
+
+  /// Bytes of array copies a device memory holds now, and the most it held.
+  struct Held {
+    std::int64_t now = 0, peak = 0;
+  };
+  /// Adds `bytes` (negative: frees) to what the memory at `place` holds.
+  void hold(int place, std::int64_t bytes) {
+    std::lock_guard lock(held_mutex);
+    Held& h = held[place];
+    h.now += bytes;
+    h.peak = std::max(h.peak, h.now);
+  }
+  std::mutex held_mutex;
+  std::map<int, Held> held;  ///< by place (device memories only)
 };
 
 /// A transfer for a piece failed; the directory is as it was before the
@@ -104,6 +119,8 @@ class DeviceCopies {
   void release(int place);
 
   std::optional<ir::ReduceOp> merge_operator() const { return merge_; }
+  /// Bytes of one whole copy of the array.
+  std::int64_t bytes() const;
   /// Bytes moved for this array so far.
   CoherenceCounters counters() const;
 
