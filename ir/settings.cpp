@@ -79,6 +79,7 @@ Settings Settings::from_environment() {
   s.streaming_stores = word_of("CANOPY_STREAMING_STORES", {"auto", "on", "off"}, "auto, on or off");
   s.simd = word_of("CANOPY_SIMD", {"auto", "on", "off"}, "auto, on or off");
   s.prefetch = word_of("CANOPY_PREFETCH", {"auto", "off"}, "auto or off");
+  s.device_memory = variable("CANOPY_DEVICE_MEMORY");
   if (const std::string width = variable("CANOPY_SIMD_WIDTH"); !width.empty()) {
     const std::string allowed = "a power of two from 2 to 64";
     if (width.size() > 2 || width.find_first_not_of("0123456789") != std::string::npos)
@@ -164,6 +165,7 @@ const std::vector<std::string_view>& setting_names() {
                                                       "CANOPY_SIMD",
                                                       "CANOPY_SIMD_WIDTH",
                                                       "CANOPY_PREFETCH",
+                                                      "CANOPY_DEVICE_MEMORY",
                                                       "CANOPY_CONFIG",
                                                       "CANOPY_CONFIG_STRICT",
                                                       "CANOPY_CPU_LEAVES",

@@ -34,12 +34,14 @@ struct Settings {
   std::string streaming_stores;  ///< CANOPY_STREAMING_STORES: "", "auto", "on" or "off"
   std::string simd;              ///< CANOPY_SIMD: "", "auto", "on" or "off"
   int simd_width = 0;            ///< CANOPY_SIMD_WIDTH: lanes per vector, a power of two in [2, 64]; 0: from the CPU
-  std::string prefetch;          ///< CANOPY_PREFETCH: "", "auto" or "off" (software prefetches of row walks)
-  std::string config;            ///< CANOPY_CONFIG: a configuration file
-  bool config_strict = false;    ///< CANOPY_CONFIG_STRICT=1: a file the node cannot serve as written is an error
-  std::string cpu_leaves;        ///< CANOPY_CPU_LEAVES: numa, l3 or core, any case (checked by discovery)
-  std::string devices;           ///< CANOPY_DEVICES: a device selection (checked by discovery)
-  std::string policy;            ///< CANOPY_POLICY, else Gecko's GECKO_POLICY: a policy (checked by the runtime)
+  std::string device_memory;   ///< CANOPY_DEVICE_MEMORY: "<leaf>:<size>[,...]", what each device leaf may hold (checked
+                               ///< by the runtime)
+  std::string prefetch;        ///< CANOPY_PREFETCH: "", "auto" or "off" (software prefetches of row walks)
+  std::string config;          ///< CANOPY_CONFIG: a configuration file
+  bool config_strict = false;  ///< CANOPY_CONFIG_STRICT=1: a file the node cannot serve as written is an error
+  std::string cpu_leaves;      ///< CANOPY_CPU_LEAVES: numa, l3 or core, any case (checked by discovery)
+  std::string devices;         ///< CANOPY_DEVICES: a device selection (checked by discovery)
+  std::string policy;          ///< CANOPY_POLICY, else Gecko's GECKO_POLICY: a policy (checked by the runtime)
   std::string policy_variable = "CANOPY_POLICY";  ///< which of the two `policy` came from (for messages)
   std::optional<double> adaptive_dead_band;       ///< CANOPY_ADAPTIVE_DEAD_BAND, in [0, 1]
   std::optional<double> adaptive_damping;         ///< CANOPY_ADAPTIVE_DAMPING, in (0, 1]

@@ -347,7 +347,7 @@ Stats Engine::stats() const {
       std::string leaf = "place " + std::to_string(place);  // a leaf since removed
       for (const auto& [name, worker] : state_->workers)
         if (worker->place() == place) leaf = name;
-      stats.device_memory.push_back({leaf, held.now, held.peak});
+      stats.device_memory.push_back({leaf, held.now, held.peak, held.capacity, held.evicted, held.written_back});
     }
   }
   for (auto& array : state_->live_arrays()) {

@@ -19,8 +19,12 @@ std::string Stats::to_text() const {
                 static_cast<long long>(transfers.device_to_device), static_cast<long long>(transfers.bytes_avoided));
   out += line;
   for (const auto& m : device_memory) {
-    std::snprintf(line, sizeof line, "device memory %-12s %14lld bytes held, %14lld at most\n", m.leaf.c_str(),
-                  static_cast<long long>(m.held_bytes), static_cast<long long>(m.peak_bytes));
+    std::snprintf(line, sizeof line,
+                  "device memory %-12s %14lld bytes held, %14lld at most, capacity %lld; evicted %lld, written back "
+                  "%lld\n",
+                  m.leaf.c_str(), static_cast<long long>(m.held_bytes), static_cast<long long>(m.peak_bytes),
+                  static_cast<long long>(m.capacity_bytes), static_cast<long long>(m.evicted_bytes),
+                  static_cast<long long>(m.written_back_bytes));
     out += line;
   }
   for (const auto& a : arrays) {

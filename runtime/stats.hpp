@@ -98,6 +98,13 @@ struct DeviceMemoryStats {
   std::string leaf;
   std::int64_t held_bytes = 0;  ///< now
   std::int64_t peak_bytes = 0;  ///< the most at any time so far
+  std::int64_t capacity_bytes =
+      0;  ///< what it may hold (CANOPY_DEVICE_MEMORY, the configuration, the device); 0: no limit set
+  /// Copies freed to make room for others (least recently used first, never
+  /// one a piece there is using), and the bytes of them written back to the
+  /// host first (what only that copy held current).
+  std::int64_t evicted_bytes = 0;
+  std::int64_t written_back_bytes = 0;
 };
 
 struct Stats {

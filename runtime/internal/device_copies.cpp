@@ -1,10 +1,12 @@
 #include "device_copies.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include <canopy/ir/error.hpp>
@@ -56,17 +58,29 @@ DeviceCopies::DeviceCopies(ir::ScalarType type, std::int64_t elements, void* hos
       directory_(elements, static_cast<std::int64_t>(element_size_), Routing::ThroughHost) {}
 
 DeviceCopies::~DeviceCopies() {
+  std::unique_lock lock = totals_ ? std::unique_lock(totals_->held_mutex) : std::unique_lock<std::mutex>();
   for (auto& [place, copy] : copies_) {
     copy.device->free(copy.buffer);
-    if (totals_) totals_->hold(place, -bytes());
+    if (!totals_) continue;
+    auto& held = totals_->held[place];
+    held.now -= bytes();
+    held.copies.remove(this);
   }
 }
 
 std::int64_t DeviceCopies::bytes() const { return directory_.elements() * static_cast<std::int64_t>(element_size_); }
 
 backends::Buffer DeviceCopies::buffer(int place, const std::shared_ptr<backends::Device>& device) {
+  std::unique_lock held_lock = totals_ ? std::unique_lock(totals_->held_mutex) : std::unique_lock<std::mutex>();
   auto it = copies_.find(place);
-  if (it != copies_.end()) return it->second.buffer;
+  if (it != copies_.end()) {
+    if (totals_) {  // used now: the last to be evicted
+      auto& copies = totals_->held[place].copies;
+      copies.splice(copies.end(), copies, std::find(copies.begin(), copies.end(), this));
+    }
+    return it->second.buffer;
+  }
+  if (totals_) make_room(place, held_lock);
   backends::Buffer buffer;
   try {
     buffer = device->allocate(static_cast<std::size_t>(bytes()));
@@ -74,8 +88,68 @@ backends::Buffer DeviceCopies::buffer(int place, const std::shared_ptr<backends:
     throw AllocationFailed(e.what());
   }
   copies_.emplace(place, Copy{device, buffer});
-  if (totals_) totals_->hold(place, bytes());
+  if (totals_) {
+    auto& held = totals_->held[place];
+    held.now += bytes();
+    held.peak = std::max(held.peak, held.now);
+    held.copies.push_back(this);
+  }
   return buffer;
+}
+
+void DeviceCopies::make_room(int place, std::unique_lock<std::mutex>& held_lock) {
+  auto& held = totals_->held[place];
+  const std::int64_t need = bytes();
+  if (held.capacity <= 0 || held.now + need <= held.capacity) return;
+  if (need > held.capacity)
+    throw AllocationFailed("a copy of " + std::to_string(need) + " bytes does not fit a device memory of " +
+                           std::to_string(held.capacity) +
+                           " bytes (CANOPY_DEVICE_MEMORY, or the capacity the configuration or the device gives)");
+  // An array another thread holds (a piece elsewhere preparing it, the host
+  // reading it) is waited for, with the ledger let go meanwhile.
+  for (int attempt = 0; held.now + need > held.capacity; ++attempt) {
+    bool busy = false;
+    for (auto it = held.copies.begin(); it != held.copies.end() && held.now + need > held.capacity;) {
+      DeviceCopies* victim = *it;
+      if (victim == this) {
+        ++it;
+        continue;
+      }
+      if (!victim->mutex.try_lock()) {
+        busy = true;
+        ++it;
+        continue;
+      }
+      std::lock_guard victim_lock(victim->mutex, std::adopt_lock);
+      // In use by a piece here: it stays. In use by a piece elsewhere (the
+      // host writing elements a flush would land on): waited for.
+      if (victim->pins_[place] > 0) {
+        ++it;
+        continue;
+      }
+      if (std::any_of(victim->pins_.begin(), victim->pins_.end(), [](const auto& pin) { return pin.second > 0; })) {
+        busy = true;
+        ++it;
+        continue;
+      }
+      const auto before = victim->directory_.counters().device_to_host;
+      victim->flush_and_free(place);
+      held.written_back += victim->directory_.counters().device_to_host - before;
+      held.evicted += victim->bytes();
+      held.now -= victim->bytes();
+      it = held.copies.erase(it);
+    }
+    // Pieces end: wait up to about 5 s for those elsewhere (two pieces on
+    // two devices each waiting for the other's arrays end with a refusal).
+    if (held.now + need <= held.capacity || !busy || attempt == 50000) break;
+    held_lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    held_lock.lock();
+  }
+  if (held.now + need > held.capacity)
+    throw AllocationFailed("a copy of " + std::to_string(need) + " bytes does not fit a device memory of " +
+                           std::to_string(held.capacity) + " bytes beside the " + std::to_string(held.now) +
+                           " bytes of copies in use there now (the arrays of the piece itself included)");
 }
 
 void DeviceCopies::count(const CoherenceCounters& before) {
@@ -297,6 +371,16 @@ void DeviceCopies::sync_host(bool host_will_write) {
 
 void DeviceCopies::release(int place) {
   if (place == Coherence::kHost || !copies_.count(place)) return;
+  std::unique_lock lock = totals_ ? std::unique_lock(totals_->held_mutex) : std::unique_lock<std::mutex>();
+  flush_and_free(place);
+  if (totals_) {
+    auto& held = totals_->held[place];
+    held.now -= bytes();
+    held.copies.remove(this);
+  }
+}
+
+void DeviceCopies::flush_and_free(int place) {
   combine_merges();
   const auto before = directory_.counters();
   perform(directory_.release(place), true);
@@ -304,7 +388,6 @@ void DeviceCopies::release(int place) {
   auto copy = copies_.at(place);
   copies_.erase(place);
   copy.device->free(copy.buffer);
-  if (totals_) totals_->hold(place, -bytes());
 }
 
 }  // namespace canopy::runtime

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,7 +25,10 @@
 
 namespace canopy::runtime {
 
-/// Bytes moved between memories, for the whole engine.
+class DeviceCopies;
+
+/// Bytes moved between memories, and what each device memory holds, for the
+/// whole engine.
 struct TransferTotals {
   std::atomic<std::int64_t> host_to_device{0};
   std::atomic<std::int64_t> device_to_host{0};
@@ -33,17 +37,16 @@ struct TransferTotals {
   /// Transfers that failed once and succeeded when tried again.
   std::atomic<std::int64_t> copies_retried{0};
 
-  /// Bytes of array copies a device memory holds now, and the most it held.
+  /// What a device memory holds of the arrays' copies: bytes now and at
+  /// most, its capacity (0: as much as the device allocates), the bytes of
+  /// copies evicted to make room and the bytes written back to the host for
+  /// them, and the copies themselves, least recently used first.
   struct Held {
-    std::int64_t now = 0, peak = 0;
+    std::int64_t now = 0, peak = 0, capacity = 0, evicted = 0, written_back = 0;
+    std::list<DeviceCopies*> copies;
   };
-  /// Adds `bytes` (negative: frees) to what the memory at `place` holds.
-  void hold(int place, std::int64_t bytes) {
-    std::lock_guard lock(held_mutex);
-    Held& h = held[place];
-    h.now += bytes;
-    h.peak = std::max(h.peak, h.now);
-  }
+  /// Guards `held` and every eviction (taken after an array's mutex, and
+  /// before another array's only with try_lock).
   std::mutex held_mutex;
   std::map<int, Held> held;  ///< by place (device memories only)
 };
@@ -117,6 +120,10 @@ class DeviceCopies {
   void sync_host(bool host_will_write);
   /// Flushes what only `place` holds to the host and frees its buffer.
   void release(int place);
+  /// A piece at `place` is using the array: none of its copies is evicted
+  /// until as many unpin() calls have come.
+  void pin(int place) { ++pins_[place]; }
+  void unpin(int place) { --pins_[place]; }
 
   std::optional<ir::ReduceOp> merge_operator() const { return merge_; }
   /// Bytes of one whole copy of the array.
@@ -136,6 +143,13 @@ class DeviceCopies {
   Bytes copy_out(int place, const IntervalSet& ranges);
   /// Copies `bytes` (the elements of `ranges`, one after the other) into the copy at `place`.
   void copy_in(int place, const IntervalSet& ranges, const Bytes& bytes);
+  /// With the totals' held_mutex held (by `held_lock`, let go while it
+  /// waits for an array another thread holds): evicts other arrays' copies
+  /// at `place`, least recently used first, until a copy of this array fits
+  /// its capacity; throws AllocationFailed, naming the sizes, when it cannot.
+  void make_room(int place, std::unique_lock<std::mutex>& held_lock);
+  /// release() without the bookkeeping of `held` (the caller does it).
+  void flush_and_free(int place);
 
   struct Copy {
     std::shared_ptr<backends::Device> device;
@@ -148,6 +162,7 @@ class DeviceCopies {
   std::shared_ptr<TransferTotals> totals_;
   Coherence directory_;
   std::map<int, Copy> copies_;
+  std::map<int, int> pins_;  ///< pieces using the copy at each place
   std::uint64_t merge_region_ = 0;
   ir::ReduceOp merge_op_ = ir::ReduceOp::Sum;  ///< of the merges in progress
   CoherenceCounters twins_;                    ///< what begin_changes and merge_changed moved beyond plans

@@ -40,6 +40,10 @@
 
 namespace canopy::runtime {
 
+/// CANOPY_DEVICE_MEMORY ("opencl0:256MiB,opencl1:1GiB") as leaf names and
+/// bytes; throws canopy::Error naming the part that is not such a pair.
+std::map<std::string, std::int64_t> device_memory_limits();
+
 struct Engine::State {
   /// CANOPY_TRACE's recording (null when unset): made first, so a bad value fails the Runtime at once.
   std::unique_ptr<trace::Session> trace_session = trace::session_from_environment();
@@ -52,6 +56,8 @@ struct Engine::State {
   std::map<std::string, std::shared_ptr<backends::Device>> devices;
   std::map<std::string, int> places;
   std::shared_ptr<TransferTotals> totals = std::make_shared<TransferTotals>();
+  /// CANOPY_DEVICE_MEMORY: the bytes each named device leaf may hold.
+  std::map<std::string, std::int64_t> device_memory = device_memory_limits();
 
   mutable std::shared_mutex tree_mutex;  // shared: submit; exclusive: reconfigure
   Hierarchy tree;

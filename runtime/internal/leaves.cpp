@@ -54,6 +54,34 @@ void Engine::State::sync_workers() {
       workers.emplace(leaf->name(), std::make_unique<LeafWorker>(leaf->name(), device, places.at(device->info().id)));
     }
   }
+  // What each device leaf's memory may hold: CANOPY_DEVICE_MEMORY, else the
+  // capacity the configuration or the device gives it.
+  std::lock_guard held_lock(totals->held_mutex);
+  for (auto& [name, worker] : workers) {
+    if (worker->place() == Coherence::kHost) continue;
+    const auto limit = device_memory.find(name);
+    const Location* leaf = tree.find(name);
+    totals->held[worker->place()].capacity =
+        limit != device_memory.end() ? limit->second : (leaf ? leaf->traits().capacity : 0);
+  }
+}
+
+std::map<std::string, std::int64_t> device_memory_limits() {
+  std::map<std::string, std::int64_t> limits;
+  const std::string& text = settings().device_memory;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string part = text.substr(start, end - start);
+    const std::size_t colon = part.find(':');
+    const std::int64_t bytes = colon == std::string::npos ? -1 : parse_size(part.substr(colon + 1));
+    if (colon == 0 || bytes <= 0)
+      throw Error("CANOPY_DEVICE_MEMORY: '" + part +
+                  "' is not <leaf>:<size>; give device leaves and sizes, e.g. opencl0:256MiB,opencl1:1GiB");
+    limits[part.substr(0, colon)] = bytes;
+    start = end + 1;
+  }
+  return limits;
 }
 
 // Each array's copies go back after the regions in flight that use it: one

@@ -12,6 +12,35 @@ namespace {
 double seconds_between(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
+
+// The arrays a piece uses, kept from eviction (to make room for another
+// array's copy in a device memory) from before their copies are made until
+// the piece's writes are recorded. On the host too: an evicted copy is
+// flushed to the host, where a CPU piece may be writing the same elements.
+class PiecePins {
+ public:
+  PiecePins(const RegionRun& run, int place) : place_(place) {
+    for (const auto& arg : run.args)
+      if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg)) {
+        auto& copies = (*storage)->copies();
+        std::lock_guard lock(copies.mutex);
+        copies.pin(place);
+        pinned_.push_back(&copies);
+      }
+  }
+  ~PiecePins() {
+    for (auto* copies : pinned_) {
+      std::lock_guard lock(copies->mutex);
+      copies->unpin(place_);
+    }
+  }
+  PiecePins(const PiecePins&) = delete;
+  PiecePins& operator=(const PiecePins&) = delete;
+
+ private:
+  int place_;
+  std::vector<DeviceCopies*> pinned_;
+};
 }  // namespace
 
 // Merge arrays, and arrays the region adds to from several memories, get
@@ -71,6 +100,7 @@ void Engine::State::run_piece(const std::shared_ptr<RegionRun>& run, std::size_t
   double run_seconds = 0;
   try {
     for (auto& dep : run->deps) dep->wait(false);
+    const PiecePins pins(*run, worker.place());
     auto written = prepare_arrays(*run, range, worker);
     launched = std::chrono::steady_clock::now();
     run->partials[piece] = launch_piece(*run, *run->programs[piece], range, worker);
@@ -120,6 +150,7 @@ bool Engine::State::recover_piece(RegionRun& run, std::size_t piece, const backe
   for (const auto& target : attempts) {
     try {
       auto program = run.kernel->program_for(*target.device());
+      const PiecePins pins(run, target.place());
       auto written = prepare_arrays(run, range, target);
       run.partials[piece] = launch_piece(run, *program, range, target);
       record_writes(run, written, target);

@@ -336,8 +336,12 @@ class Run {
       try {
         problem = step(s);
       } catch (const std::exception& e) {
+        if (refused_as_expected(e)) return std::nullopt;
         problem = fmt::format("Canopy threw: {}", e.what());
       }
+      // A refused region's error comes at pause(); a host view before it
+      // shows the arrays as they were.
+      if (problem && refusal_pending()) return std::nullopt;
       if (problem) return Mismatch{int(s), *problem};
     }
     try {
@@ -345,12 +349,59 @@ class Run {
       for (std::size_t a = 0; a < arrays_.size(); ++a)
         if (auto problem = read_and_compare(a, expected_.arrays[a])) return Mismatch{-1, *problem};
     } catch (const std::exception& e) {
+      if (refused_as_expected(e)) return std::nullopt;
       return Mismatch{-1, fmt::format("Canopy threw: {}", e.what())};
     }
+    // With CANOPY_DEVICE_MEMORY, no device may have held more than it allows.
+    for (const auto& memory : rt_.stats().device_memory)
+      if (memory.capacity_bytes > 0 && memory.peak_bytes > memory.capacity_bytes)
+        return Mismatch{-1, fmt::format("device {} held {} bytes, more than its capacity of {}", memory.leaf,
+                                        memory.peak_bytes, memory.capacity_bytes)};
     return std::nullopt;
   }
 
  private:
+  // A region whose own arrays do not fit the memory of a device it runs on
+  // (CANOPY_DEVICE_MEMORY) is refused, and that is the outcome checked: true
+  // when `e` is such a refusal and some launch of the program has more bytes
+  // of arrays than the smallest device memory holds.
+  bool refused_as_expected(const std::exception& e) {
+    if (std::string_view(e.what()).find("does not fit a device memory") == std::string_view::npos) return false;
+    // Any device memory with a capacity (a tree change in the program may
+    // have taken the placement's leaf away, and its name with it).
+    std::int64_t smallest = 0;
+    for (const auto& memory : rt_.stats().device_memory)
+      if (memory.capacity_bytes > 0)
+        smallest = smallest == 0 ? memory.capacity_bytes : std::min(smallest, memory.capacity_bytes);
+    if (smallest == 0) return false;
+    for (const auto& step : program_.steps) {
+      if (step.kind != StepKind::Launch) continue;
+      std::set<int> used;
+      for (const auto& arg : step.args)
+        if (const int* array = std::get_if<int>(&arg)) used.insert(*array);
+      std::int64_t bytes = 0;
+      for (int a : used) {
+        const auto& spec = program_.arrays[static_cast<std::size_t>(a)];
+        bytes += spec.size() * static_cast<std::int64_t>(ir::size_of(spec.type));
+      }
+      if (bytes > smallest) {
+        ++counts_.refused;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // True when pause() now raises a refusal refused_as_expected accepts.
+  bool refusal_pending() {
+    try {
+      rt_.pause();
+    } catch (const std::exception& e) {
+      return refused_as_expected(e);
+    }
+    return false;
+  }
+
   std::shared_ptr<runtime::ArrayStorage> make_array(const ArraySpec& spec) {
     Shape shape = spec.extents.size() == 1   ? Shape(spec.extents[0])
                   : spec.extents.size() == 2 ? Shape(spec.extents[0], spec.extents[1])

@@ -52,6 +52,9 @@ struct Mismatch {
 struct Counts {
   std::int64_t values = 0;  ///< values compared
   std::int64_t unsure = 0;  ///< values the reference could not pin down (not compared)
+  /// Runs refused as expected: a launch whose arrays do not fit a device's
+  /// memory (CANOPY_DEVICE_MEMORY) on a placement with that device.
+  std::int64_t refused = 0;
 };
 
 /// Runs programs on this node's Canopy: one runtime that merges what each

@@ -3,10 +3,13 @@
 // copy is made and until the array goes; the most held at once is kept.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 
 #include "hetero_support.hpp"
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 using namespace canopy::hetero_tests;
@@ -20,6 +23,16 @@ const Kernel<void(Out<std::int32_t>, In<std::int32_t>, Val<std::int32_t>)>& add_
                                y[i] = x[i] + k;
                              },
                              {"y", "x", "k"});
+  return kernel;
+}
+
+const Kernel<void(Out<std::int32_t>, In<std::int32_t>, In<std::int32_t>)>& sum_of() {
+  static const Kernel kernel("device_memory_sum",
+                             [](Out<std::int32_t> y, In<std::int32_t> x, In<std::int32_t> z) {
+                               Idx i = index(0);
+                               y[i] = x[i] + z[i];
+                             },
+                             {"y", "x", "z"});
   return kernel;
 }
 
@@ -64,7 +77,83 @@ TEST_CASE("hetero: stats() shows the bytes a device memory holds now and at most
     rt.pause();
     CHECK(memory_of(rt, device).held_bytes == 3 * bytes);
   }
-  // The arrays are gone, and their copies with them.
+  // The arrays are gone, and their copies with them (once the leaf's worker
+  // has let go of the last region, just after pause() returned).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (memory_of(rt, device).held_bytes != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   CHECK(memory_of(rt, device).held_bytes == 0);
   CHECK(memory_of(rt, device).peak_bytes == 3 * bytes);
+}
+
+TEST_CASE(
+    "hetero: a device memory with a capacity evicts the least recently used copies, writing back what only "
+    "they hold, and refuses a piece that cannot fit" *
+    doctest::test_suite("opencl")) {
+  const std::int64_t n = 30000, bytes = n * static_cast<std::int64_t>(sizeof(std::int32_t));  // 120,000 bytes
+  // Room for two copies, not three.
+  canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY", (accelerator(0) + ":250000").c_str());
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {accelerator(0)})) return;
+  use_leaves(rt, discovered, {accelerator(0)});
+  const std::string device = accelerator(0);
+  CHECK(memory_of(rt, device).capacity_bytes == 250000);
+  auto a = rt.array<std::int32_t>(n, named("a"));
+  auto b = rt.array<std::int32_t>(n, named("b"));
+  auto c = rt.array<std::int32_t>(n, named("c"));
+  auto d = rt.array<std::int32_t>(n, named("d"));
+  {
+    auto view = a.host();
+    for (std::int64_t i = 0; i < n; ++i) view[i] = static_cast<std::int32_t>(i);
+  }
+  rt.region(add_to()).over(n).launch(b, a, 5);  // holds a (also current on the host) and b
+  rt.pause();
+  rt.region(add_to()).over(n).launch(c, b, 1);  // a goes: nothing to write back
+  rt.pause();
+  CHECK(memory_of(rt, device).evicted_bytes == bytes);
+  CHECK(memory_of(rt, device).written_back_bytes == 0);
+  rt.region(add_to()).over(n).launch(d, c, 1);  // b goes: only the device held it, so it is written back first
+  rt.pause();
+  const DeviceMemoryStats after = memory_of(rt, device);
+  CHECK(after.evicted_bytes == 2 * bytes);
+  CHECK(after.written_back_bytes == bytes);
+  CHECK(after.held_bytes == 2 * bytes);
+  CHECK(after.peak_bytes <= 250000);
+  auto wrong = [&](const Array<std::int32_t>& array, std::int32_t offset) {
+    auto view = array.host_read();
+    std::int64_t count = 0;
+    for (std::int64_t i = 0; i < n; ++i) count += view[i] != i + offset;
+    return count;
+  };
+  CHECK(wrong(b, 5) == 0);
+  CHECK(wrong(c, 6) == 0);
+  CHECK(wrong(d, 7) == 0);
+  CHECK(wrong(a, 0) == 0);
+
+  // Three copies in one piece cannot fit: the region is refused, naming the sizes.
+  rt.region(sum_of()).over(n).launch(a, c, d);
+  std::string error;
+  try {
+    rt.pause();
+  } catch (const canopy::Error& e) {
+    error = e.what();
+  }
+  CAPTURE(error);
+  CHECK(error.find("does not fit a device memory of 250000 bytes") != std::string::npos);
+  CHECK(memory_of(rt, device).peak_bytes <= 250000);
+}
+
+TEST_CASE("hetero: CANOPY_DEVICE_MEMORY that is not <leaf>:<size> is refused when a Runtime starts") {
+  for (const char* bad : {"opencl0", "opencl0:lots", ":1MiB", "opencl0:0", "opencl0:1MiB,,"}) {
+    CAPTURE(bad);
+    canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY", bad);
+    std::string error;
+    try {
+      Runtime rt;
+    } catch (const canopy::Error& e) {
+      error = e.what();
+    }
+    CHECK(error.find("CANOPY_DEVICE_MEMORY") != std::string::npos);
+  }
 }
