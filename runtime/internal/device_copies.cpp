@@ -123,11 +123,12 @@ void DeviceCopies::make_room(int place, std::unique_lock<std::mutex>& held_lock)
       std::lock_guard victim_lock(victim->mutex, std::adopt_lock);
       // In use by a piece here: it stays. In use by a piece elsewhere (the
       // host writing elements a flush would land on): waited for.
-      if (victim->pins_[place] > 0) {
+      if (victim->pins_[pin_slot(place)].load(std::memory_order_acquire) > 0) {
         ++it;
         continue;
       }
-      if (std::any_of(victim->pins_.begin(), victim->pins_.end(), [](const auto& pin) { return pin.second > 0; })) {
+      if (std::any_of(victim->pins_.begin(), victim->pins_.end(),
+                      [](const auto& pins) { return pins.load(std::memory_order_acquire) > 0; })) {
         busy = true;
         ++it;
         continue;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -121,9 +122,10 @@ class DeviceCopies {
   /// Flushes what only `place` holds to the host and frees its buffer.
   void release(int place);
   /// A piece at `place` is using the array: none of its copies is evicted
-  /// until as many unpin() calls have come.
-  void pin(int place) { ++pins_[place]; }
-  void unpin(int place) { --pins_[place]; }
+  /// until as many unpin() calls have come. Without the mutex (a piece that
+  /// ends must be able to unpin while another holds the array to make room).
+  void pin(int place) { pins_[pin_slot(place)].fetch_add(1, std::memory_order_acq_rel); }
+  void unpin(int place) { pins_[pin_slot(place)].fetch_sub(1, std::memory_order_acq_rel); }
 
   std::optional<ir::ReduceOp> merge_operator() const { return merge_; }
   /// Bytes of one whole copy of the array.
@@ -162,7 +164,10 @@ class DeviceCopies {
   std::shared_ptr<TransferTotals> totals_;
   Coherence directory_;
   std::map<int, Copy> copies_;
-  std::map<int, int> pins_;  ///< pieces using the copy at each place
+  /// Pieces using the array, per place (places past the last slot share it).
+  static constexpr int kPinSlots = 64;
+  static int pin_slot(int place) { return place < 0 ? 0 : place < kPinSlots ? place : kPinSlots - 1; }
+  std::array<std::atomic<std::int32_t>, kPinSlots> pins_{};
   std::uint64_t merge_region_ = 0;
   ir::ReduceOp merge_op_ = ir::ReduceOp::Sum;  ///< of the merges in progress
   CoherenceCounters twins_;                    ///< what begin_changes and merge_changed moved beyond plans

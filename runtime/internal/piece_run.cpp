@@ -23,16 +23,12 @@ class PiecePins {
     for (const auto& arg : run.args)
       if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg)) {
         auto& copies = (*storage)->copies();
-        std::lock_guard lock(copies.mutex);
         copies.pin(place);
         pinned_.push_back(&copies);
       }
   }
   ~PiecePins() {
-    for (auto* copies : pinned_) {
-      std::lock_guard lock(copies->mutex);
-      copies->unpin(place_);
-    }
+    for (auto* copies : pinned_) copies->unpin(place_);
   }
   PiecePins(const PiecePins&) = delete;
   PiecePins& operator=(const PiecePins&) = delete;
