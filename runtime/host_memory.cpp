@@ -130,6 +130,8 @@ void* allocate_host(std::size_t bytes, HostFill fill) {
   return reinterpret_cast<void*>(aligned);
 }
 
+std::size_t mapped_length(std::size_t bytes) { return bytes < mapped_threshold ? 0 : round_up(bytes, huge_page); }
+
 void release_host(void* data, std::size_t bytes) {
   if (!data) return;
   if (bytes < mapped_threshold)

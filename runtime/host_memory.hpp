@@ -21,6 +21,9 @@ enum class HostFill { Zero, None };
 void* allocate_host(std::size_t bytes, HostFill fill = HostFill::Zero);
 /// Frees what allocate_host returned (`bytes` must be the same).
 void free_host(void* data, std::size_t bytes);
+/// The bytes of whole pages allocate_host maps for a block of `bytes`; 0
+/// for a block from the heap, which shares its pages with other blocks.
+std::size_t mapped_length(std::size_t bytes);
 /// Gives the pages of what allocate_host returned back to the system while
 /// keeping the addresses valid: the memory reads as zero afterwards.
 void release_host(void* data, std::size_t bytes);

@@ -1,7 +1,5 @@
 // Small pieces of the public runtime types: shapes, traits, completions,
 // array storage.
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -145,12 +143,7 @@ void Completion::wait(bool rethrow) const {
 
 namespace {
 std::atomic<std::uint64_t> next_array_id{1};
-
-std::size_t page_rounded(std::size_t bytes) {
-  static const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return (bytes + page - 1) / page * page;
 }
-}  // namespace
 
 ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location,
                            std::shared_ptr<TransferTotals> totals)
@@ -187,7 +180,7 @@ ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits
 ArrayStorage::~ArrayStorage() {
   copies_.reset();
   // The block may be kept for another array (host_memory.hpp), which must not inherit the binding.
-  if (numa_node_ >= 0) bind_pages(host_, page_rounded(bytes_), -1);
+  if (numa_node_ >= 0) bind_pages(host_, mapped_length(bytes_), -1);
   if (owns_memory_) free_host(host_, bytes_);
 }
 
@@ -207,14 +200,14 @@ void ArrayStorage::set_location(std::string location) {
 }
 
 void ArrayStorage::bind_to_numa_node(int os_node) {
-  constexpr std::size_t kSmallest = std::size_t{1} << 16;  // below: heap blocks (host_memory.cpp)
-  if (!owns_memory_ || bytes_ < kSmallest) return;
+  const std::size_t length = mapped_length(bytes_);
+  if (!owns_memory_ || length == 0) return;
   {
     std::lock_guard lock(mutex_);
     if (numa_node_ == os_node) return;
     numa_node_ = os_node;
   }
-  if (std::string why = bind_pages(host_, page_rounded(bytes_), os_node); !why.empty()) {
+  if (std::string why = bind_pages(host_, length, os_node); !why.empty()) {
     static std::once_flag said;
     std::call_once(said, [&] {
       std::fprintf(stderr, "canopy: %s stays where the system put it: binding it to NUMA node %d failed (%s)\n",

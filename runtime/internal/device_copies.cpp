@@ -61,11 +61,15 @@ DeviceCopies::~DeviceCopies() {
   std::unique_lock lock = totals_ ? std::unique_lock(totals_->held_mutex) : std::unique_lock<std::mutex>();
   for (auto& [place, copy] : copies_) {
     copy.device->free(copy.buffer);
-    if (!totals_) continue;
-    auto& held = totals_->held[place];
-    held.now -= bytes();
-    held.copies.remove(this);
+    forget(place, copy);
   }
+}
+
+void DeviceCopies::forget(int place, const Copy& copy) {
+  if (!totals_) return;
+  auto& held = totals_->held[place];
+  held.now -= bytes();
+  held.copies.erase(copy.in_use_order);
 }
 
 std::int64_t DeviceCopies::bytes() const { return directory_.elements() * static_cast<std::int64_t>(element_size_); }
@@ -76,7 +80,7 @@ backends::Buffer DeviceCopies::buffer(int place, const std::shared_ptr<backends:
   if (it != copies_.end()) {
     if (totals_) {  // used now: the last to be evicted
       auto& copies = totals_->held[place].copies;
-      copies.splice(copies.end(), copies, std::find(copies.begin(), copies.end(), this));
+      copies.splice(copies.end(), copies, it->second.in_use_order);
     }
     return it->second.buffer;
   }
@@ -87,12 +91,12 @@ backends::Buffer DeviceCopies::buffer(int place, const std::shared_ptr<backends:
   } catch (const std::exception& e) {
     throw AllocationFailed(e.what());
   }
-  copies_.emplace(place, Copy{device, buffer});
+  Copy& copy = copies_.emplace(place, Copy{device, buffer, {}}).first->second;
   if (totals_) {
     auto& held = totals_->held[place];
     held.now += bytes();
     held.peak = std::max(held.peak, held.now);
-    held.copies.push_back(this);
+    copy.in_use_order = held.copies.insert(held.copies.end(), this);
   }
   return buffer;
 }
@@ -110,35 +114,24 @@ void DeviceCopies::make_room(int place, std::unique_lock<std::mutex>& held_lock)
   for (int attempt = 0; held.now + need > held.capacity; ++attempt) {
     bool busy = false;
     for (auto it = held.copies.begin(); it != held.copies.end() && held.now + need > held.capacity;) {
-      DeviceCopies* victim = *it;
-      if (victim == this) {
-        ++it;
-        continue;
-      }
+      DeviceCopies* victim = *it++;  // advanced first: the eviction takes the victim's entry away
+      if (victim == this) continue;
       if (!victim->mutex.try_lock()) {
         busy = true;
-        ++it;
         continue;
       }
       std::lock_guard victim_lock(victim->mutex, std::adopt_lock);
       // In use by a piece here: it stays. In use by a piece elsewhere (the
       // host writing elements a flush would land on): waited for.
-      if (victim->pins_[pin_slot(place)].load(std::memory_order_acquire) > 0) {
-        ++it;
-        continue;
-      }
-      if (std::any_of(victim->pins_.begin(), victim->pins_.end(),
-                      [](const auto& pins) { return pins.load(std::memory_order_acquire) > 0; })) {
+      if (victim->pinned(place)) continue;
+      if (victim->pinned()) {
         busy = true;
-        ++it;
         continue;
       }
       const auto before = victim->directory_.counters().device_to_host;
       victim->flush_and_free(place);
       held.written_back += victim->directory_.counters().device_to_host - before;
       held.evicted += victim->bytes();
-      held.now -= victim->bytes();
-      it = held.copies.erase(it);
     }
     // Pieces end: wait up to about 5 s for those elsewhere (two pieces on
     // two devices each waiting for the other's arrays end with a refusal).
@@ -374,11 +367,6 @@ void DeviceCopies::release(int place) {
   if (place == Coherence::kHost || !copies_.count(place)) return;
   std::unique_lock lock = totals_ ? std::unique_lock(totals_->held_mutex) : std::unique_lock<std::mutex>();
   flush_and_free(place);
-  if (totals_) {
-    auto& held = totals_->held[place];
-    held.now -= bytes();
-    held.copies.remove(this);
-  }
 }
 
 void DeviceCopies::flush_and_free(int place) {
@@ -389,6 +377,7 @@ void DeviceCopies::flush_and_free(int place) {
   auto copy = copies_.at(place);
   copies_.erase(place);
   copy.device->free(copy.buffer);
+  forget(place, copy);
 }
 
 }  // namespace canopy::runtime

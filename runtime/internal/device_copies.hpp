@@ -126,6 +126,11 @@ class DeviceCopies {
   /// ends must be able to unpin while another holds the array to make room).
   void pin(int place) { pins_[pin_slot(place)].fetch_add(1, std::memory_order_acq_rel); }
   void unpin(int place) { pins_[pin_slot(place)].fetch_sub(1, std::memory_order_acq_rel); }
+  /// Whether a piece at `place` uses the array; without a place, a piece anywhere.
+  bool pinned(int place) const { return pins_[pin_slot(place)].load(std::memory_order_acquire) > 0; }
+  bool pinned() const {
+    return std::any_of(pins_.begin(), pins_.end(), [](const auto& p) { return p.load(std::memory_order_acquire) > 0; });
+  }
 
   std::optional<ir::ReduceOp> merge_operator() const { return merge_; }
   /// Bytes of one whole copy of the array.
@@ -150,13 +155,16 @@ class DeviceCopies {
   /// at `place`, least recently used first, until a copy of this array fits
   /// its capacity; throws AllocationFailed, naming the sizes, when it cannot.
   void make_room(int place, std::unique_lock<std::mutex>& held_lock);
-  /// release() without the bookkeeping of `held` (the caller does it).
+  /// release() with held_mutex already held (by the caller).
   void flush_and_free(int place);
 
   struct Copy {
     std::shared_ptr<backends::Device> device;
     backends::Buffer buffer;
+    std::list<DeviceCopies*>::iterator in_use_order;  ///< its place in the ledger's copies (with totals_)
   };
+  /// With held_mutex held: takes the copy at `place`, about to be freed, off the ledger.
+  void forget(int place, const Copy& copy);
   ir::ScalarType type_;
   std::size_t element_size_;
   void* host_;
