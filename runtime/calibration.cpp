@@ -392,6 +392,18 @@ MachineModel MachineModel::load_or_calibrate(Runtime& rt, const CalibrationOptio
     if (auto loaded = load(path); loaded && loaded->fingerprint == fingerprint) return std::move(*loaded);
   }
   MachineModel model = calibrate(rt, options);
+  // A leaf whose calibration failed may have failed for a passing reason (a
+  // device busy or short of memory at that moment): the model is used, but
+  // not kept, so that the next run measures again instead of reading the
+  // failure back for as long as the node stays the same.
+  std::string failed;
+  for (const LeafModel& leaf : model.leaves)
+    if (!leaf.calibrated) failed += (failed.empty() ? "" : "; ") + leaf.leaf + ": " + leaf.note;
+  if (!failed.empty()) {
+    std::fprintf(stderr, "canopy: the machine model has no numbers for some leaves (%s); it is not kept, the next run "
+                 "calibrates again\n", failed.c_str());
+    return model;
+  }
   if (!path.empty()) {
     try {
       model.save(path);

@@ -167,7 +167,9 @@ class MachineModel {
   static MachineModel calibrate(Runtime& rt, const CalibrationOptions& options = {});
   /// The file for `rt`'s fingerprint when it is there and sound, else
   /// calibrate() and save() (a file that cannot be written is only a
-  /// warning on stderr: the model is still returned).
+  /// warning on stderr: the model is still returned). A model in which some
+  /// leaf failed its calibration is returned but not saved, with a warning
+  /// naming the leaves: the next call measures again.
   static MachineModel load_or_calibrate(Runtime& rt, const CalibrationOptions& options = {});
   /// A model read from `path`; nothing when the file is missing, unreadable,
   /// truncated, fails its checksum, is not trusted, or is not a machine model.

@@ -231,10 +231,15 @@ TEST_CASE("hetero: any puts a region on the idle leaf the machine model predicts
   const AdaptiveKernel kernel{&optimized, 1};
   const double on_cpu = mirror.predict_seconds(kernel, *tree.find("cpu0"), Shape(kRows));
   const double on_device = mirror.predict_seconds(kernel, *tree.find(accelerator(0)), Shape(kRows));
-  REQUIRE(on_cpu > 0);
-  REQUIRE(on_device > 0);
-  const std::string fastest = on_device < on_cpu ? accelerator(0) : "cpu0";
   MESSAGE("predicted: cpu0 " << on_cpu << " s, " << accelerator(0) << " " << on_device << " s");
+  // A leaf whose calibration failed (on a loaded machine, say) has no
+  // prediction (NaN) and counts as the slowest: any then takes the other.
+  if (!(on_cpu > 0) || !(on_device > 0)) MESSAGE("a leaf has no prediction; the model:\n" << model.describe());
+  REQUIRE((on_cpu > 0 || on_device > 0));
+  CHECK((std::isnan(on_cpu) || on_cpu > 0));
+  CHECK((std::isnan(on_device) || on_device > 0));
+  const bool device_faster = !(on_cpu > 0) || on_device < on_cpu;
+  const std::string fastest = device_faster ? accelerator(0) : "cpu0";
 
   auto a = rt.array<double>(kRows, named("a"));
   auto b = rt.array<double>(kRows, named("b"));
