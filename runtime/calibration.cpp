@@ -400,8 +400,10 @@ MachineModel MachineModel::load_or_calibrate(Runtime& rt, const CalibrationOptio
   for (const LeafModel& leaf : model.leaves)
     if (!leaf.calibrated) failed += (failed.empty() ? "" : "; ") + leaf.leaf + ": " + leaf.note;
   if (!failed.empty()) {
-    std::fprintf(stderr, "canopy: the machine model has no numbers for some leaves (%s); it is not kept, the next run "
-                 "calibrates again\n", failed.c_str());
+    std::fprintf(stderr,
+                 "canopy: the machine model has no numbers for some leaves (%s); it is not kept, the next run "
+                 "calibrates again\n",
+                 failed.c_str());
     return model;
   }
   if (!path.empty()) {

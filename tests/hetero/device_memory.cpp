@@ -157,3 +157,44 @@ TEST_CASE("hetero: CANOPY_DEVICE_MEMORY that is not <leaf>:<size> is refused whe
     CHECK(error.find("CANOPY_DEVICE_MEMORY") != std::string::npos);
   }
 }
+
+TEST_CASE(
+    "hetero: a host() view held open while its array's device copy is evicted stays valid and shows what "
+    "the device wrote" *
+    doctest::test_suite("opencl")) {
+  const std::int64_t n = 30000, bytes = n * static_cast<std::int64_t>(sizeof(std::int32_t));
+  canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY", (accelerator(0) + ":250000").c_str());  // two copies
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {accelerator(0)})) return;
+  use_leaves(rt, discovered, {accelerator(0)});
+  const std::string device = accelerator(0);
+  auto a = rt.array<std::int32_t>(n, named("a"));
+  auto b = rt.array<std::int32_t>(n, named("b"));
+  auto c = rt.array<std::int32_t>(n, named("c"));
+  const auto view = a.host();  // held to the end
+  for (std::int64_t i = 0; i < n; ++i) view[i] = static_cast<std::int32_t>(3 * i);
+  rt.region(add_to()).over(n).launch(b, a, 5);  // the device holds a and b
+  rt.pause();
+  rt.region(add_to()).over(n).launch(a, b, 1);  // a = 3i + 6, on the device only
+  rt.pause();
+  // c needs room: a, not used by this piece, goes, and only the device held
+  // its values, so they are written back into the memory the view shows.
+  rt.region(add_to()).over(n).launch(c, b, 2);
+  rt.pause();
+  const DeviceMemoryStats after = memory_of(rt, device);
+  CHECK(after.evicted_bytes == bytes);
+  CHECK(after.written_back_bytes == bytes);
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i) wrong += view[i] != 3 * i + 6;
+  CHECK(wrong == 0);
+  CHECK(a.host_read().data() == view.data());  // the same memory, never moved
+  auto expect = [&](const Array<std::int32_t>& array, std::int32_t scale, std::int32_t offset) {
+    auto values = array.host_read();
+    std::int64_t count = 0;
+    for (std::int64_t i = 0; i < n; ++i) count += values[i] != scale * i + offset;
+    return count;
+  };
+  CHECK(expect(b, 3, 5) == 0);
+  CHECK(expect(c, 3, 7) == 0);
+}

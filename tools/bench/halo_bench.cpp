@@ -16,7 +16,7 @@ int halo_command(int argc, char** argv) {
   Args args(argc, argv, {});
   const std::int64_t rows = args.count("--rows", 2048), cols = args.count("--cols", 2048);
   const int iterations = static_cast<int>(args.count("--iterations", 100));
-  const std::string policy = args.get("--policy", "percentage:[50,50]");
+  std::string policy = args.get("--policy", "");
   setenv("CANOPY_DEVICES", "cpu,opencl:0", 0);
 
   Runtime rt;
@@ -33,6 +33,14 @@ int halo_command(int argc, char** argv) {
   if (!cpu || !device) fail("halo needs a CPU leaf and an OpenCL device (CANOPY_DEVICES=cpu,opencl:0)");
   if (cpu->parent() != device->parent()) fail("halo expects the CPU leaf and the device below one location");
   const std::string where = cpu->parent()->name();
+  if (policy.empty()) {
+    // Half the rows to each of the two leaves; other children of their parent
+    // (a second device with CANOPY_DEVICES=cpu,opencl) get none.
+    policy = "percentage:[";
+    for (const Location* child : cpu->parent()->children())
+      policy += std::string(policy.back() == '[' ? "" : ",") + (child == cpu || child == device ? "50" : "0");
+    policy += "]";
+  }
   auto a = rt.array<float, 2>(Shape(rows, cols), named("a")), b = rt.array<float, 2>(Shape(rows, cols), named("b"));
   Kernel stencil("stencil",
                  [](Out<float, 2> out, In<float, 2> in) {
