@@ -84,7 +84,7 @@ backends::Buffer DeviceCopies::buffer(int place, const std::shared_ptr<backends:
     }
     return it->second.buffer;
   }
-  if (totals_) make_room(place, held_lock);
+  if (totals_) make_room(place, device->info().id, held_lock);
   backends::Buffer buffer;
   try {
     buffer = device->allocate(static_cast<std::size_t>(bytes()));
@@ -101,13 +101,13 @@ backends::Buffer DeviceCopies::buffer(int place, const std::shared_ptr<backends:
   return buffer;
 }
 
-void DeviceCopies::make_room(int place, std::unique_lock<std::mutex>& held_lock) {
+void DeviceCopies::make_room(int place, const std::string& device, std::unique_lock<std::mutex>& held_lock) {
   auto& held = totals_->held[place];
   const std::int64_t need = bytes();
   if (held.capacity <= 0 || held.now + need <= held.capacity) return;
   if (need > held.capacity)
-    throw AllocationFailed("a copy of " + std::to_string(need) + " bytes does not fit a device memory of " +
-                           std::to_string(held.capacity) +
+    throw AllocationFailed("a copy of " + std::to_string(need) + " bytes on " + device +
+                           " does not fit a device memory of " + std::to_string(held.capacity) +
                            " bytes (CANOPY_DEVICE_MEMORY, or the capacity the configuration or the device gives)");
   // An array another thread holds (a piece elsewhere preparing it, the host
   // reading it) is waited for, with the ledger let go meanwhile.
@@ -141,8 +141,9 @@ void DeviceCopies::make_room(int place, std::unique_lock<std::mutex>& held_lock)
     held_lock.lock();
   }
   if (held.now + need > held.capacity)
-    throw AllocationFailed("a copy of " + std::to_string(need) + " bytes does not fit a device memory of " +
-                           std::to_string(held.capacity) + " bytes beside the " + std::to_string(held.now) +
+    throw AllocationFailed("a copy of " + std::to_string(need) + " bytes on " + device +
+                           " does not fit a device memory of " + std::to_string(held.capacity) + " bytes beside the " +
+                           std::to_string(held.now) +
                            " bytes of copies in use there now (the arrays of the piece itself included)");
 }
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <canopy/backends/device.hpp>
@@ -153,8 +154,8 @@ class DeviceCopies {
   /// With the totals' held_mutex held (by `held_lock`, let go while it
   /// waits for an array another thread holds): evicts other arrays' copies
   /// at `place`, least recently used first, until a copy of this array fits
-  /// its capacity; throws AllocationFailed, naming the sizes, when it cannot.
-  void make_room(int place, std::unique_lock<std::mutex>& held_lock);
+  /// its capacity; throws AllocationFailed, naming the sizes and `device`, when it cannot.
+  void make_room(int place, const std::string& device, std::unique_lock<std::mutex>& held_lock);
   /// release() with held_mutex already held (by the caller).
   void flush_and_free(int place);
 

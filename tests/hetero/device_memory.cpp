@@ -140,7 +140,8 @@ TEST_CASE(
     error = e.what();
   }
   CAPTURE(error);
-  CHECK(error.find("does not fit a device memory of 250000 bytes") != std::string::npos);
+  CHECK(error.find("bytes on " + accelerator_backend() + ":0" + " does not fit a device memory of 250000 bytes") !=
+        std::string::npos);
   CHECK(memory_of(rt, device).peak_bytes <= 250000);
 }
 
