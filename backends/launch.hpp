@@ -18,6 +18,9 @@ namespace canopy::backends {
 struct ArrayArg {
   void* data = nullptr;
   std::array<std::int64_t, 3> extents{1, 1, 1};  ///< unused dimensions are 1
+  /// The element of the array at `data`: a device copy may hold a window of
+  /// the array only (a multiple of 64; always 0 on the CPU).
+  std::int64_t first = 0;
 };
 
 /// A scalar argument, held as the widest type of its kind.

@@ -118,6 +118,7 @@ struct CSourcePrinter::Names {
   std::string kernel;
   std::vector<std::string> params;                ///< per parameter; a reduction's accumulator
   std::vector<std::vector<std::string>> extents;  ///< per array parameter
+  std::vector<std::string> firsts;                ///< per array parameter: the element at the pointer
   std::vector<std::string> partials, scratch;     ///< per reduction parameter
   std::unordered_map<std::string, std::string> locals;
   std::array<std::string, 3> coordinate, begin, end, count;
@@ -140,12 +141,14 @@ void CSourcePrinter::claim_names() {
     if (!n.locals.count(name)) n.locals[name] = claim(name);
   for (int d = 0; d < kernel_.dims; ++d) n.coordinate[d] = claim(kCoordinateNames[d]);
   n.extents.resize(count);
+  n.firsts.resize(count);
   n.partials.resize(count);
   n.scratch.resize(count);
   for (std::size_t p = 0; p < count; ++p) {
     const auto& param = kernel_.params[p];
     for (int d = 0; d < param.rank && param.is_array(); ++d)
       n.extents[p].push_back(claim(param.name + "_n" + std::to_string(d)));
+    if (param.is_array()) n.firsts[p] = claim(param.name + "_first");
     if (!param.is_reduction()) continue;
     n.partials[p] = claim(param.name + "_partials");
     n.scratch[p] = claim(param.name + "_scratch");
@@ -314,8 +317,10 @@ std::string CSourcePrinter::vector_expression(const ir::Expr& expr, int width, c
     case ir::ExprKind::Const: return literal(expr->as<ir::Const>());
     case ir::ExprKind::Param: return n.params[static_cast<std::size_t>(expr->as<ir::ParamRef>().param)];
     case ir::ExprKind::Var: return n.locals.at(expr->as<ir::VarRef>().name);
-    case ir::ExprKind::Load:
-      return vector_load(n.params[static_cast<std::size_t>(expr->as<ir::Load>().param)], vector, width);
+    case ir::ExprKind::Load: {
+      const auto p = static_cast<std::size_t>(expr->as<ir::Load>().param);
+      return vector_load(n.params[p], window_vector(n.firsts[p], vector, width), width);
+    }
     case ir::ExprKind::Unary: return "-" + sub(expr->as<ir::Unary>().operand);
     case ir::ExprKind::Binary: {
       const auto& b = expr->as<ir::Binary>();
@@ -333,6 +338,13 @@ std::string CSourcePrinter::vector_expression(const ir::Expr& expr, int width, c
       return math_function(c.fn, c.type) + "(" + vector_expression(c.args[0], width, vector) + ")";
     }
   }
+}
+
+// The vector `vector` of an array whose buffer starts at element `first` (a
+// multiple of every vector width: the runtime starts windows at multiples
+// of 64 elements), counted from the buffer's start.
+std::string CSourcePrinter::window_vector(const std::string& first, const std::string& vector, int width) {
+  return "(" + vector + " - " + first + " / " + std::to_string(width) + ")";
 }
 
 std::string CSourcePrinter::streaming_statements(ScalarType type, int width, const std::string& vector) {
@@ -360,7 +372,8 @@ std::string CSourcePrinter::streaming_statements(ScalarType type, int width, con
     } else {
       const auto& st = stmt->as<ir::Store>();
       text += "  " +
-              vector_store(n.params[static_cast<std::size_t>(st.param)], vector,
+              vector_store(n.params[static_cast<std::size_t>(st.param)],
+                           window_vector(n.firsts[static_cast<std::size_t>(st.param)], vector, width),
                            vector_expression(st.value, width, vector), type, width, !read.count(st.param)) +
               "\n";
     }
@@ -386,6 +399,7 @@ std::string CSourcePrinter::signature(const std::string& function) {
     if (param.is_array()) {
       group = global_pointer(param.type, !param.writes()) + " " + n.params[p];
       for (const auto& extent : n.extents[p]) group += ", " + index_type + " " + extent;
+      group += ", " + index_type + " " + n.firsts[p];
     } else if (param.is_scalar()) {
       group = scalar_argument_type(param.type) + " " + n.params[p];
     } else {
@@ -728,7 +742,8 @@ std::string CSourcePrinter::element(int param, const std::vector<ir::Expr>& indi
       index += " * " + extents.at(d) + " + " + operand(indices[d], kAdditive);
     }
   }
-  return names_->params.at(static_cast<std::size_t>(param)) + "[" + index + "]";
+  const auto p = static_cast<std::size_t>(param);
+  return names_->params.at(p) + "[" + index + " - " + names_->firsts.at(p) + "]";
 }
 
 void CSourcePrinter::visit(const ir::Const& node) {

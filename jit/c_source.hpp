@@ -29,10 +29,13 @@
 //
 // The kernel ABI (every dialect; the host sets arguments in this order):
 //  1. for each IR parameter, in order:
-//     - array of rank r: a global pointer to element 0 (bool elements are
+//     - array of rank r: a global pointer to the buffer (bool elements are
 //       one byte, `uchar`), then its r extents as 64-bit integers, outermost
-//       first, named <array>_n0, <array>_n1, ...; element (i,j,k) of extents
-//       (n0,n1,n2) is at ((i*n1)+j)*n2+k;
+//       first, named <array>_n0, <array>_n1, ...; then <array>_first, the
+//       element the buffer starts at (a device holding only part of an
+//       array: runtime/internal/device_copies.hpp; a multiple of 64); element
+//       (i,j,k) of extents (n0,n1,n2) is ((i*n1)+j)*n2+k, at
+//       [((i*n1)+j)*n2+k - <array>_first] in the buffer;
 //     - scalar: its value (bool as a 32-bit int holding 0 or 1);
 //     - reduction: a global pointer <name>_partials where work-group g
 //       writes its partial result at [g], then (where the dialect passes it
@@ -283,6 +286,7 @@ class CSourcePrinter : protected ir::Visitor {
   void print_coordinates(bool guarded);
   /// The streaming entry's statements (after its vector index is declared).
   std::string streaming_statements(ir::ScalarType type, int width, const std::string& vector);
+  static std::string window_vector(const std::string& first, const std::string& vector, int width);
   std::string vector_expression(const ir::Expr& expr, int width, const std::string& vector);
   void print_reduction_kernel();
   void print_walk();

@@ -660,6 +660,7 @@ std::vector<ReductionValue> CudaDevice::run(const Program& base, const std::vect
       values.push_back(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(array.data)));
       for (int d = 0; d < param.rank; ++d)
         values.push_back(static_cast<std::uint64_t>(array.extents[static_cast<std::size_t>(d)]));
+      values.push_back(static_cast<std::uint64_t>(array.first));
     } else if (param.is_scalar()) {
       values.push_back(scalar_slot(param.type, std::get<ScalarArg>(args[p])));
     } else {

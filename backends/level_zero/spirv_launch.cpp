@@ -181,6 +181,7 @@ SpirvLaunch plan_spirv_launch(const ir::Kernel& kernel, const std::vector<Kernel
       launch.arguments.push_back(buffer_argument(array.data));
       for (int d = 0; d < param.rank; ++d)
         launch.arguments.push_back(value_argument(bytes_of(array.extents[static_cast<std::size_t>(d)])));
+      launch.arguments.push_back(value_argument(bytes_of(array.first)));
     } else if (param.is_scalar()) {
       launch.arguments.push_back(value_argument(scalar_argument_bytes(param.type, std::get<ScalarArg>(args[p]))));
     } else {

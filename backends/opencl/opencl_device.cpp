@@ -555,6 +555,8 @@ void OpenCLDevice::set_arguments(const OpenCLProgram& program, cl_kernel entry, 
         const cl_long extent = array.extents[static_cast<std::size_t>(d)];
         set(sizeof extent, &extent);
       }
+      const cl_long first = array.first;
+      set(sizeof first, &first);
     } else if (param.is_scalar()) {
       const auto bytes = scalar_bytes(param.type, std::get<ScalarArg>(args[p]));
       set(bytes.size(), bytes.data());

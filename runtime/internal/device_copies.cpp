@@ -68,42 +68,113 @@ DeviceCopies::~DeviceCopies() {
 void DeviceCopies::forget(int place, const Copy& copy) {
   if (!totals_) return;
   auto& held = totals_->held[place];
-  held.now -= bytes();
+  held.now -= bytes_of(copy);
   held.copies.erase(copy.in_use_order);
 }
 
 std::int64_t DeviceCopies::bytes() const { return directory_.elements() * static_cast<std::int64_t>(element_size_); }
 
-backends::Buffer DeviceCopies::buffer(int place, const std::shared_ptr<backends::Device>& device) {
+std::int64_t DeviceCopies::bytes_of(const Copy& copy) const {
+  return copy.window.size() * static_cast<std::int64_t>(element_size_);
+}
+
+std::size_t DeviceCopies::offset_in(const Copy& copy, std::int64_t element) const {
+  return static_cast<std::size_t>(element - copy.window.begin) * element_size_;
+}
+
+Range DeviceCopies::window(int place) const {
+  auto it = copies_.find(place);
+  return it == copies_.end() ? Range{} : it->second.window;
+}
+
+Range DeviceCopies::rounded(Range window) const {
+  const std::int64_t elements = directory_.elements();
+  if (window.empty()) window = Range{0, 1};
+  // An eighth more on each side: the next pieces here usually need a little
+  // more (a halo row the first piece wrote but did not read, a split that
+  // moves), and growing moves the whole copy.
+  const std::int64_t margin = window.size() / 8;
+  window = Range{std::max<std::int64_t>(0, window.begin - margin), window.end + margin};
+  const std::int64_t begin = std::clamp<std::int64_t>(window.begin / kWindowGrain * kWindowGrain, 0, elements);
+  const std::int64_t end = std::min(elements, (window.end + kWindowGrain - 1) / kWindowGrain * kWindowGrain);
+  return Range{begin, std::max(begin, end)};
+}
+
+bool DeviceCopies::must_grow(int place, Range window) const {
+  auto it = copies_.find(place);
+  return it != copies_.end() && !window.empty() &&
+         (window.begin < it->second.window.begin || it->second.window.end < window.end);
+}
+
+DeviceCopies::Placed DeviceCopies::hold(int place, const std::shared_ptr<backends::Device>& device, Range window) {
   std::unique_lock held_lock = totals_ ? std::unique_lock(totals_->held_mutex) : std::unique_lock<std::mutex>();
   auto it = copies_.find(place);
   if (it != copies_.end()) {
+    Copy& copy = it->second;
     if (totals_) {  // used now: the last to be evicted
       auto& copies = totals_->held[place].copies;
-      copies.splice(copies.end(), copies, it->second.in_use_order);
+      copies.splice(copies.end(), copies, copy.in_use_order);
     }
-    return it->second.buffer;
+    if (must_grow(place, window))
+      grow(place, copy,
+           rounded(Range{std::min(copy.window.begin, window.begin), std::max(copy.window.end, window.end)}), held_lock);
+    return Placed{copy.buffer, copy.window.begin};
   }
-  if (totals_) make_room(place, device->info().id, held_lock);
+  const Range part = rounded(window);
+  const std::int64_t need = part.size() * static_cast<std::int64_t>(element_size_);
+  if (totals_) make_room(place, device->info().id, need, held_lock);
   backends::Buffer buffer;
   try {
-    buffer = device->allocate(static_cast<std::size_t>(bytes()));
+    buffer = device->allocate(static_cast<std::size_t>(need));
   } catch (const std::exception& e) {
     throw AllocationFailed(e.what());
   }
-  Copy& copy = copies_.emplace(place, Copy{device, buffer, {}}).first->second;
+  Copy& copy = copies_.emplace(place, Copy{device, buffer, part, {}}).first->second;
   if (totals_) {
     auto& held = totals_->held[place];
-    held.now += bytes();
+    held.now += need;
     held.peak = std::max(held.peak, held.now);
     copy.in_use_order = held.copies.insert(held.copies.end(), this);
   }
-  return buffer;
+  return Placed{buffer, part.begin};
 }
 
-void DeviceCopies::make_room(int place, const std::string& device, std::unique_lock<std::mutex>& held_lock) {
+void DeviceCopies::grow(int place, Copy& copy, Range grown, std::unique_lock<std::mutex>& held_lock) {
+  combine_merges();
+  const std::int64_t before_bytes = bytes_of(copy);
+  const std::int64_t need = grown.size() * static_cast<std::int64_t>(element_size_);
+  if (totals_) make_room(place, copy.device->info().id, need - before_bytes, held_lock);
+  backends::Buffer larger;
+  try {
+    larger = copy.device->allocate(static_cast<std::size_t>(need));
+  } catch (const std::exception& e) {
+    throw AllocationFailed(e.what());
+  }
+  // What the copy holds current goes through the host into the larger
+  // buffer; the directory's record of it stays true.
+  const IntervalSet kept = directory_.valid(place);
+  Bytes saved;
+  try {
+    saved = copy_out(place, kept);
+  } catch (...) {
+    copy.device->free(larger);
+    throw;
+  }
+  copy.device->free(copy.buffer);
+  copy.buffer = larger;
+  copy.window = grown;
+  copy_in(place, kept, saved);
+  twins_.host_to_device += static_cast<std::int64_t>(saved.size);
+  if (!totals_) return;
+  totals_->host_to_device += static_cast<std::int64_t>(saved.size);
   auto& held = totals_->held[place];
-  const std::int64_t need = bytes();
+  held.now += need - before_bytes;
+  held.peak = std::max(held.peak, held.now);
+}
+
+void DeviceCopies::make_room(int place, const std::string& device, std::int64_t need,
+                             std::unique_lock<std::mutex>& held_lock) {
+  auto& held = totals_->held[place];
   if (held.capacity <= 0 || held.now + need <= held.capacity) return;
   if (need > held.capacity)
     throw AllocationFailed("a copy of " + std::to_string(need) + " bytes on " + device +
@@ -129,9 +200,10 @@ void DeviceCopies::make_room(int place, const std::string& device, std::unique_l
         continue;
       }
       const auto before = victim->directory_.counters().device_to_host;
+      const std::int64_t freed = victim->bytes_of(victim->copies_.at(place));
       victim->flush_and_free(place);
       held.written_back += victim->directory_.counters().device_to_host - before;
-      held.evicted += victim->bytes();
+      held.evicted += freed;
     }
     // Pieces end: wait up to about 5 s for those elsewhere (two pieces on
     // two devices each waiting for the other's arrays end with a refusal).
@@ -184,11 +256,11 @@ void DeviceCopies::transfer(const Transfer& t) {
   if (t.from == Coherence::kHost) {
     auto& copy = copies_.at(t.to);
     const trace::CopySpan traced(copy.device->info(), trace::Direction::HostToDevice, bytes);
-    copy.device->copy_in(copy.buffer, offset, host, bytes);
+    copy.device->copy_in(copy.buffer, offset_in(copy, t.range.begin), host, bytes);
   } else if (t.to == Coherence::kHost) {
     auto& copy = copies_.at(t.from);
     const trace::CopySpan traced(copy.device->info(), trace::Direction::DeviceToHost, bytes);
-    copy.device->copy_out(copy.buffer, offset, host, bytes);
+    copy.device->copy_out(copy.buffer, offset_in(copy, t.range.begin), host, bytes);
   } else {
     // Routed through the host by the directory; never planned directly.
     throw Error("internal: a device-to-device transfer was planned without the host");
@@ -237,8 +309,8 @@ void DeviceCopies::begin_merge(int place, const IntervalSet& span, std::uint64_t
   // turns an element's -0 that no piece added to into +0.
   if (op == ir::ReduceOp::Sum && ir::is_float(type_)) identity.float_value = -0.0;
   for (const auto& range : start.initialize)
-    copy.device->fill(copy.buffer, static_cast<std::size_t>(range.begin), static_cast<std::size_t>(range.size()),
-                      identity);
+    copy.device->fill(copy.buffer, static_cast<std::size_t>(range.begin - copy.window.begin),
+                      static_cast<std::size_t>(range.size()), identity);
 }
 
 void DeviceCopies::combine_merges() {
@@ -253,7 +325,7 @@ void DeviceCopies::combine_merges() {
     // The directory has already ended the merge: this copy must not be lost.
     retrying([&] {
       const trace::CopySpan traced(copy.device->info(), trace::Direction::DeviceToHost, scratch.size());
-      copy.device->copy_out(copy.buffer, offset, scratch.data(), scratch.size());
+      copy.device->copy_out(copy.buffer, offset_in(copy, t.range.begin), scratch.data(), scratch.size());
     });
     combine(type_, static_cast<char*>(host_) + offset, scratch.data(), count, merge_op_);
   }
@@ -268,8 +340,7 @@ Bytes DeviceCopies::copy_out(int place, const IntervalSet& ranges) {
     const std::size_t size = static_cast<std::size_t>(range.size()) * element_size_;
     retrying([&] {
       const trace::CopySpan traced(copy.device->info(), trace::Direction::DeviceToHost, size);
-      copy.device->copy_out(copy.buffer, static_cast<std::size_t>(range.begin) * element_size_, bytes.data.get() + at,
-                            size);
+      copy.device->copy_out(copy.buffer, offset_in(copy, range.begin), bytes.data.get() + at, size);
     });
     at += size;
   }
@@ -286,8 +357,7 @@ void DeviceCopies::copy_in(int place, const IntervalSet& ranges, const Bytes& by
     const std::size_t size = static_cast<std::size_t>(range.size()) * element_size_;
     retrying([&] {
       const trace::CopySpan traced(copy.device->info(), trace::Direction::HostToDevice, size);
-      copy.device->copy_in(copy.buffer, static_cast<std::size_t>(range.begin) * element_size_, bytes.data.get() + at,
-                           size);
+      copy.device->copy_in(copy.buffer, offset_in(copy, range.begin), bytes.data.get() + at, size);
     });
     at += size;
   }

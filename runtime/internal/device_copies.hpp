@@ -89,9 +89,25 @@ class DeviceCopies {
   /// the directory already calls current before its data arrived.
   std::mutex mutex;
 
-  /// The array's buffer at `place` on `device` (allocated, full size, on first
-  /// use). Throws AllocationFailed when the device cannot hold it.
-  backends::Buffer buffer(int place, const std::shared_ptr<backends::Device>& device);
+  /// A copy's buffer, and the element of the array at its start.
+  struct Placed {
+    backends::Buffer buffer;
+    std::int64_t first = 0;
+  };
+  /// Windows start and end at multiples of this many elements (or at the
+  /// array's end), so that every vector width divides their first element.
+  static constexpr std::int64_t kWindowGrain = 64;
+  /// Makes the copy at `place` on `device` hold at least the elements
+  /// `window` (a piece's footprint in the array: the copy holds only the part
+  /// its pieces touch, which lets several devices split an array none could
+  /// hold whole). Allocates the copy on first use; a copy that does not
+  /// cover `window` grows to the smallest range covering both, what it held
+  /// current moved into the larger buffer (merges in progress combined
+  /// first). Throws AllocationFailed when the device cannot hold it.
+  Placed hold(int place, const std::shared_ptr<backends::Device>& device, Range window);
+  /// Whether hold(place, ..., window) would move the copy at `place` to a
+  /// larger buffer (which must wait until no other piece there uses it).
+  bool must_grow(int place, Range window) const;
   /// Makes `need` current at `place` (performing the copies). When a copy
   /// fails, throws TransferFailed and leaves the directory as it was.
   void acquire(int place, const IntervalSet& need);
@@ -128,7 +144,9 @@ class DeviceCopies {
   void pin(int place) { pins_[pin_slot(place)].fetch_add(1, std::memory_order_acq_rel); }
   void unpin(int place) { pins_[pin_slot(place)].fetch_sub(1, std::memory_order_acq_rel); }
   /// Whether a piece at `place` uses the array; without a place, a piece anywhere.
-  bool pinned(int place) const { return pins_[pin_slot(place)].load(std::memory_order_acquire) > 0; }
+  bool pinned(int place) const { return pins(place) > 0; }
+  /// How many pins the pieces at `place` hold.
+  std::int32_t pins(int place) const { return pins_[pin_slot(place)].load(std::memory_order_acquire); }
   bool pinned() const {
     return std::any_of(pins_.begin(), pins_.end(), [](const auto& p) { return p.load(std::memory_order_acquire) > 0; });
   }
@@ -136,6 +154,8 @@ class DeviceCopies {
   std::optional<ir::ReduceOp> merge_operator() const { return merge_; }
   /// Bytes of one whole copy of the array.
   std::int64_t bytes() const;
+  /// The elements the copy at `place` holds (empty when it has none).
+  Range window(int place) const;
   /// Bytes moved for this array so far.
   CoherenceCounters counters() const;
 
@@ -155,15 +175,25 @@ class DeviceCopies {
   /// waits for an array another thread holds): evicts other arrays' copies
   /// at `place`, least recently used first, until a copy of this array fits
   /// its capacity; throws AllocationFailed, naming the sizes and `device`, when it cannot.
-  void make_room(int place, const std::string& device, std::unique_lock<std::mutex>& held_lock);
+  void make_room(int place, const std::string& device, std::int64_t need, std::unique_lock<std::mutex>& held_lock);
   /// release() with held_mutex already held (by the caller).
   void flush_and_free(int place);
 
   struct Copy {
     std::shared_ptr<backends::Device> device;
     backends::Buffer buffer;
+    Range window;                                     ///< the array's elements in `buffer`, in order
     std::list<DeviceCopies*>::iterator in_use_order;  ///< its place in the ledger's copies (with totals_)
   };
+  /// Bytes of `copy`'s buffer.
+  std::int64_t bytes_of(const Copy& copy) const;
+  /// The byte in `copy`'s buffer of element `element` of the array.
+  std::size_t offset_in(const Copy& copy, std::int64_t element) const;
+  /// `window` and an eighth of it on each side, rounded out to kWindowGrain
+  /// and cut to the array; a copy for an empty window holds one grain.
+  Range rounded(Range window) const;
+  /// With held_mutex held: moves the copy at `place` into a buffer for `grown`.
+  void grow(int place, Copy& copy, Range grown, std::unique_lock<std::mutex>& held_lock);
   /// With held_mutex held: takes the copy at `place`, about to be freed, off the ledger.
   void forget(int place, const Copy& copy);
   ir::ScalarType type_;

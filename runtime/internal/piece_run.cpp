@@ -2,7 +2,10 @@
 // current in the leaf's memory, the kernel run over the piece's range, what
 // it wrote recorded in the coherence directory, and, when the leaf fails,
 // the piece run again elsewhere (recovery.hpp says what that guarantees).
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <thread>
 
 #include "engine_state.hpp"
 
@@ -40,22 +43,52 @@ class PiecePins {
 }  // namespace
 
 // Merge arrays, and arrays the region adds to from several memories, get
-// private copies instead of current ones.
+// private copies instead of current ones. On a device, each array's copy
+// holds (at least) what the piece touches of it, whatever parameters pass it.
 Engine::State::PieceWrites Engine::State::prepare_arrays(const RegionRun& run, const backends::Range& range,
                                                          const Executor& worker) {
   const auto& kernel = *run.kernel->optimized;
   PieceWrites piece{std::vector<IntervalSet>(run.args.size()), std::vector<std::optional<Bytes>>(run.args.size())};
+  std::vector<std::optional<std::pair<ReadPlan, WritePlan>>> plans(run.args.size());
+  std::map<DeviceCopies*, IntervalSet> touched;
   for (std::size_t p = 0; p < run.args.size(); ++p) {
     auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
     if (!storage) continue;
     const auto* footprint = run.kernel->footprint.of(static_cast<int>(p));
     if (!footprint) continue;
     const auto& shape = (*storage)->shape();
-    auto reads = reads_of(footprint->reads, shape, range.begin[0], range.end[0]);
-    auto writes = writes_of(footprint->writes, shape, run.record->range, range.begin[0], range.end[0]);
-    auto& copies = (*storage)->copies();
+    auto& plan = plans[p].emplace(reads_of(footprint->reads, shape, range.begin[0], range.end[0]),
+                                  writes_of(footprint->writes, shape, run.record->range, range.begin[0], range.end[0]));
+    IntervalSet& span = touched[&(*storage)->copies()];
+    span.add(plan.first.ranges);
+    span.add(plan.second.written);
+  }
+  if (worker.place() != Coherence::kHost)
+    for (auto& [copies, span] : touched) {
+      // A copy that grows moves to a larger buffer: not while a piece of
+      // another region uses it there (one moved to this device by recovery).
+      const auto own = static_cast<std::int32_t>(
+          std::count_if(run.args.begin(), run.args.end(), [copies = copies](const ArgRef& arg) {
+            const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg);
+            return storage && &(*storage)->copies() == copies;
+          }));
+      std::unique_lock lock(copies->mutex);
+      for (int waited = 0; copies->must_grow(worker.place(), span.hull()) && copies->pins(worker.place()) > own;
+           ++waited) {
+        if (waited == 50000)
+          throw Error("an array's copy on " + worker.device()->info().id +
+                      " must grow for this piece while another piece there keeps using it (waited 5 s)");
+        lock.unlock();
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        lock.lock();
+      }
+      copies->hold(worker.place(), worker.device(), span.hull());
+    }
+  for (std::size_t p = 0; p < run.args.size(); ++p) {
+    if (!plans[p]) continue;
+    auto& [reads, writes] = *plans[p];
+    auto& copies = std::get<std::shared_ptr<ArrayStorage>>(run.args[p])->copies();
     std::lock_guard lock(copies.mutex);
-    if (worker.place() != Coherence::kHost) copies.buffer(worker.place(), worker.device());
     const WriteMode mode = run.writes.mode(p);
     if ((copies.merge_operator() && kernel.params[p].writes()) || mode == WriteMode::Added) {
       IntervalSet span = writes.written;

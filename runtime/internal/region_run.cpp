@@ -46,7 +46,10 @@ std::vector<backends::KernelArg> kernel_args(const std::vector<ArgRef>& refs, co
       } else {
         auto& copies = (*storage)->copies();
         std::lock_guard lock(copies.mutex);
-        array.data = copies.buffer(worker.place(), worker.device()).handle;
+        // prepare_arrays made the copy; an array whose footprint is unknown gets one grain here.
+        const DeviceCopies::Placed placed = copies.hold(worker.place(), worker.device(), Range{});
+        array.data = placed.buffer.handle;
+        array.first = placed.first;
       }
       array.extents = (*storage)->shape().extents();
       args.emplace_back(array);

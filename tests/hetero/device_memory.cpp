@@ -1,12 +1,16 @@
 // What each device memory holds of the program's arrays, as rt.stats()
-// reports it: a whole copy per array a piece there used, counted when the
-// copy is made and until the array goes; the most held at once is kept.
+// reports it: per array a piece there used, a copy of the part its pieces
+// touch, counted when the copy is made and until the array goes; the most
+// held at once is kept. Capacities, eviction, and arrays split over devices
+// that could not each hold them whole.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "hetero_support.hpp"
 #include "scoped_setting.hpp"
@@ -198,4 +202,53 @@ TEST_CASE(
   };
   CHECK(expect(b, 3, 5) == 0);
   CHECK(expect(c, 3, 7) == 0);
+}
+
+TEST_CASE(
+    "hetero: two devices that each hold less than the arrays split a stencil: each keeps only the rows its "
+    "pieces touch" *
+    doctest::test_suite("opencl")) {
+  constexpr std::int64_t rows = 512, cols = 64, iterations = 20;
+  const std::int64_t bytes = rows * cols * static_cast<std::int64_t>(sizeof(double));  // 256 KiB per array
+  const std::int64_t capacity = 400 * 1024;  // less than the two arrays (512 KiB), more than half of them
+  const std::string limit =
+      accelerator(0) + ":" + std::to_string(capacity) + "," + accelerator(1) + ":" + std::to_string(capacity);
+  canopy::testing::ScopedSetting setting("CANOPY_DEVICE_MEMORY", limit.c_str());
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {accelerator(0), accelerator(1)})) return;
+  use_leaves(rt, discovered, {accelerator(0), accelerator(1)});
+  auto a = rt.array<double, 2>(Shape(rows, cols), named("a"));
+  auto b = rt.array<double, 2>(Shape(rows, cols), named("b"));
+  // The reference: the same iterations as plain loops.
+  std::vector<double> x(static_cast<std::size_t>(rows * cols)), y(x.size());
+  for (std::int64_t i = 0; i < rows * cols; ++i) x[std::size_t(i)] = double((i * 37) % 101);
+  std::copy(x.begin(), x.end(), a.host().begin());
+  for (int k = 0; k < iterations; ++k) {
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j) {
+        auto at = [&](std::int64_t r, std::int64_t c) { return x[std::size_t(r * cols + c)]; };
+        const bool inside = i > 0 && i < rows - 1 && j > 0 && j < cols - 1;
+        y[std::size_t(i * cols + j)] =
+            inside ? 0.25 * (at(i - 1, j) + at(i + 1, j) + at(i, j - 1) + at(i, j + 1)) : at(i, j);
+      }
+    std::swap(x, y);
+    if (k % 2 == 0)
+      rt.region(halo_stencil()).over(rows, cols).policy("static").launch(b, a);
+    else
+      rt.region(halo_stencil()).over(rows, cols).policy("static").launch(a, b);
+  }
+  rt.pause();
+  CHECK(last_region(rt).pieces.size() == 2);
+  const auto result = (iterations % 2 ? b : a).host_read();
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < rows * cols; ++i) wrong += result.data()[i] != x[std::size_t(i)];
+  CHECK(wrong == 0);
+  for (const std::string& device : {accelerator(0), accelerator(1)}) {
+    CAPTURE(device);
+    const DeviceMemoryStats memory = memory_of(rt, device);
+    CHECK(memory.peak_bytes <= capacity);
+    CHECK(memory.peak_bytes < 2 * bytes);  // never both arrays whole
+    CHECK(memory.evicted_bytes == 0);      // each device's parts fit beside each other
+  }
 }

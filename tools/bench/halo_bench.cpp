@@ -1,10 +1,16 @@
 // canopy-bench halo: a 2-D 5-point stencil iterated over a region split
-// 50/50 between the CPU leaf and an OpenCL device, printing the bytes the
+// 50/50 between the CPU leaf and an OpenCL device (or, with
+// CANOPY_DEVICES=opencl, two OpenCL devices), printing the bytes the
 // coherence directory moved each iteration: after the first (which copies
-// the device's half in), only the rows next to the boundary should move.
+// the devices' halves in), only the rows next to the boundary should move.
+// Then what each device memory held at most, and with --check the result
+// against the same iterations as plain loops.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include <canopy/canopy.hpp>
 
@@ -13,7 +19,7 @@
 namespace canopy::bench {
 
 int halo_command(int argc, char** argv) {
-  Args args(argc, argv, {});
+  Args args(argc, argv, {"--check"});
   const std::int64_t rows = args.count("--rows", 2048), cols = args.count("--cols", 2048);
   const int iterations = static_cast<int>(args.count("--iterations", 100));
   std::string policy = args.get("--policy", "");
@@ -26,11 +32,15 @@ int halo_command(int argc, char** argv) {
   const auto tree = rt.hierarchy();
   const Location* cpu = nullptr;
   const Location* device = nullptr;
+  const Location* second_device = nullptr;
   for (auto* leaf : tree.leaves(*tree.root())) {
     if (leaf->kind() == LocationKind::Cpu && !cpu) cpu = leaf;
+    if (leaf->kind() == LocationKind::OpenCL && device && !second_device) second_device = leaf;
     if (leaf->kind() == LocationKind::OpenCL && !device) device = leaf;
   }
-  if (!cpu || !device) fail("halo needs a CPU leaf and an OpenCL device (CANOPY_DEVICES=cpu,opencl:0)");
+  if (!cpu) std::swap(cpu, second_device);  // two devices: the first plays the CPU leaf's part
+  if (!cpu || !device)
+    fail("halo needs a CPU leaf and an OpenCL device (CANOPY_DEVICES=cpu,opencl:0), or two OpenCL devices");
   if (cpu->parent() != device->parent()) fail("halo expects the CPU leaf and the device below one location");
   const std::string where = cpu->parent()->name();
   if (policy.empty()) {
@@ -87,6 +97,35 @@ int halo_command(int argc, char** argv) {
   std::printf(
       "after the first iteration: at most %.1f rows moved per iteration (one boundary: the halo row each way)\n",
       double(most_after_first) / double(row_bytes));
+  for (const auto& memory : rt.stats().device_memory)
+    std::printf("device memory %s: at most %lld bytes held (capacity %lld), %lld evicted\n", memory.leaf.c_str(),
+                static_cast<long long>(memory.peak_bytes), static_cast<long long>(memory.capacity_bytes),
+                static_cast<long long>(memory.evicted_bytes));
+  if (args.has("--check")) {
+    // The same iterations as plain loops over floats (the kernel's
+    // operations in its order; contraction may differ: compared within 1e-5).
+    std::vector<float> x(static_cast<std::size_t>(rows * cols)), y(x.size());
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j) x[std::size_t(i * cols + j)] = float((i * 31 + j * 17) % 101);
+    for (int it = 0; it < iterations; ++it) {
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const std::size_t at = std::size_t(i * cols + j);
+          y[at] = i > 0 && i < rows - 1 && j > 0 && j < cols - 1
+                      ? 0.2f * (x[at] + x[at - std::size_t(cols)] + x[at + std::size_t(cols)] + x[at - 1] + x[at + 1])
+                      : x[at];
+        }
+      std::swap(x, y);
+    }
+    const auto result = (iterations % 2 ? b : a).host_read();
+    double worst = 0;
+    for (std::size_t e = 0; e < x.size(); ++e)
+      worst =
+          std::max(worst, std::fabs(double(result.data()[e]) - double(x[e])) / std::max(1.0, std::fabs(double(x[e]))));
+    std::printf("check against plain loops: largest relative difference %.3g (%s)\n", worst,
+                worst <= 1e-5 ? "ok" : "WRONG");
+    if (worst > 1e-5) return 1;
+  }
   if (args.has("--json")) write_json(args.get("--json", ""), json);
   return 0;
 }
