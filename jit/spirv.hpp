@@ -15,10 +15,12 @@
 //
 // The SPIR-V kernel ABI (what a host sets before launching `entry`):
 //  1. for each IR parameter, in order:
-//     - array of rank r: a CrossWorkgroup (global) pointer to element 0
+//     - array of rank r: a CrossWorkgroup (global) pointer to the buffer
 //       (bool elements are one byte), then its r extents as 64-bit
-//       integers, outermost first; element (i,j,k) of extents (n0,n1,n2) is
-//       at ((i*n1)+j)*n2+k;
+//       integers, outermost first, then the element the buffer starts at
+//       (`first`, 64-bit: a device copy may hold a window of the array);
+//       element (i,j,k) of extents (n0,n1,n2) is ((i*n1)+j)*n2+k, at
+//       [((i*n1)+j)*n2+k - first] in the buffer;
 //     - scalar: its value; bool as a 32-bit integer holding 0 or 1, i32 and
 //       i64 as 32- and 64-bit integers, f32 and f64 as floats and doubles;
 //     - reduction: a global pointer to the partial results, where

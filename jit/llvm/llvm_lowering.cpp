@@ -270,6 +270,8 @@ llvm::Value* LlvmLowering::element_address(int param, const std::vector<ir::Expr
     llvm::Value* index = builder_.CreateSExtOrTrunc(value_of(indices[d]), i64);
     linear = d == 0 ? index : builder_.CreateAdd(builder_.CreateMul(linear, lowered.extents[d]), index);
   }
+  // A device copy that holds a window of the array starts at element `first`.
+  if (lowered.first) linear = builder_.CreateSub(linear, lowered.first);
   // In bounds: a kernel never addresses outside its arrays (checked mode says so when it would).
   return builder_.CreateInBoundsGEP(memory_type(p.type), lowered.base, linear);
 }

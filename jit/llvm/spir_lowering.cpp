@@ -63,6 +63,8 @@ llvm::Function* SpirLowering::declare_entry(const std::string& symbol) {
           types.push_back(i64);
           names.push_back(param.name + ".extent" + std::to_string(d));
         }
+        types.push_back(i64);
+        names.push_back(param.name + ".first");
         break;
       case ir::ParamKind::Scalar:
         types.push_back(param.type == ScalarType::Bool ? builder_.getInt32Ty() : value_type(param.type));
@@ -109,6 +111,7 @@ void SpirLowering::attach_argument_metadata() {
       case ir::ParamKind::Array:
         add(kGlobal, element + "*", param.writes() ? "" : "const", param.name);
         for (int d = 0; d < param.rank; ++d) add(0, "long", "", param.name + "_n" + std::to_string(d));
+        add(0, "long", "", param.name + "_first");
         break;
       case ir::ParamKind::Scalar: add(0, param.type == ScalarType::Bool ? "int" : element, "", param.name); break;
       case ir::ParamKind::Reduction:
@@ -141,6 +144,7 @@ void SpirLowering::load_params() {
       case ir::ParamKind::Array:
         lowered.base = argument();
         for (int d = 0; d < param.rank; ++d) lowered.extents.push_back(argument());
+        lowered.first = argument();
         break;
       case ir::ParamKind::Scalar:
         lowered.value = argument();

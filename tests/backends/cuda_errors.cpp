@@ -31,7 +31,7 @@ TEST_CASE("cuda errors: a source NVRTC does not compile shows the kernel, the lo
   NVRTC_OR_SKIP(nvrtc);
   auto source = jit::cuda_c_source(ir::parse(kCopy));
   // A statement no CUDA compiler takes, on a line of its own, in the first entry.
-  const auto body = source.text.find("a[i] = b[i];");
+  const auto body = source.text.find("a[i - a_first] = b[i - b_first];");
   REQUIRE(body != std::string::npos);
   source.text.insert(body, "this_is_not_cuda(a, b);\n  ");
   const std::string message = error_of([&] {

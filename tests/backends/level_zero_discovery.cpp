@@ -244,21 +244,24 @@ TEST_CASE("level zero: kernels needing fp64 or 64-bit atomics are refused by nam
 TEST_CASE("spirv launch: a point kernel's arguments in ABI order, and whole work-groups over the piece") {
   const ir::Kernel triad = ir::parse(kTriad);
   double a = 0, b = 0, c = 0;  // stand-ins for device buffers
-  const std::vector<KernelArg> args{ArrayArg{&a, {1000, 1, 1}}, ArrayArg{&b, {1000, 1, 1}}, ArrayArg{&c, {1000, 1, 1}},
-                                    scalar_arg(0.5)};
+  // b's buffer holds a window of it from element 64 on (a copy of part of the array).
+  const std::vector<KernelArg> args{ArrayArg{&a, {1000, 1, 1}}, ArrayArg{&b, {1000, 1, 1}, 64},
+                                    ArrayArg{&c, {1000, 1, 1}}, scalar_arg(0.5)};
   SpirvLaunchLimits limits;
   limits.point_group_size = 256;
   const SpirvLaunch launch = plan_spirv_launch(triad, args, range_of({100}, {900}), {}, limits, "here");
-  REQUIRE(launch.arguments.size() == 9);
+  REQUIRE(launch.arguments.size() == 12);
   using Kind = SpirvArgument::Kind;
   CHECK(launch.arguments[0].kind == Kind::Buffer);
   CHECK(launch.arguments[0].buffer == &a);
   CHECK(launch.arguments[1].bytes == bytes_of<std::int64_t>(1000));
-  CHECK(launch.arguments[2].buffer == &b);
-  CHECK(launch.arguments[4].buffer == &c);
-  CHECK(launch.arguments[6].bytes == bytes_of(0.5));
-  CHECK(launch.arguments[7].bytes == bytes_of<std::int64_t>(100));  // begin
-  CHECK(launch.arguments[8].bytes == bytes_of<std::int64_t>(900));  // end
+  CHECK(launch.arguments[2].bytes == bytes_of<std::int64_t>(0));  // a's first element
+  CHECK(launch.arguments[3].buffer == &b);
+  CHECK(launch.arguments[5].bytes == bytes_of<std::int64_t>(64));  // b's
+  CHECK(launch.arguments[6].buffer == &c);
+  CHECK(launch.arguments[9].bytes == bytes_of(0.5));
+  CHECK(launch.arguments[10].bytes == bytes_of<std::int64_t>(100));  // begin
+  CHECK(launch.arguments[11].bytes == bytes_of<std::int64_t>(900));  // end
   CHECK_FALSE(launch.reduces);
   CHECK(launch.dims == 1);
   CHECK(launch.group_size[0] == 256);
@@ -288,10 +291,10 @@ TEST_CASE("spirv launch: in 2-D and 3-D, device dimension 0 is the last index, g
   CHECK(launch.group_size[1] == 64);  // the rows take the rest of the 256
   CHECK(launch.group_count[0] == 2);
   CHECK(launch.group_count[1] == 5);  // 300 rows in groups of 64
-  REQUIRE(launch.arguments.size() == 10);
-  CHECK(launch.arguments[6].bytes == bytes_of<std::int64_t>(0));
-  CHECK(launch.arguments[7].bytes == bytes_of<std::int64_t>(300));
-  CHECK(launch.arguments[9].bytes == bytes_of<std::int64_t>(5));
+  REQUIRE(launch.arguments.size() == 12);
+  CHECK(launch.arguments[8].bytes == bytes_of<std::int64_t>(0));
+  CHECK(launch.arguments[9].bytes == bytes_of<std::int64_t>(300));
+  CHECK(launch.arguments[11].bytes == bytes_of<std::int64_t>(5));
 
   limits.max_group_count = {1, 1, 1};
   CHECK_THROWS_WITH_AS(plan_spirv_launch(stencil, args, range_of({0, 0}, {300, 5}), {}, limits, "the made-up GPU"),
@@ -358,13 +361,13 @@ TEST_CASE("spirv launch: reductions get partials, scratch sized per work-group, 
   CHECK(launch.dims == 1);
   CHECK(launch.group_size[0] == 64);
   CHECK(launch.group_count[0] == 64);
-  REQUIRE(launch.arguments.size() == 8);
-  CHECK(launch.arguments[2].kind == SpirvArgument::Kind::Buffer);
-  CHECK(launch.arguments[2].buffer == &total);
-  CHECK(launch.arguments[3].kind == SpirvArgument::Kind::Local);
-  CHECK(launch.arguments[3].local_bytes == 64 * sizeof(double));
-  CHECK(launch.arguments[4].buffer == &top);
-  CHECK(launch.arguments[5].local_bytes == 64 * sizeof(std::int32_t));
+  REQUIRE(launch.arguments.size() == 9);
+  CHECK(launch.arguments[3].kind == SpirvArgument::Kind::Buffer);
+  CHECK(launch.arguments[3].buffer == &total);
+  CHECK(launch.arguments[4].kind == SpirvArgument::Kind::Local);
+  CHECK(launch.arguments[4].local_bytes == 64 * sizeof(double));
+  CHECK(launch.arguments[5].buffer == &top);
+  CHECK(launch.arguments[6].local_bytes == 64 * sizeof(std::int32_t));
 
   // Few points: no more groups than they fill.
   CHECK(plan_spirv_launch(sum, args, range_of({0}, {100}), partials, limits, "here").group_count[0] == 2);

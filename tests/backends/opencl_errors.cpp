@@ -43,7 +43,7 @@ TEST_CASE("opencl errors: a kernel that does not build shows the device, the bui
   const auto kernel = optimized(copy_kernel());
   auto source = jit::opencl_c_source(*kernel, device->code_options());
   // A statement no OpenCL compiler takes, on a line of its own.
-  const auto body = source.text.find("a[i] = b[i];");
+  const auto body = source.text.find("a[i - a_first] = b[i - b_first];");
   REQUIRE(body != std::string::npos);
   source.text.insert(body, "this_is_not_opencl(a, b);\n  ");
   const std::string message = error_of([&] { device->compile_source(kernel, source); });

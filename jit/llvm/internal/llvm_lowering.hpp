@@ -28,8 +28,9 @@ namespace canopy::jit {
 
 /// A kernel parameter as LLVM values, made once at the function's start.
 struct LoweredParam {
-  llvm::Value* base = nullptr;              ///< arrays: pointer to element 0
+  llvm::Value* base = nullptr;              ///< arrays: pointer to element `first`
   std::vector<llvm::Value*> extents;        ///< arrays: the extents (i64), outermost first
+  llvm::Value* first = nullptr;             ///< arrays: the element at `base` (i64; none on the CPU: 0)
   llvm::Value* value = nullptr;             ///< scalars: the value
   llvm::Value* partial = nullptr;           ///< reductions: where the partial result goes
   llvm::AllocaInst* accumulator = nullptr;  ///< reductions: the running value (CPU lowering)

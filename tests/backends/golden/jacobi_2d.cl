@@ -4,29 +4,29 @@
 
 // Whole work-groups: every work-item is a point of the piece.
 __kernel void jacobi_2d(
-    __global double* v, long v_n0, long v_n1,
-    __global const double* u, long u_n0, long u_n1,
+    __global double* v, long v_n0, long v_n1, long v_first,
+    __global const double* u, long u_n0, long u_n1, long u_first,
     long i_end, long j_end) {
   const long i = get_global_id(1);
   const long j = get_global_id(0);
   if (i > 0L && i < u_n0 - 1L && j > 0L && j < u_n1 - 1L) {
-    v[i * v_n1 + j] = (u[(i - 1L) * u_n1 + j] + u[(i + 1L) * u_n1 + j] + u[i * u_n1 + j - 1L] + u[i * u_n1 + j + 1L]) * 0.25;
+    v[i * v_n1 + j - v_first] = (u[(i - 1L) * u_n1 + j - u_first] + u[(i + 1L) * u_n1 + j - u_first] + u[i * u_n1 + j - 1L - u_first] + u[i * u_n1 + j + 1L - u_first]) * 0.25;
   } else {
-    v[i * v_n1 + j] = u[i * u_n1 + j];
+    v[i * v_n1 + j - v_first] = u[i * u_n1 + j - u_first];
   }
 }
 
 // The work-groups at the ends of the piece: work-items past an end do nothing.
 __kernel void jacobi_2d_edges(
-    __global double* v, long v_n0, long v_n1,
-    __global const double* u, long u_n0, long u_n1,
+    __global double* v, long v_n0, long v_n1, long v_first,
+    __global const double* u, long u_n0, long u_n1, long u_first,
     long i_end, long j_end) {
   const long i = get_global_id(1);
   const long j = get_global_id(0);
   if (i >= i_end || j >= j_end) return;
   if (i > 0L && i < u_n0 - 1L && j > 0L && j < u_n1 - 1L) {
-    v[i * v_n1 + j] = (u[(i - 1L) * u_n1 + j] + u[(i + 1L) * u_n1 + j] + u[i * u_n1 + j - 1L] + u[i * u_n1 + j + 1L]) * 0.25;
+    v[i * v_n1 + j - v_first] = (u[(i - 1L) * u_n1 + j - u_first] + u[(i + 1L) * u_n1 + j - u_first] + u[i * u_n1 + j - 1L - u_first] + u[i * u_n1 + j + 1L - u_first]) * 0.25;
   } else {
-    v[i * v_n1 + j] = u[i * u_n1 + j];
+    v[i * v_n1 + j - v_first] = u[i * u_n1 + j - u_first];
   }
 }

@@ -9,29 +9,29 @@
 
 // Whole work-groups: every work-item is a point of the piece.
 extern "C" __global__ void jacobi_2d(
-    double* v, long long v_n0, long long v_n1,
-    const double* u, long long u_n0, long long u_n1,
+    double* v, long long v_n0, long long v_n1, long long v_first,
+    const double* u, long long u_n0, long long u_n1, long long u_first,
     long long i_begin, long long i_end, long long j_begin, long long j_end) {
   const long long i = i_begin + ((long long)blockIdx.y * blockDim.y + threadIdx.y);
   const long long j = j_begin + ((long long)blockIdx.x * blockDim.x + threadIdx.x);
   if (i > 0LL && i < u_n0 - 1LL && j > 0LL && j < u_n1 - 1LL) {
-    v[i * v_n1 + j] = (u[(i - 1LL) * u_n1 + j] + u[(i + 1LL) * u_n1 + j] + u[i * u_n1 + j - 1LL] + u[i * u_n1 + j + 1LL]) * 0.25;
+    v[i * v_n1 + j - v_first] = (u[(i - 1LL) * u_n1 + j - u_first] + u[(i + 1LL) * u_n1 + j - u_first] + u[i * u_n1 + j - 1LL - u_first] + u[i * u_n1 + j + 1LL - u_first]) * 0.25;
   } else {
-    v[i * v_n1 + j] = u[i * u_n1 + j];
+    v[i * v_n1 + j - v_first] = u[i * u_n1 + j - u_first];
   }
 }
 
 // The work-groups at the ends of the piece: work-items past an end do nothing.
 extern "C" __global__ void jacobi_2d_edges(
-    double* v, long long v_n0, long long v_n1,
-    const double* u, long long u_n0, long long u_n1,
+    double* v, long long v_n0, long long v_n1, long long v_first,
+    const double* u, long long u_n0, long long u_n1, long long u_first,
     long long i_begin, long long i_end, long long j_begin, long long j_end) {
   const long long i = i_begin + ((long long)blockIdx.y * blockDim.y + threadIdx.y);
   const long long j = j_begin + ((long long)blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= i_end || j >= j_end) return;
   if (i > 0LL && i < u_n0 - 1LL && j > 0LL && j < u_n1 - 1LL) {
-    v[i * v_n1 + j] = (u[(i - 1LL) * u_n1 + j] + u[(i + 1LL) * u_n1 + j] + u[i * u_n1 + j - 1LL] + u[i * u_n1 + j + 1LL]) * 0.25;
+    v[i * v_n1 + j - v_first] = (u[(i - 1LL) * u_n1 + j - u_first] + u[(i + 1LL) * u_n1 + j - u_first] + u[i * u_n1 + j - 1LL - u_first] + u[i * u_n1 + j + 1LL - u_first]) * 0.25;
   } else {
-    v[i * v_n1 + j] = u[i * u_n1 + j];
+    v[i * v_n1 + j - v_first] = u[i * u_n1 + j - u_first];
   }
 }

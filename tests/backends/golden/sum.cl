@@ -3,7 +3,7 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
 __kernel void sum(
-    __global const double* x, long x_n0,
+    __global const double* x, long x_n0, long x_first,
     __global double* total_partials, __local double* total_scratch,
     long i_begin, long i_end) {
   double total = 0.0;
@@ -15,7 +15,7 @@ __kernel void sum(
   const long last = min(first + chunk, points);
   for (long point = first; point < last; ++point) {
     const long i = i_begin + point;
-    total += x[i];
+    total += x[i - x_first];
   }
   // One partial result per work-group: a tree over its work-items' values.
   const int lane = get_local_id(0);

@@ -8,7 +8,7 @@
 #endif
 
 extern "C" __global__ void sum(
-    const double* x, long long x_n0,
+    const double* x, long long x_n0, long long x_first,
     double* total_partials,
     long long i_begin, long long i_end) {
   double total = 0.0;
@@ -18,7 +18,7 @@ extern "C" __global__ void sum(
   const long long item = ((long long)blockIdx.x * blockDim.x + threadIdx.x);
   for (long long point = item; point < points; point += items) {
     const long long i = i_begin + point;
-    total += x[i];
+    total += x[i - x_first];
   }
   // One partial result per work-group: a tree over its work-items' values.
   const int lane = (int)threadIdx.x;

@@ -4,23 +4,23 @@
 
 // Whole work-groups: every work-item is a point of the piece.
 __kernel void triad(
-    __global double* a, long a_n0,
-    __global const double* b, long b_n0,
-    __global const double* c, long c_n0,
+    __global double* a, long a_n0, long a_first,
+    __global const double* b, long b_n0, long b_first,
+    __global const double* c, long c_n0, long c_first,
     double s,
     long i_end) {
   const long i = get_global_id(0);
-  a[i] = b[i] + s * c[i];
+  a[i - a_first] = b[i - b_first] + s * c[i - c_first];
 }
 
 // The work-groups at the ends of the piece: work-items past an end do nothing.
 __kernel void triad_edges(
-    __global double* a, long a_n0,
-    __global const double* b, long b_n0,
-    __global const double* c, long c_n0,
+    __global double* a, long a_n0, long a_first,
+    __global const double* b, long b_n0, long b_first,
+    __global const double* c, long c_n0, long c_first,
     double s,
     long i_end) {
   const long i = get_global_id(0);
   if (i >= i_end) return;
-  a[i] = b[i] + s * c[i];
+  a[i - a_first] = b[i - b_first] + s * c[i - c_first];
 }

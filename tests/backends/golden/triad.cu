@@ -9,23 +9,23 @@
 
 // Whole work-groups: every work-item is a point of the piece.
 extern "C" __global__ void triad(
-    double* a, long long a_n0,
-    const double* b, long long b_n0,
-    const double* c, long long c_n0,
+    double* a, long long a_n0, long long a_first,
+    const double* b, long long b_n0, long long b_first,
+    const double* c, long long c_n0, long long c_first,
     double s,
     long long i_begin, long long i_end) {
   const long long i = i_begin + ((long long)blockIdx.x * blockDim.x + threadIdx.x);
-  a[i] = b[i] + s * c[i];
+  a[i - a_first] = b[i - b_first] + s * c[i - c_first];
 }
 
 // The work-groups at the ends of the piece: work-items past an end do nothing.
 extern "C" __global__ void triad_edges(
-    double* a, long long a_n0,
-    const double* b, long long b_n0,
-    const double* c, long long c_n0,
+    double* a, long long a_n0, long long a_first,
+    const double* b, long long b_n0, long long b_first,
+    const double* c, long long c_n0, long long c_first,
     double s,
     long long i_begin, long long i_end) {
   const long long i = i_begin + ((long long)blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= i_end) return;
-  a[i] = b[i] + s * c[i];
+  a[i - a_first] = b[i - b_first] + s * c[i - c_first];
 }
