@@ -82,11 +82,6 @@ std::size_t DeviceCopies::offset_in(const Copy& copy, std::int64_t element) cons
   return static_cast<std::size_t>(element - copy.window.begin) * element_size_;
 }
 
-Range DeviceCopies::window(int place) const {
-  auto it = copies_.find(place);
-  return it == copies_.end() ? Range{} : it->second.window;
-}
-
 Range DeviceCopies::rounded(Range window) const {
   const std::int64_t elements = directory_.elements();
   if (window.empty()) window = Range{0, 1};
@@ -140,7 +135,6 @@ DeviceCopies::Placed DeviceCopies::hold(int place, const std::shared_ptr<backend
 }
 
 void DeviceCopies::grow(int place, Copy& copy, Range grown, std::unique_lock<std::mutex>& held_lock) {
-  combine_merges();
   const std::int64_t before_bytes = bytes_of(copy);
   const std::int64_t need = grown.size() * static_cast<std::int64_t>(element_size_);
   if (totals_) make_room(place, copy.device->info().id, need - before_bytes, held_lock);
@@ -150,9 +144,12 @@ void DeviceCopies::grow(int place, Copy& copy, Range grown, std::unique_lock<std
   } catch (const std::exception& e) {
     throw AllocationFailed(e.what());
   }
-  // What the copy holds current goes through the host into the larger
-  // buffer; the directory's record of it stays true.
-  const IntervalSet kept = directory_.valid(place);
+  // What the copy holds current, and its private merge copy, go through the
+  // host into the larger buffer; the directory's record stays true. (Merges
+  // are not combined here: pieces at other places may still be adding to
+  // theirs.)
+  IntervalSet kept = directory_.valid(place);
+  kept.add(directory_.merging(place));
   Bytes saved;
   try {
     saved = copy_out(place, kept);

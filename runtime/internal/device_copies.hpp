@@ -102,8 +102,8 @@ class DeviceCopies {
   /// its pieces touch, which lets several devices split an array none could
   /// hold whole). Allocates the copy on first use; a copy that does not
   /// cover `window` grows to the smallest range covering both, what it held
-  /// current moved into the larger buffer (merges in progress combined
-  /// first). Throws AllocationFailed when the device cannot hold it.
+  /// current and its private merge copy moved into the larger buffer.
+  /// Throws AllocationFailed when the device cannot hold it.
   Placed hold(int place, const std::shared_ptr<backends::Device>& device, Range window);
   /// Whether hold(place, ..., window) would move the copy at `place` to a
   /// larger buffer (which must wait until no other piece there uses it).
@@ -154,8 +154,6 @@ class DeviceCopies {
   std::optional<ir::ReduceOp> merge_operator() const { return merge_; }
   /// Bytes of one whole copy of the array.
   std::int64_t bytes() const;
-  /// The elements the copy at `place` holds (empty when it has none).
-  Range window(int place) const;
   /// Bytes moved for this array so far.
   CoherenceCounters counters() const;
 

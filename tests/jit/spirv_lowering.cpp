@@ -106,16 +106,21 @@ TEST_CASE("spirv: the kernel ABI of a point kernel (arguments, address spaces, i
   SPIRV_OR_SKIP();
   const std::string text = llvm_ir_of(kTriad);
   CHECK(contains(text, "target triple = \"spir64-unknown-unknown\""));
-  // Arrays: a global pointer and the extents; scalars by value; then begin and end per dimension.
+  // Arrays: a global pointer, the extents and the element the buffer starts
+  // at; scalars by value; then begin and end per dimension.
   CHECK(contains(text,
-                 "define spir_kernel void @triad(double addrspace(1)* %a, i64 %a.extent0, double "
-                 "addrspace(1)* %b, i64 %b.extent0, double addrspace(1)* %c, i64 %c.extent0, double %s, i64 "
-                 "%begin0, i64 %end0)"));
+                 "define spir_kernel void @triad(double addrspace(1)* %a, i64 %a.extent0, i64 %a.first, double "
+                 "addrspace(1)* %b, i64 %b.extent0, i64 %b.first, double addrspace(1)* %c, i64 %c.extent0, i64 "
+                 "%c.first, double %s, i64 %begin0, i64 %end0)"));
   CHECK(contains(text, "call spir_func i64 @_Z13get_global_idj(i32 0)"));
   CHECK(contains(text, "icmp slt i64 %i0, %end0"));
   CHECK(contains(text, "!kernel_arg_addr_space"));
-  CHECK(contains(text, "!{!\"a\", !\"a_n0\", !\"b\", !\"b_n0\", !\"c\", !\"c_n0\", !\"s\", !\"begin0\", !\"end0\"}"));
-  CHECK(contains(text, "!{!\"\", !\"\", !\"const\", !\"\", !\"const\", !\"\", !\"\", !\"\", !\"\"}"));
+  CHECK(contains(text,
+                 "!{!\"a\", !\"a_n0\", !\"a_first\", !\"b\", !\"b_n0\", !\"b_first\", !\"c\", !\"c_n0\", "
+                 "!\"c_first\", !\"s\", !\"begin0\", !\"end0\"}"));
+  CHECK(contains(text,
+                 "!{!\"\", !\"\", !\"\", !\"const\", !\"\", !\"\", !\"const\", !\"\", !\"\", !\"\", !\"\", "
+                 "!\"\"}"));
   CHECK(contains(text, "!opencl.ocl.version = !{!0}"));
   CHECK(contains(text, "!0 = !{i32 1, i32 2}"));
   // No fused multiply-add: the product and the sum stay apart.
@@ -144,7 +149,7 @@ TEST_CASE("spirv: reductions walk the piece and combine per work-group in local 
   CHECK(contains(text, "@_Z12get_group_idj(i32 0)"));
   CHECK(contains(text, "call spir_func void @_Z7barrierj(i32 1)"));
   CHECK(contains(text, "convergent"));
-  CHECK(contains(text, "!{i32 1, i32 0, i32 1, i32 3, i32 0, i32 0}"));  // partials global, scratch local
+  CHECK(contains(text, "!{i32 1, i32 0, i32 0, i32 1, i32 3, i32 0, i32 0}"));  // partials global, scratch local
   // Only the sum may be reordered (reassoc), as on the CPU.
   CHECK(contains(text, "fadd reassoc double"));
 }

@@ -4,7 +4,7 @@ target datalayout = "e-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:
 target triple = "spir64-unknown-unknown"
 
 ; Function Attrs: nounwind
-define spir_kernel void @jacobi_2d(double addrspace(1)* %v, i64 %v.extent0, i64 %v.extent1, double addrspace(1)* %u, i64 %u.extent0, i64 %u.extent1, i64 %begin0, i64 %end0, i64 %begin1, i64 %end1) #0 !kernel_arg_addr_space !1 !kernel_arg_access_qual !2 !kernel_arg_type !3 !kernel_arg_base_type !3 !kernel_arg_type_qual !4 !kernel_arg_name !5 {
+define spir_kernel void @jacobi_2d(double addrspace(1)* %v, i64 %v.extent0, i64 %v.extent1, i64 %v.first, double addrspace(1)* %u, i64 %u.extent0, i64 %u.extent1, i64 %u.first, i64 %begin0, i64 %end0, i64 %begin1, i64 %end1) #0 !kernel_arg_addr_space !1 !kernel_arg_access_qual !2 !kernel_arg_type !3 !kernel_arg_base_type !3 !kernel_arg_type_qual !4 !kernel_arg_name !5 {
 entry:
   %0 = call spir_func i64 @_Z13get_global_idj(i32 1) #1
   %i0 = add nsw i64 %begin0, %0
@@ -30,43 +30,50 @@ point:                                            ; preds = %entry
 else:                                             ; preds = %point
   %14 = mul i64 %i0, %u.extent1
   %15 = add i64 %14, %i1
-  %16 = getelementptr inbounds double, double addrspace(1)* %u, i64 %15
-  %17 = load double, double addrspace(1)* %16, align 8
-  %18 = mul i64 %i0, %v.extent1
-  %19 = add i64 %18, %i1
-  %20 = getelementptr inbounds double, double addrspace(1)* %v, i64 %19
-  store double %17, double addrspace(1)* %20, align 8
+  %16 = sub i64 %15, %u.first
+  %17 = getelementptr inbounds double, double addrspace(1)* %u, i64 %16
+  %18 = load double, double addrspace(1)* %17, align 8
+  %19 = mul i64 %i0, %v.extent1
+  %20 = add i64 %19, %i1
+  %21 = sub i64 %20, %v.first
+  %22 = getelementptr inbounds double, double addrspace(1)* %v, i64 %21
+  store double %18, double addrspace(1)* %22, align 8
   br label %endif
 
 then:                                             ; preds = %point
-  %21 = sub i64 %i0, 1
-  %22 = mul i64 %21, %u.extent1
-  %23 = add i64 %22, %i1
-  %24 = getelementptr inbounds double, double addrspace(1)* %u, i64 %23
-  %25 = load double, double addrspace(1)* %24, align 8
-  %26 = add i64 %i0, 1
-  %27 = mul i64 %26, %u.extent1
-  %28 = add i64 %27, %i1
-  %29 = getelementptr inbounds double, double addrspace(1)* %u, i64 %28
-  %30 = load double, double addrspace(1)* %29, align 8
-  %31 = fadd double %25, %30
-  %32 = sub i64 %i1, 1
-  %33 = mul i64 %i0, %u.extent1
-  %34 = add i64 %33, %32
-  %35 = getelementptr inbounds double, double addrspace(1)* %u, i64 %34
-  %36 = load double, double addrspace(1)* %35, align 8
-  %37 = fadd double %31, %36
-  %38 = add i64 %i1, 1
-  %39 = mul i64 %i0, %u.extent1
-  %40 = add i64 %39, %38
-  %41 = getelementptr inbounds double, double addrspace(1)* %u, i64 %40
-  %42 = load double, double addrspace(1)* %41, align 8
-  %43 = fadd double %37, %42
-  %44 = fmul double %43, 2.500000e-01
-  %45 = mul i64 %i0, %v.extent1
-  %46 = add i64 %45, %i1
-  %47 = getelementptr inbounds double, double addrspace(1)* %v, i64 %46
-  store double %44, double addrspace(1)* %47, align 8
+  %23 = sub i64 %i0, 1
+  %24 = mul i64 %23, %u.extent1
+  %25 = add i64 %24, %i1
+  %26 = sub i64 %25, %u.first
+  %27 = getelementptr inbounds double, double addrspace(1)* %u, i64 %26
+  %28 = load double, double addrspace(1)* %27, align 8
+  %29 = add i64 %i0, 1
+  %30 = mul i64 %29, %u.extent1
+  %31 = add i64 %30, %i1
+  %32 = sub i64 %31, %u.first
+  %33 = getelementptr inbounds double, double addrspace(1)* %u, i64 %32
+  %34 = load double, double addrspace(1)* %33, align 8
+  %35 = fadd double %28, %34
+  %36 = sub i64 %i1, 1
+  %37 = mul i64 %i0, %u.extent1
+  %38 = add i64 %37, %36
+  %39 = sub i64 %38, %u.first
+  %40 = getelementptr inbounds double, double addrspace(1)* %u, i64 %39
+  %41 = load double, double addrspace(1)* %40, align 8
+  %42 = fadd double %35, %41
+  %43 = add i64 %i1, 1
+  %44 = mul i64 %i0, %u.extent1
+  %45 = add i64 %44, %43
+  %46 = sub i64 %45, %u.first
+  %47 = getelementptr inbounds double, double addrspace(1)* %u, i64 %46
+  %48 = load double, double addrspace(1)* %47, align 8
+  %49 = fadd double %42, %48
+  %50 = fmul double %49, 2.500000e-01
+  %51 = mul i64 %i0, %v.extent1
+  %52 = add i64 %51, %i1
+  %53 = sub i64 %52, %v.first
+  %54 = getelementptr inbounds double, double addrspace(1)* %v, i64 %53
+  store double %50, double addrspace(1)* %54, align 8
   br label %endif
 
 endif:                                            ; preds = %else, %then
@@ -86,8 +93,8 @@ attributes #1 = { nounwind readnone willreturn }
 !opencl.spir.version = !{!0}
 
 !0 = !{i32 1, i32 2}
-!1 = !{i32 1, i32 0, i32 0, i32 1, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0}
-!2 = !{!"none", !"none", !"none", !"none", !"none", !"none", !"none", !"none", !"none", !"none"}
-!3 = !{!"double*", !"long", !"long", !"double*", !"long", !"long", !"long", !"long", !"long", !"long"}
-!4 = !{!"", !"", !"", !"const", !"", !"", !"", !"", !"", !""}
-!5 = !{!"v", !"v_n0", !"v_n1", !"u", !"u_n0", !"u_n1", !"begin0", !"end0", !"begin1", !"end1"}
+!1 = !{i32 1, i32 0, i32 0, i32 0, i32 1, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0}
+!2 = !{!"none", !"none", !"none", !"none", !"none", !"none", !"none", !"none", !"none", !"none", !"none", !"none"}
+!3 = !{!"double*", !"long", !"long", !"long", !"double*", !"long", !"long", !"long", !"long", !"long", !"long", !"long"}
+!4 = !{!"", !"", !"", !"", !"const", !"", !"", !"", !"", !"", !"", !""}
+!5 = !{!"v", !"v_n0", !"v_n1", !"v_first", !"u", !"u_n0", !"u_n1", !"u_first", !"begin0", !"end0", !"begin1", !"end1"}
