@@ -252,3 +252,33 @@ TEST_CASE(
     CHECK(memory.evicted_bytes == 0);      // each device's parts fit beside each other
   }
 }
+
+TEST_CASE("hetero: a device's window grows when its pieces need more, keeping what only it held" *
+          doctest::test_suite("opencl")) {
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {accelerator(0), accelerator(1)})) return;
+  use_leaves(rt, discovered, {accelerator(0), accelerator(1)});
+  const std::int64_t n = 100000;
+  auto a = rt.array<std::int32_t>(n, named("a"));
+  auto b = rt.array<std::int32_t>(n, named("b"));
+  {
+    auto view = a.host();
+    for (std::int64_t i = 0; i < n; ++i) view[i] = static_cast<std::int32_t>(i);
+  }
+  auto peaks = [&] { return memory_of(rt, accelerator(0)).peak_bytes + memory_of(rt, accelerator(1)).peak_bytes; };
+  // One split, then its mirror: the devices' windows of b (b = a + 1, current
+  // only on the devices) grow, and what each wrote must come along, since the
+  // second region reads it (a = b + 2).
+  rt.region(add_to()).over(n).policy("percentage:[90,10]").launch(b, a, 1);
+  rt.pause();
+  const std::int64_t first = peaks();
+  rt.region(add_to()).over(n).policy("percentage:[10,90]").launch(a, b, 2);
+  rt.pause();
+  CAPTURE(rt.stats().to_text());
+  CHECK(peaks() > first);  // some window grew
+  auto view = a.host_read();
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i) wrong += view[i] != i + 3;
+  CHECK(wrong == 0);
+}
