@@ -733,7 +733,7 @@ std::string CSourcePrinter::element(int param, const std::vector<ir::Expr>& indi
   const auto& extents = names_->extents.at(static_cast<std::size_t>(param));
   std::string index;
   if (indices.size() == 1) {
-    index = operand(indices[0], kTernary);
+    index = operand(indices[0], kAdditive);  // "- first" follows
   } else {
     index = operand(indices[0], kMultiplicative);
     for (std::size_t d = 1; d < indices.size(); ++d) {

@@ -2,7 +2,6 @@
 // current in the leaf's memory, the kernel run over the piece's range, what
 // it wrote recorded in the coherence directory, and, when the leaf fails,
 // the piece run again elsewhere (recovery.hpp says what that guarantees).
-#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -40,6 +39,31 @@ class PiecePins {
   int place_;
   std::vector<DeviceCopies*> pinned_;
 };
+
+// What a piece touches of one array: the hull its device copy must hold, and
+// how many of the piece's parameters pass the array (the pins it holds).
+struct Touched {
+  IntervalSet span;
+  std::int32_t uses = 0;
+};
+
+// Makes `copies`' copy at `worker`'s device hold `touched.span`. A copy that
+// grows moves to a larger buffer: not while a piece of another region uses it
+// there (one moved to this device by recovery), which is waited for.
+void hold_for_piece(DeviceCopies& copies, const Executor& worker, const Touched& touched) {
+  const Range window = touched.span.hull();
+  std::unique_lock lock(copies.mutex);
+  for (int waited = 0; copies.must_grow(worker.place(), window) && copies.pins(worker.place()) > touched.uses;
+       ++waited) {
+    if (waited == 50000)
+      throw Error("an array's copy on " + worker.device()->info().id +
+                  " must grow for this piece while another piece there keeps using it (waited 5 s)");
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    lock.lock();
+  }
+  copies.hold(worker.place(), worker.device(), window);
+}
 }  // namespace
 
 // Merge arrays, and arrays the region adds to from several memories, get
@@ -50,40 +74,22 @@ Engine::State::PieceWrites Engine::State::prepare_arrays(const RegionRun& run, c
   const auto& kernel = *run.kernel->optimized;
   PieceWrites piece{std::vector<IntervalSet>(run.args.size()), std::vector<std::optional<Bytes>>(run.args.size())};
   std::vector<std::optional<std::pair<ReadPlan, WritePlan>>> plans(run.args.size());
-  std::map<DeviceCopies*, IntervalSet> touched;
+  std::map<DeviceCopies*, Touched> touched;
   for (std::size_t p = 0; p < run.args.size(); ++p) {
     auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
     if (!storage) continue;
+    Touched& array = touched[&(*storage)->copies()];
+    ++array.uses;  // as PiecePins counts
     const auto* footprint = run.kernel->footprint.of(static_cast<int>(p));
     if (!footprint) continue;
     const auto& shape = (*storage)->shape();
     auto& plan = plans[p].emplace(reads_of(footprint->reads, shape, range.begin[0], range.end[0]),
                                   writes_of(footprint->writes, shape, run.record->range, range.begin[0], range.end[0]));
-    IntervalSet& span = touched[&(*storage)->copies()];
-    span.add(plan.first.ranges);
-    span.add(plan.second.written);
+    array.span.add(plan.first.ranges);
+    array.span.add(plan.second.written);
   }
   if (worker.place() != Coherence::kHost)
-    for (auto& [copies, span] : touched) {
-      // A copy that grows moves to a larger buffer: not while a piece of
-      // another region uses it there (one moved to this device by recovery).
-      const auto own = static_cast<std::int32_t>(
-          std::count_if(run.args.begin(), run.args.end(), [copies = copies](const ArgRef& arg) {
-            const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg);
-            return storage && &(*storage)->copies() == copies;
-          }));
-      std::unique_lock lock(copies->mutex);
-      for (int waited = 0; copies->must_grow(worker.place(), span.hull()) && copies->pins(worker.place()) > own;
-           ++waited) {
-        if (waited == 50000)
-          throw Error("an array's copy on " + worker.device()->info().id +
-                      " must grow for this piece while another piece there keeps using it (waited 5 s)");
-        lock.unlock();
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-        lock.lock();
-      }
-      copies->hold(worker.place(), worker.device(), span.hull());
-    }
+    for (const auto& [copies, array] : touched) hold_for_piece(*copies, worker, array);
   for (std::size_t p = 0; p < run.args.size(); ++p) {
     if (!plans[p]) continue;
     auto& [reads, writes] = *plans[p];
