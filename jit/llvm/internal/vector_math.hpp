@@ -29,4 +29,29 @@ namespace canopy::jit {
 /// that results near overflow or in the denormal range are rounded once.
 llvm::Value* emit_vector_exp(llvm::IRBuilder<>& builder, llvm::Value* x);
 
+/// log x in every lane of `x`, a vector of float (computed in double: the
+/// result is rounded once, within 0.51 ulp measured). log(+-0) = -infinity,
+/// log(+infinity) = +infinity, NaN below 0 and for NaN. The IR allows 3 ulp.
+///
+/// How: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s) with
+/// s = (m - 1)/(m + 1), |s| <= 0.1716, by its series to s^11.
+llvm::Value* emit_vector_log(llvm::IRBuilder<>& builder, llvm::Value* x);
+
+/// sin x and cos x in every lane of `x`, a vector of float, for the lanes
+/// where |x| < 2^19; in the others (larger, infinite or NaN) the result is
+/// meaningless, and vector_trig_unreduced() says which those are, so that the
+/// caller takes them from the C library. Within 0.51 ulp measured (computed
+/// in double, rounded once); sin(-0) = -0. The IR allows 4 ulp.
+///
+/// How: x = k pi/2 + r with |r| <= pi/4 (pi/2 in three parts, the first two
+/// of 33 bits, so that k times each is exact: Cody and Waite's reduction),
+/// then the Taylor polynomials of sin r (to r^11) and cos r (to r^12), picked
+/// and signed by k mod 4.
+llvm::Value* emit_vector_sin(llvm::IRBuilder<>& builder, llvm::Value* x);
+llvm::Value* emit_vector_cos(llvm::IRBuilder<>& builder, llvm::Value* x);
+
+/// The lanes of `x` (float) that emit_vector_sin and emit_vector_cos do not
+/// reduce: |x| >= 2^19, infinities and NaN. A vector of i1.
+llvm::Value* vector_trig_unreduced(llvm::IRBuilder<>& builder, llvm::Value* x);
+
 }  // namespace canopy::jit
