@@ -94,9 +94,12 @@ int halo_command(int argc, char** argv) {
     json.push_back(
         Row().set("iteration", double(it)).set("host_to_device", double(h2d)).set("device_to_host", double(d2h)));
   }
+  // Between the CPU leaf and a device, a halo row crosses once; between two
+  // devices it goes through the host, out of one and into the other.
+  const bool two_devices = cpu->kind() != LocationKind::Cpu;
   std::printf(
-      "after the first iteration: at most %.1f rows moved per iteration (one boundary: the halo row each way)\n",
-      double(most_after_first) / double(row_bytes));
+      "after the first iteration: at most %.1f rows moved per iteration (one boundary: the halo row each way%s)\n",
+      double(most_after_first) / double(row_bytes), two_devices ? ", each through the host: 4 rows" : ": 2 rows");
   for (const auto& memory : rt.stats().device_memory)
     std::printf("device memory %s: at most %lld bytes held (capacity %lld), %lld evicted\n", memory.leaf.c_str(),
                 static_cast<long long>(memory.peak_bytes), static_cast<long long>(memory.capacity_bytes),
