@@ -55,6 +55,7 @@ std::string Stats::to_text() const {
       std::snprintf(line, sizeof line, " %s[%lld,%lld) %.6fs", piece.leaf.c_str(), static_cast<long long>(piece.begin),
                     static_cast<long long>(piece.end), piece.seconds);
       out += line;
+      if (piece.passes > 1) out += " in " + std::to_string(piece.passes) + " passes";
       if (piece.share > 0) {
         std::snprintf(line, sizeof line, " (share %.1f%%, predicted %.6fs, ran %.6fs, finished after %.6fs)",
                       piece.share * 100, piece.predicted_seconds, piece.run_seconds, piece.finished_seconds);

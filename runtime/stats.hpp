@@ -28,6 +28,10 @@ struct PieceStats {
   /// for it; 0 when not known.
   double share = 0;
   double predicted_seconds = 0;
+  /// The parts its rows ran in, one after the other: more than 1 where the
+  /// windows of its arrays did not fit its device's memory together (each
+  /// pass's copies are written back and evicted before the next).
+  std::int64_t passes = 1;
 };
 
 /// One region, as it was placed and split.

@@ -95,6 +95,41 @@ Range DeviceCopies::rounded(Range window) const {
   return Range{begin, std::max(begin, end)};
 }
 
+std::int64_t DeviceCopies::window_bytes(Range window) const {
+  return rounded(window).size() * static_cast<std::int64_t>(element_size_);
+}
+
+std::int64_t DeviceCopies::bytes_at(int place) const {
+  auto it = copies_.find(place);
+  return it == copies_.end() ? 0 : bytes_of(it->second);
+}
+
+std::int64_t DeviceCopies::grown_bytes(int place, Range window) const {
+  auto it = copies_.find(place);
+  if (it == copies_.end()) return window_bytes(window);
+  const Range held = it->second.window;
+  return window_bytes(Range{std::min(held.begin, window.begin), std::max(held.end, window.end)});
+}
+
+std::int64_t DeviceCopies::capacity(int place) const {
+  if (!totals_) return 0;
+  std::lock_guard lock(totals_->held_mutex);
+  auto it = totals_->held.find(place);
+  return it == totals_->held.end() ? 0 : it->second.capacity;
+}
+
+void DeviceCopies::evict(int place) {
+  if (place == Coherence::kHost || !copies_.count(place)) return;
+  std::unique_lock lock = totals_ ? std::unique_lock(totals_->held_mutex) : std::unique_lock<std::mutex>();
+  const auto before = directory_.counters().device_to_host;
+  const std::int64_t freed = bytes_of(copies_.at(place));
+  flush_and_free(place);
+  if (!totals_) return;
+  auto& held = totals_->held[place];
+  held.written_back += directory_.counters().device_to_host - before;
+  held.evicted += freed;
+}
+
 bool DeviceCopies::must_grow(int place, Range window) const {
   auto it = copies_.find(place);
   return it != copies_.end() && !window.empty() &&

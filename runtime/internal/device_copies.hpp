@@ -108,6 +108,19 @@ class DeviceCopies {
   /// Whether hold(place, ..., window) would move the copy at `place` to a
   /// larger buffer (which must wait until no other piece there uses it).
   bool must_grow(int place, Range window) const;
+  /// Bytes of the copy hold() makes for `window` (rounded as it rounds it).
+  std::int64_t window_bytes(Range window) const;
+  /// Bytes of the copy at `place`; 0 where there is none.
+  std::int64_t bytes_at(int place) const;
+  /// Bytes of the copy at `place` once grown to cover `window` as well.
+  std::int64_t grown_bytes(int place, Range window) const;
+  /// The capacity of the device memory at `place`; 0 where none is set or known.
+  std::int64_t capacity(int place) const;
+  /// Flushes what only the copy at `place` holds to the host and frees it,
+  /// counted as evicted (a piece run in passes, moving on to its next part,
+  /// whose window of the array lies elsewhere). Not while another piece
+  /// uses the array anywhere: the flush lands in the host copy.
+  void evict(int place);
   /// Makes `need` current at `place` (performing the copies). When a copy
   /// fails, throws TransferFailed and leaves the directory as it was.
   void acquire(int place, const IntervalSet& need);
@@ -147,6 +160,12 @@ class DeviceCopies {
   bool pinned(int place) const { return pins(place) > 0; }
   /// How many pins the pieces at `place` hold.
   std::int32_t pins(int place) const { return pins_[pin_slot(place)].load(std::memory_order_acquire); }
+  /// How many pins the pieces anywhere hold.
+  std::int32_t all_pins() const {
+    std::int32_t total = 0;
+    for (const auto& p : pins_) total += p.load(std::memory_order_acquire);
+    return total;
+  }
   bool pinned() const {
     return std::any_of(pins_.begin(), pins_.end(), [](const auto& p) { return p.load(std::memory_order_acquire) > 0; });
   }

@@ -62,8 +62,146 @@ void hold_for_piece(DeviceCopies& copies, const Executor& worker, const Touched&
     std::this_thread::sleep_for(std::chrono::microseconds(100));
     lock.lock();
   }
+  // A copy that would grow past the device's whole memory (its window was
+  // elsewhere: an earlier region's other part) is written back and freed
+  // first, so that the window alone takes its place; only when no piece but
+  // this one uses the array (the flush lands in the host copy, where a CPU
+  // piece may be writing).
+  const std::int64_t capacity = copies.capacity(worker.place());
+  if (capacity > 0 && copies.must_grow(worker.place(), window) &&
+      copies.grown_bytes(worker.place(), window) > capacity && copies.all_pins() == touched.uses)
+    copies.evict(worker.place());
   copies.hold(worker.place(), worker.device(), window);
 }
+
+// What a piece over `range` reads and writes of each array parameter, and
+// what it touches of each array, from the kernel's footprints.
+struct PiecePlan {
+  std::vector<std::optional<std::pair<ReadPlan, WritePlan>>> params;
+  std::map<DeviceCopies*, Touched> arrays;
+};
+
+PiecePlan plan_piece(const RegionRun& run, const backends::Range& range) {
+  PiecePlan plan{std::vector<std::optional<std::pair<ReadPlan, WritePlan>>>(run.args.size()), {}};
+  for (std::size_t p = 0; p < run.args.size(); ++p) {
+    auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
+    if (!storage) continue;
+    Touched& array = plan.arrays[&(*storage)->copies()];
+    ++array.uses;  // as PiecePins counts
+    const auto* footprint = run.kernel->footprint.of(static_cast<int>(p));
+    if (!footprint) continue;
+    const auto& shape = (*storage)->shape();
+    auto& param =
+        plan.params[p].emplace(reads_of(footprint->reads, shape, range.begin[0], range.end[0]),
+                               writes_of(footprint->writes, shape, run.record->range, range.begin[0], range.end[0]));
+    array.span.add(param.first.ranges);
+    array.span.add(param.second.written);
+  }
+  return plan;
+}
+
+// The bytes of the copies a piece over `range` holds on a device.
+std::int64_t window_bytes(const PiecePlan& plan) {
+  std::int64_t bytes = 0;
+  for (const auto& [copies, array] : plan.arrays) bytes += copies->window_bytes(array.span.hull());
+  return bytes;
+}
+
+// `range` cut into `parts` consecutive parts along dimension 0.
+std::vector<backends::Range> cut(const backends::Range& range, std::int64_t parts) {
+  const std::int64_t rows = range.end[0] - range.begin[0];
+  std::vector<backends::Range> out;
+  for (std::int64_t k = 0; k < parts; ++k) {
+    backends::Range part = range;
+    part.begin[0] = range.begin[0] + rows * k / parts;
+    part.end[0] = range.begin[0] + rows * (k + 1) / parts;
+    if (part.end[0] > part.begin[0]) out.push_back(part);
+  }
+  return out;
+}
+
+// A piece on a device whose windows do not fit its device memory together
+// (an array larger than the device, split over nothing else) runs in
+// passes: consecutive parts of its range along dimension 0, the fewest
+// (doubling) whose windows each fit, one after the other, each pass's
+// copies flushed to the host and freed before the next takes its own. Not
+// where arrays are merged or added to (their private copies may not be
+// combined while other pieces add to theirs), and not where the footprint
+// does not shrink with the range (a gather over a whole array): then the
+// piece is the one pass, and hold() refuses it, naming the sizes.
+std::vector<backends::Range> passes_for(const RegionRun& run, const backends::Range& range, const Executor& worker) {
+  if (worker.place() == Coherence::kHost) return {range};
+  const PiecePlan whole = plan_piece(run, range);
+  std::int64_t capacity = 0;
+  for (const auto& [copies, array] : whole.arrays) {
+    if (copies->merge_operator()) return {range};
+    capacity = copies->capacity(worker.place());
+  }
+  for (std::size_t p = 0; p < run.args.size(); ++p)
+    if (run.writes.mode(p) == WriteMode::Added) return {range};
+  if (capacity <= 0 || window_bytes(whole) <= capacity) return {range};
+  const std::int64_t rows = range.end[0] - range.begin[0];
+  for (std::int64_t parts = 2; parts / 2 < rows; parts *= 2) {
+    auto passes = cut(range, std::min(parts, rows));
+    if (std::all_of(passes.begin(), passes.end(),
+                    [&](const backends::Range& pass) { return window_bytes(plan_piece(run, pass)) <= capacity; }))
+      return passes;
+  }
+  return {range};
+}
+
+// Before a pass (`always`), or a piece whose arrays' copies at `worker`'s
+// device, grown to what it touches, would pass the device's capacity
+// together: the copies that do not cover what it touches (the last pass's
+// windows, or an earlier region's) or hold more than it (an earlier
+// region's whole array) are written back and freed, so that its own windows
+// take their place. The piece pins its arrays, and a copy it pins is never
+// evicted to make room: without this, copies grown or kept larger than the
+// piece needs would leave no room beside them.
+void make_way(const RegionRun& run, const backends::Range& part, const Executor& worker, bool always) {
+  if (worker.place() == Coherence::kHost) return;
+  const PiecePlan plan = plan_piece(run, part);
+  if (!always) {
+    std::int64_t capacity = 0, projected = 0;
+    for (const auto& [copies, array] : plan.arrays) {
+      std::lock_guard lock(copies->mutex);
+      capacity = copies->capacity(worker.place());
+      projected += copies->grown_bytes(worker.place(), array.span.hull());
+    }
+    if (capacity <= 0 || projected <= capacity) return;
+  }
+  const int place = worker.place();
+  for (const auto& [copies, array] : plan.arrays) {
+    const Range window = array.span.hull();
+    std::unique_lock lock(copies->mutex);
+    auto misplaced = [&] {
+      return copies->must_grow(place, window) || copies->bytes_at(place) > copies->window_bytes(window);
+    };
+    // The flush lands in the host copy, where a CPU piece may be writing the
+    // same elements: not while a piece anywhere uses the array (about 5 s at
+    // most; this piece holds no pins yet, so none waits for it).
+    for (int waited = 0; misplaced() && copies->pinned() && waited < 50000; ++waited) {
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      lock.lock();
+    }
+    if (misplaced() && !copies->pinned()) copies->evict(place);
+  }
+}
+
+// The reductions' partials of two passes of a piece, combined.
+std::vector<backends::ReductionValue> combined(const RegionRun& run, const std::vector<backends::ReductionValue>& a,
+                                               const std::vector<backends::ReductionValue>& b) {
+  std::vector<backends::ReductionValue> out;
+  std::size_t r = 0;
+  for (const auto& param : run.kernel->optimized->params) {
+    if (!param.is_reduction()) continue;
+    if (r < a.size() && r < b.size()) out.push_back(backends::combine(param.reduce, a[r], b[r]));
+    ++r;
+  }
+  return out;
+}
+
 }  // namespace
 
 // Merge arrays, and arrays the region adds to from several memories, get
@@ -73,26 +211,12 @@ Engine::State::PieceWrites Engine::State::prepare_arrays(const RegionRun& run, c
                                                          const Executor& worker) {
   const auto& kernel = *run.kernel->optimized;
   PieceWrites piece{std::vector<IntervalSet>(run.args.size()), std::vector<std::optional<Bytes>>(run.args.size())};
-  std::vector<std::optional<std::pair<ReadPlan, WritePlan>>> plans(run.args.size());
-  std::map<DeviceCopies*, Touched> touched;
-  for (std::size_t p = 0; p < run.args.size(); ++p) {
-    auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
-    if (!storage) continue;
-    Touched& array = touched[&(*storage)->copies()];
-    ++array.uses;  // as PiecePins counts
-    const auto* footprint = run.kernel->footprint.of(static_cast<int>(p));
-    if (!footprint) continue;
-    const auto& shape = (*storage)->shape();
-    auto& plan = plans[p].emplace(reads_of(footprint->reads, shape, range.begin[0], range.end[0]),
-                                  writes_of(footprint->writes, shape, run.record->range, range.begin[0], range.end[0]));
-    array.span.add(plan.first.ranges);
-    array.span.add(plan.second.written);
-  }
+  PiecePlan plan = plan_piece(run, range);
   if (worker.place() != Coherence::kHost)
-    for (const auto& [copies, array] : touched) hold_for_piece(*copies, worker, array);
+    for (const auto& [copies, array] : plan.arrays) hold_for_piece(*copies, worker, array);
   for (std::size_t p = 0; p < run.args.size(); ++p) {
-    if (!plans[p]) continue;
-    auto& [reads, writes] = *plans[p];
+    if (!plan.params[p]) continue;
+    auto& [reads, writes] = *plan.params[p];
     auto& copies = std::get<std::shared_ptr<ArrayStorage>>(run.args[p])->copies();
     std::lock_guard lock(copies.mutex);
     const WriteMode mode = run.writes.mode(p);
@@ -133,21 +257,29 @@ void Engine::State::run_piece(const std::shared_ptr<RegionRun>& run, std::size_t
   const auto start = std::chrono::steady_clock::now();
   auto launched = start;
   double run_seconds = 0;
+  std::size_t passes_run = 1;
   try {
     for (auto& dep : run->deps) dep->wait(false);
-    const PiecePins pins(*run, worker.place());
-    auto written = prepare_arrays(*run, range, worker);
-    launched = std::chrono::steady_clock::now();
-    run->partials[piece] = launch_piece(*run, *run->programs[piece], range, worker);
-    run_seconds = seconds_between(launched, std::chrono::steady_clock::now());
-    record_writes(*run, written, worker);
+    const auto passes = passes_for(*run, range, worker);
+    for (std::size_t k = 0; k < passes.size(); ++k) {
+      make_way(*run, passes[k], worker, passes.size() > 1);
+      const PiecePins pins(*run, worker.place());
+      auto written = prepare_arrays(*run, passes[k], worker);
+      const auto pass_launched = std::chrono::steady_clock::now();
+      if (k == 0) launched = pass_launched;
+      auto partials = launch_piece(*run, *run->programs[piece], passes[k], worker);
+      run_seconds += seconds_between(pass_launched, std::chrono::steady_clock::now());
+      record_writes(*run, written, worker);
+      run->partials[piece] = k == 0 ? std::move(partials) : combined(*run, run->partials[piece], partials);
+    }
+    passes_run = passes.size();
   } catch (...) {
     if (!recover_piece(*run, piece, range, worker, std::current_exception())) run->fail(std::current_exception());
   }
   const auto end = std::chrono::steady_clock::now();
   if (trace::on()) trace::piece(worker.name(), *run->record, piece, range, start, launched, run_seconds, end);
   book.piece_finished(*run->record, piece, range.points(), seconds_between(start, end), run_seconds,
-                      seconds_between(run->submitted, end));
+                      seconds_between(run->submitted, end), static_cast<std::int64_t>(passes_run));
   if (run->pieces_left.fetch_sub(1, std::memory_order_acq_rel) == 1) finish_region(*run);
 }
 

@@ -17,9 +17,10 @@ void StatsBook::remember(const std::shared_ptr<RegionStats>& record) {
 }
 
 void StatsBook::piece_finished(RegionStats& record, std::size_t piece, std::int64_t points, double seconds,
-                               double run_seconds, double finished_seconds) {
+                               double run_seconds, double finished_seconds, std::int64_t passes) {
   std::lock_guard lock(mutex_);
   auto& piece_stats = record.pieces[piece];
+  piece_stats.passes = passes;
   piece_stats.seconds = seconds;
   piece_stats.run_seconds = run_seconds;
   piece_stats.finished_seconds = finished_seconds;

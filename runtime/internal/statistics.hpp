@@ -25,9 +25,9 @@ class StatsBook {
   void remember(const std::shared_ptr<RegionStats>& record);
   /// Piece `piece` of `record` took `seconds` (`run_seconds` of them in its
   /// kernel) over `points` points, and ended `finished_seconds` after its
-  /// region was queued; its leaf's totals grow.
+  /// region was queued, in `passes` passes; its leaf's totals grow.
   void piece_finished(RegionStats& record, std::size_t piece, std::int64_t points, double seconds, double run_seconds,
-                      double finished_seconds);
+                      double finished_seconds, std::int64_t passes = 1);
   /// How a region split over memories writes its arrays (split_writes.hpp).
   void split_planned(const SplitWritePlan& writes);
   /// True when a piece of `record` runs on one of `leaves`.

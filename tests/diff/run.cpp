@@ -514,6 +514,9 @@ class Run {
     } catch (const Error& e) {
       const std::string message = e.what();
       if (message.find("kernel '" + name + "' read array 'x' out of bounds") != std::string::npos) return std::nullopt;
+      // A device too small for the arrays refused this region or an earlier
+      // one: the run ends there, judged as any refusal (go()).
+      if (message.find("does not fit a device memory") != std::string::npos) throw;
       return "checked mode reported another error for " + name + ": " + message;
     }
     return "checked mode did not report the reads past the end of " + name;

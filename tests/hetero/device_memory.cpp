@@ -40,6 +40,38 @@ const Kernel<void(Out<std::int32_t>, In<std::int32_t>, In<std::int32_t>)>& sum_o
   return kernel;
 }
 
+const Kernel<void(Out<std::int32_t>, In<std::int32_t>, In<std::int32_t>)>& gather() {
+  static const Kernel kernel("device_memory_gather",
+                             [](Out<std::int32_t> y, In<std::int32_t> x, In<std::int32_t> where) {
+                               Idx i = index(0);
+                               y[i] = x[cast<std::int64_t>(where[i])];
+                             },
+                             {"y", "x", "where"});
+  return kernel;
+}
+
+const Kernel<void(In<double>, In<double>, Sum<double>)>& dot_of() {
+  static const Kernel kernel("device_memory_dot",
+                             [](In<double> x, In<double> y, Sum<double> total) {
+                               Idx i = index(0);
+                               total += x[i] * y[i];
+                             },
+                             {"x", "y", "total"});
+  return kernel;
+}
+
+const Kernel<void(Out<double>, In<double>)>& smooth() {
+  static const Kernel kernel(
+      "device_memory_smooth",
+      [](Out<double> y, In<double> x) {
+        Idx i = index(0);
+        const Idx last = x.extent(0) - 1;
+        If(i > 0 && i < last, [&] { y[i] = (x[i - 1] + x[i] + x[i + 1]) / 3.0; }).Else([&] { y[i] = x[i]; });
+      },
+      {"y", "x"});
+  return kernel;
+}
+
 DeviceMemoryStats memory_of(const Runtime& rt, const std::string& leaf) {
   for (const auto& m : rt.stats().device_memory)
     if (m.leaf == leaf) return m;
@@ -92,7 +124,7 @@ TEST_CASE("hetero: stats() shows the bytes a device memory holds now and at most
 
 TEST_CASE(
     "hetero: a device memory with a capacity evicts the least recently used copies, writing back what only "
-    "they hold, and refuses a piece that cannot fit" *
+    "they hold, runs a piece whose arrays do not fit together in passes, and refuses one that cannot fit" *
     doctest::test_suite("opencl")) {
   const std::int64_t n = 30000, bytes = n * static_cast<std::int64_t>(sizeof(std::int32_t));  // 120,000 bytes
   // Room for two copies, not three.
@@ -135,8 +167,31 @@ TEST_CASE(
   CHECK(wrong(d, 7) == 0);
   CHECK(wrong(a, 0) == 0);
 
-  // Three copies in one piece cannot fit: the region is refused, naming the sizes.
+  // Three copies in one piece cannot fit together (360,000 bytes): the piece
+  // runs in passes over parts of its rows, each pass's windows fitting.
   rt.region(sum_of()).over(n).launch(a, c, d);
+  rt.pause();
+  CAPTURE(rt.stats().to_text());
+  CHECK(last_region(rt).pieces.size() == 1);
+  CHECK(last_region(rt).pieces[0].passes >= 2);
+  {
+    auto view = a.host_read();
+    std::int64_t count = 0;
+    for (std::int64_t i = 0; i < n; ++i) count += view[i] != 2 * i + 13;  // (i + 6) + (i + 7)
+    CHECK(count == 0);
+  }
+  CHECK(memory_of(rt, device).peak_bytes <= 250000);
+
+  // A gather reads its source whole, in every pass: one larger than the
+  // device is refused, naming the sizes.
+  const std::int64_t large = 70000;  // 280,000 bytes
+  auto source = rt.array<std::int32_t>(large, named("source"));
+  auto where = rt.array<std::int32_t>(n, named("where"));
+  {
+    auto view = where.host();
+    for (std::int64_t i = 0; i < n; ++i) view[i] = static_cast<std::int32_t>((i * 7) % large);
+  }
+  rt.region(gather()).over(n).launch(b, source, where);
   std::string error;
   try {
     rt.pause();
@@ -147,6 +202,62 @@ TEST_CASE(
   CHECK(error.find("bytes on " + accelerator_backend() + ":0" + " does not fit a device memory of 250000 bytes") !=
         std::string::npos);
   CHECK(memory_of(rt, device).peak_bytes <= 250000);
+}
+
+TEST_CASE(
+    "hetero: arrays three times larger than a device memory run in passes, reductions and a stencil's halo "
+    "included, with the answers of serial loops" *
+    doctest::test_suite("opencl")) {
+  const std::int64_t capacity = 256 * 1024;
+  canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY",
+                                       (accelerator(0) + ":" + std::to_string(capacity)).c_str());
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {accelerator(0)})) return;
+  use_leaves(rt, discovered, {accelerator(0)});
+  const std::string device = accelerator(0);
+  const std::int64_t n = 3 * capacity / static_cast<std::int64_t>(sizeof(double));  // each array 3x the device
+  auto x = rt.array<double>(n, named("x")), y = rt.array<double>(n, named("y"));
+  std::vector<double> xs(static_cast<std::size_t>(n)), ys(xs.size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    xs[std::size_t(i)] = double((i * 13) % 17) - 8.0;
+    ys[std::size_t(i)] = double((i * 5) % 11) * 0.5;
+  }
+  std::copy(xs.begin(), xs.end(), x.host().begin());
+  std::copy(ys.begin(), ys.end(), y.host().begin());
+
+  // A dot product: each pass's partial sum, combined.
+  const double dot = rt.region(dot_of()).over(n).reduce(x, y);
+  CAPTURE(rt.stats().to_text());
+  CHECK(last_region(rt).pieces[0].passes >= 4);
+  double expected = 0;
+  for (std::int64_t i = 0; i < n; ++i) expected += xs[std::size_t(i)] * ys[std::size_t(i)];
+  CHECK(dot == doctest::Approx(expected).epsilon(1e-12));
+
+  // A 1-D stencil, twice: each pass reads a row either side of its part,
+  // which the previous pass (or region) wrote.
+  for (int k = 0; k < 2; ++k) {
+    rt.region(smooth()).over(n).launch(y, x);
+    rt.region(smooth()).over(n).launch(x, y);
+    for (int half = 0; half < 2; ++half) {
+      const auto& from = half == 0 ? xs : ys;
+      auto& to = half == 0 ? ys : xs;
+      for (std::int64_t i = 0; i < n; ++i)
+        to[std::size_t(i)] = i == 0 || i == n - 1
+                                 ? from[std::size_t(i)]
+                                 : (from[std::size_t(i - 1)] + from[std::size_t(i)] + from[std::size_t(i + 1)]) / 3.0;
+    }
+  }
+  rt.pause();
+  CHECK(last_region(rt).pieces[0].passes >= 4);
+  const auto result = x.host_read();
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i) wrong += result[i] != xs[std::size_t(i)];
+  CHECK(wrong == 0);
+  const DeviceMemoryStats memory = memory_of(rt, device);
+  CHECK(memory.peak_bytes <= capacity);
+  CHECK(memory.evicted_bytes > 0);
+  CHECK(memory.written_back_bytes > 0);  // what each pass wrote went back before the next
 }
 
 TEST_CASE("hetero: CANOPY_DEVICE_MEMORY that is not <leaf>:<size> is refused when a Runtime starts") {
