@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -77,6 +78,11 @@ class ArrayStorage {
   std::vector<CompletionPtr> add_use(const CompletionPtr& use, bool reads, bool writes);
   /// Waits for every region in flight that uses the array.
   void wait_idle();
+  /// False for memory given with wrap() (the program's, placed where it put it).
+  bool owns_memory() const { return owns_memory_; }
+  /// When a region last used the array (or it was made), as a count that
+  /// grows over the process: the least recently used has the smallest.
+  std::uint64_t last_use() const { return last_use_.load(std::memory_order_relaxed); }
 
  private:
   ir::ScalarType type_;
@@ -91,6 +97,7 @@ class ArrayStorage {
   mutable std::mutex mutex_;
   std::string location_;
   int numa_node_ = -1;  ///< the NUMA node (OS number) the host pages are bound to; -1: none
+  std::atomic<std::uint64_t> last_use_{0};
   CompletionPtr last_writer_;
   std::vector<CompletionPtr> readers_;  ///< since the last writer
 };

@@ -105,6 +105,99 @@ std::string Engine::State::location_of_new_array(const MemoryTraits& traits) {
   return tree.at(traits.location).name();
 }
 
+namespace {
+
+// Host, unified and file memory: locations that hold arrays' host copies.
+bool is_memory(const Location& l) {
+  return l.kind() == LocationKind::HostMemory || l.kind() == LocationKind::UnifiedMemory ||
+         l.kind() == LocationKind::FileMemory;
+}
+
+bool at_or_below(const Location* l, const Location& memory) {
+  for (; l; l = l->parent())
+    if (l == &memory) return true;
+  return false;
+}
+
+// Bytes of an array of `shape` of `type`, or -1 where the constructor will
+// refuse the shape anyway (negative, or past 2^62 bytes).
+std::int64_t bytes_of_shape(ir::ScalarType type, const Shape& shape) {
+  long double bytes = static_cast<long double>(ir::size_of(type));
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (shape[d] < 0) return -1;
+    bytes *= static_cast<long double>(shape[d]);
+  }
+  return bytes > static_cast<long double>(std::int64_t{1} << 62) ? -1 : static_cast<std::int64_t>(bytes);
+}
+
+}  // namespace
+
+std::int64_t Engine::State::bytes_in_memory(const Location& memory,
+                                            const std::vector<std::shared_ptr<ArrayStorage>>& live,
+                                            const ArrayStorage* except) const {
+  std::int64_t bytes = 0;
+  for (const auto& array : live)
+    if (array.get() != except && array->owns_memory() && at_or_below(tree.find(array->location()), memory))
+      bytes += static_cast<std::int64_t>(array->bytes());
+  return bytes;
+}
+
+void Engine::State::make_room_in_memory(const std::string& location, std::int64_t bytes, const ArrayStorage* placing) {
+  if (bytes <= 0) return;
+  for (;;) {
+    std::shared_ptr<ArrayStorage> victim;
+    std::string parent, memory_name;
+    {
+      std::shared_lock lock(tree_mutex);
+      const auto live = live_arrays();
+      for (const Location* m = tree.find(location); m && !victim; m = m->parent()) {
+        const std::int64_t capacity = m->traits().capacity;
+        if (!is_memory(*m) || capacity <= 0) continue;
+        const std::int64_t held = bytes_in_memory(*m, live, placing);
+        if (held + bytes <= capacity) continue;
+        auto refuse = [&](const std::string& why) {
+          throw Error("an array of " + std::to_string(bytes) + " bytes does not fit memory location '" + m->name() +
+                      "' (capacity " + std::to_string(capacity) +
+                      " bytes, from the configuration's size or what "
+                      "discovery found; it holds " +
+                      std::to_string(held) + " bytes of other arrays): " + why);
+        };
+        if (bytes > capacity) refuse("the array alone is larger; place it higher in the tree");
+        if (!m->parent()) refuse("it is the root, with no parent to move arrays to");
+        for (const auto& array : live)
+          if (array.get() != placing && array->owns_memory() && at_or_below(tree.find(array->location()), *m) &&
+              (!victim || array->last_use() < victim->last_use()))
+            victim = array;
+        if (!victim) refuse("no array of Canopy's there to move");
+        parent = m->parent()->name();
+        memory_name = m->name();
+      }
+    }
+    if (!victim) return;
+    // The only host copy moves up: visible to everything below the parent,
+    // the memory's own subtree included.
+    victim->wait_idle();
+    victim->set_location(parent);
+    {
+      std::shared_lock lock(tree_mutex);
+      bind_pages_to_location(*victim);
+    }
+    std::lock_guard ledger_lock(memory_mutex);
+    memory_ledgers[memory_name].evicted += static_cast<std::int64_t>(victim->bytes());
+  }
+}
+
+void Engine::State::note_memory_peaks(const std::string& location) {
+  std::shared_lock lock(tree_mutex);
+  const auto live = live_arrays();
+  std::lock_guard ledger_lock(memory_mutex);
+  for (const Location* m = tree.find(location); m; m = m->parent()) {
+    if (!is_memory(*m)) continue;
+    auto& ledger = memory_ledgers[m->name()];
+    ledger.peak = std::max(ledger.peak, bytes_in_memory(*m, live, nullptr));
+  }
+}
+
 void Engine::State::bind_pages_to_location(ArrayStorage& array) {
   if (auto os_node = numa_node_for(tree, inventory, array.location())) array.bind_to_numa_node(*os_node);
 }
@@ -179,13 +272,15 @@ Engine::~Engine() {
 }
 
 std::shared_ptr<ArrayStorage> Engine::allocate(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits) {
-  auto array =
-      std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), state_->totals);
+  const std::string location = state_->location_of_new_array(traits);
+  state_->make_room_in_memory(location, bytes_of_shape(type, shape), nullptr);
+  auto array = std::make_shared<ArrayStorage>(type, shape, traits, location, state_->totals);
   {
     std::shared_lock lock(state_->tree_mutex);
     state_->bind_pages_to_location(*array);
   }
   state_->register_array(array);
+  state_->note_memory_peaks(location);
   return array;
 }
 
@@ -289,10 +384,14 @@ void Engine::move_array(const std::shared_ptr<ArrayStorage>& array, const std::s
     std::shared_lock lock(state_->tree_mutex);
     name = state_->tree.at(location).name();
   }
+  if (array->owns_memory()) state_->make_room_in_memory(name, static_cast<std::int64_t>(array->bytes()), array.get());
   array->wait_idle();
   array->set_location(name);
-  std::shared_lock lock(state_->tree_mutex);
-  state_->bind_pages_to_location(*array);
+  {
+    std::shared_lock lock(state_->tree_mutex);
+    state_->bind_pages_to_location(*array);
+  }
+  state_->note_memory_peaks(name);
 }
 
 void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const std::shared_ptr<ArrayStorage>& source) {
@@ -348,6 +447,18 @@ Stats Engine::stats() const {
       for (const auto& [name, worker] : state_->workers)
         if (worker->place() == place) leaf = name;
       stats.device_memory.push_back({leaf, held.now, held.peak, held.capacity, held.evicted, held.written_back});
+    }
+  }
+  {
+    const auto live = state_->live_arrays();
+    std::lock_guard ledger_lock(state_->memory_mutex);
+    for (const Location* l : state_->tree.all()) {
+      if (!is_memory(*l)) continue;
+      const auto ledger = state_->memory_ledgers.find(l->name());
+      const std::int64_t held = state_->bytes_in_memory(*l, live, nullptr);
+      const std::int64_t peak = ledger == state_->memory_ledgers.end() ? 0 : ledger->second.peak;
+      stats.memory_locations.push_back({l->name(), held, std::max(peak, held), l->traits().capacity,
+                                        ledger == state_->memory_ledgers.end() ? 0 : ledger->second.evicted});
     }
   }
   for (auto& array : state_->live_arrays()) {

@@ -27,6 +27,12 @@ std::string Stats::to_text() const {
                   static_cast<long long>(m.written_back_bytes));
     out += line;
   }
+  for (const auto& m : memory_locations) {
+    std::snprintf(line, sizeof line, "memory %-19s %14lld bytes held, %14lld at most, capacity %lld; evicted %lld\n",
+                  m.location.c_str(), static_cast<long long>(m.held_bytes), static_cast<long long>(m.peak_bytes),
+                  static_cast<long long>(m.capacity_bytes), static_cast<long long>(m.evicted_bytes));
+    out += line;
+  }
   for (const auto& a : arrays) {
     std::snprintf(line, sizeof line, "  %s: host->device %lld, device->host %lld, device->device %lld, avoided %lld\n",
                   a.array.c_str(), static_cast<long long>(a.host_to_device), static_cast<long long>(a.device_to_host),

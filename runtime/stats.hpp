@@ -111,15 +111,30 @@ struct DeviceMemoryStats {
   std::int64_t written_back_bytes = 0;
 };
 
+/// What arrays a memory location (host, unified or file memory) holds:
+/// Canopy's own arrays placed there or at a location below it (memory given
+/// with wrap() is the program's and not counted).
+struct MemoryLocationStats {
+  std::string location;
+  std::int64_t held_bytes = 0;      ///< now
+  std::int64_t peak_bytes = 0;      ///< the most after any array was placed there
+  std::int64_t capacity_bytes = 0;  ///< the configuration's `size` or what discovery found; 0: no limit
+  /// Arrays moved up to the location's parent to make room for others
+  /// (least recently used first): a memory location holds the only host
+  /// copy, so evicting one writes it back to the parent's memory.
+  std::int64_t evicted_bytes = 0;
+};
+
 struct Stats {
   std::int64_t regions = 0;         ///< regions launched so far
   std::vector<LeafStats> leaves;    ///< every leaf that ran something, and the current leaves
   std::vector<RegionStats> recent;  ///< the most recent regions (at most 64), oldest first
   TransferStats transfers;
-  std::vector<ArrayTransferStats> arrays;        ///< per live array
-  RecoveryStats recoveries;                      ///< faults survived so far
-  SplitWriteStats split_writes;                  ///< regions whose pieces in several memories wrote one array
-  std::vector<DeviceMemoryStats> device_memory;  ///< per device leaf that has held copies
+  std::vector<ArrayTransferStats> arrays;             ///< per live array
+  RecoveryStats recoveries;                           ///< faults survived so far
+  SplitWriteStats split_writes;                       ///< regions whose pieces in several memories wrote one array
+  std::vector<DeviceMemoryStats> device_memory;       ///< per device leaf that has held copies
+  std::vector<MemoryLocationStats> memory_locations;  ///< per memory location of the tree
 
   std::string to_text() const;
 };

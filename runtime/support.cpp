@@ -143,7 +143,8 @@ void Completion::wait(bool rethrow) const {
 
 namespace {
 std::atomic<std::uint64_t> next_array_id{1};
-}
+std::atomic<std::uint64_t> use_clock{1};  // ArrayStorage::last_use
+}  // namespace
 
 ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location,
                            std::shared_ptr<TransferTotals> totals)
@@ -152,6 +153,7 @@ ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits
 ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits, std::string location, void* user_data,
                            std::shared_ptr<TransferTotals> totals)
     : type_(type), shape_(shape), traits_(std::move(traits)), id_(next_array_id++), location_(std::move(location)) {
+  last_use_.store(use_clock++, std::memory_order_relaxed);
   for (int d = 0; d < shape_.rank(); ++d)
     if (shape_[d] < 0)
       throw Error("an array cannot have a negative extent (" + shape_.to_string() + "); give extents of 0 or more");
@@ -226,6 +228,7 @@ void ArrayStorage::release_contents() {
 }
 
 std::vector<CompletionPtr> ArrayStorage::add_use(const CompletionPtr& use, bool reads, bool writes) {
+  last_use_.store(use_clock++, std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   std::vector<CompletionPtr> deps;
   if (last_writer_ && !last_writer_->done()) deps.push_back(last_writer_);

@@ -78,6 +78,27 @@ struct Engine::State {
   std::mutex arrays_mutex;
   std::vector<std::weak_ptr<ArrayStorage>> arrays;
 
+  // --- memory locations' capacities (engine.cpp)
+  /// Serializes placing arrays at memory locations; per location, the most
+  /// held and the bytes evicted to its parent.
+  std::mutex memory_mutex;
+  struct MemoryLedger {
+    std::int64_t peak = 0, evicted = 0;
+  };
+  std::map<std::string, MemoryLedger> memory_ledgers;  // guarded by memory_mutex
+  /// Makes room for `bytes` of an array about to be placed at `location`
+  /// in every memory location with a capacity from it up to the root:
+  /// Canopy's arrays there (not `placing`) move up to the memory's parent,
+  /// least recently used first, until it fits. Throws Error, naming the
+  /// sizes, where it cannot (the array alone is larger, or the memory is the
+  /// root). Then place the array and call note_memory_peaks(location).
+  void make_room_in_memory(const std::string& location, std::int64_t bytes, const ArrayStorage* placing);
+  /// Records what the memory locations from `location` up hold now, for their peaks.
+  void note_memory_peaks(const std::string& location);
+  /// Canopy's arrays at `memory` or below it, and their bytes (tree_mutex held).
+  std::int64_t bytes_in_memory(const Location& memory, const std::vector<std::shared_ptr<ArrayStorage>>& live,
+                               const ArrayStorage* except) const;
+
   std::mutex flight_mutex;
   /// Regions (and copies) not yet waited for by pause(), with the record of
   /// where their pieces run (null for a copy: it may touch any leaf).

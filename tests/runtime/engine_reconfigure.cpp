@@ -337,3 +337,60 @@ TEST_CASE("engine: a Figure 6 shape file loads on this node, runs regions, and t
   CHECK(rt.hierarchy().at("LocX").kind() == LocationKind::Virtual);
   CHECK(rt.hierarchy().at("LocX").parent()->name() == "LocA");
 }
+
+TEST_CASE(
+    "engine: a memory location with a size holds no more than it: the least recently used array moves up to its "
+    "parent, and an array larger than the memory is refused") {
+  Runtime rt;
+  load_config_text(rt,
+                   "loctype;name,core;kind,x64;num_cores,1\n"
+                   "loctype;name,small;kind,Unified_Memory;size,96KB\n"
+                   "location;name,top;type,virtual\n"
+                   "location;name,mem;type,small\n"
+                   "location;name,left,right;type,core\n"
+                   "hierarchy;children,+,mem;parent,top\n"
+                   "hierarchy;children,+,left,right;parent,mem\n");
+  auto memory = [&] {
+    for (const auto& m : rt.stats().memory_locations)
+      if (m.location == "mem") return m;
+    return MemoryLocationStats{};
+  };
+  const std::int64_t capacity = memory().capacity_bytes;
+  REQUIRE(capacity >= 96 * 1000);
+  REQUIRE(capacity < 128 * 1024);
+  const std::int64_t n = 4096, bytes = n * static_cast<std::int64_t>(sizeof(std::int64_t));  // 32 KiB each
+  auto x = rt.array<std::int64_t>(n, at("mem") | named("x"));
+  auto y = rt.array<std::int64_t>(n, at("left") | named("y"));  // below the memory: counted there too
+  rt.region(fill_scaled()).over(n).launch(y, 3);                // y used after x
+  rt.region(fill_scaled()).over(n).launch(x, 5);                // now x after y
+  rt.pause();
+  CHECK(memory().held_bytes == 2 * bytes);
+  auto z = rt.array<std::int64_t>(n, at("mem") | named("z"));  // fits: 96 KiB
+  CHECK(memory().held_bytes == 3 * bytes);
+  CHECK(y.location() == "left");
+  rt.region(fill_scaled()).over(n).launch(z, 7);
+  rt.pause();
+  // A fourth does not fit: y, the least recently used, moves up to top with its values.
+  auto w = rt.array<std::int64_t>(n, at("right") | named("w"));
+  CAPTURE(rt.stats().to_text());
+  CHECK(y.location() == "top");
+  CHECK(x.location() == "mem");
+  CHECK(z.location() == "mem");
+  CHECK(holds_scaled(y, 3));
+  const MemoryLocationStats after = memory();
+  CHECK(after.held_bytes == 3 * bytes);
+  CHECK(after.evicted_bytes == bytes);
+  CHECK(after.peak_bytes <= capacity);
+  // Regions still run where their arrays are seen: w and x at the memory, y above it.
+  rt.region(accumulate()).over(n).launch(x, y);
+  rt.pause();
+  CHECK(holds_scaled(x, 8));
+  // More than the whole memory: refused, naming the sizes.
+  const std::string error = error_of([&] { auto big = rt.array<std::int64_t>(2 * n * 2, at("mem")); });
+  CHECK(error.find("does not fit memory location 'mem'") != std::string::npos);
+  CHECK(error.find("the array alone is larger") != std::string::npos);
+  // Memory the program gives with wrap() is its own, not counted.
+  std::vector<std::int64_t> own(std::size_t(4 * n), 1);
+  auto wrapped = rt.wrap(own.data(), 4 * n, at("mem"));
+  CHECK(memory().held_bytes == 3 * bytes);
+}
