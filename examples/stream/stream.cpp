@@ -1,7 +1,7 @@
 // STREAM on Canopy: BabelStream's five kernels, timed, checked, and reported
 // in MB/s as BabelStream prints them.
 //
-//   stream [--size N] [--repeat K] [--float] [--policy P]
+//   stream [--size N] [--repeat K] [--float] [--policy P] [--stats]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,15 +16,17 @@ struct Options {
   int repeat = 100;
   bool use_float = false;
   std::string policy = "static";
+  bool stats = false;
 };
 
 [[noreturn]] void usage(const char* problem) {
   std::fprintf(stderr,
-               "stream: %s\nusage: stream [--size N] [--repeat K] [--float] [--policy P]\n"
+               "stream: %s\nusage: stream [--size N] [--repeat K] [--float] [--policy P] [--stats]\n"
                "  --size N     elements per array (default 33554432 = 2^25)\n"
                "  --repeat K   rounds of the five kernels (default 100)\n"
                "  --float      single precision (default double)\n"
-               "  --policy P   how regions split over the leaves (default static)\n",
+               "  --policy P   how regions split over the leaves (default static)\n"
+               "  --stats      print the runtime's statistics at the end (pieces, passes, bytes moved, memories)\n",
                problem);
   std::exit(2);
 }
@@ -53,6 +55,8 @@ Options parse(int argc, char** argv) {
       o.use_float = true;
     else if (arg == "--policy")
       o.policy = next();
+    else if (arg == "--stats")
+      o.stats = true;
     else if (arg == "--help" || arg == "-h")
       usage("BabelStream's kernels on Canopy");
     else
@@ -77,6 +81,7 @@ int run(canopy::Runtime& rt, const Options& o) {
     std::printf("%-10s %12.3f %11.5f %11.5f %11.5f\n", babelstream::kernel_names[k], bytes / timings.best[k] * 1e-6,
                 timings.best[k], timings.worst[k], timings.total[k] / o.repeat);
   }
+  if (o.stats) std::printf("%s", rt.stats().to_text().c_str());
   if (!problems.empty()) {
     std::fprintf(stderr, "stream: validation failed: %s\n", problems.c_str());
     return 1;
