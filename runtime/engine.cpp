@@ -132,13 +132,9 @@ std::int64_t bytes_of_shape(ir::ScalarType type, const Shape& shape) {
 
 }  // namespace
 
-std::int64_t Engine::State::bytes_in_memory(const Location& memory,
-                                            const std::vector<std::shared_ptr<ArrayStorage>>& live,
-                                            const ArrayStorage* except) const {
-  std::int64_t bytes = 0;
-  for (const auto& array : live)
-    if (array.get() != except && array->owns_memory() && at_or_below(tree.find(array->location()), memory))
-      bytes += static_cast<std::int64_t>(array->bytes());
+std::int64_t Engine::State::bytes_in_memory(const Location& memory) const {
+  std::int64_t bytes = totals->host_bytes_at(memory.name());
+  for (const Location* child : memory.children()) bytes += bytes_in_memory(*child);
   return bytes;
 }
 
@@ -149,22 +145,23 @@ void Engine::State::make_room_in_memory(const std::string& location, std::int64_
     std::string parent, memory_name;
     {
       std::shared_lock lock(tree_mutex);
-      const auto live = live_arrays();
       for (const Location* m = tree.find(location); m && !victim; m = m->parent()) {
         const std::int64_t capacity = m->traits().capacity;
         if (!is_memory(*m) || capacity <= 0) continue;
-        const std::int64_t held = bytes_in_memory(*m, live, placing);
+        // `placing` (an array moving within the memory) counts once.
+        std::int64_t held = bytes_in_memory(*m);
+        if (placing && at_or_below(tree.find(placing->location()), *m))
+          held -= static_cast<std::int64_t>(placing->bytes());
         if (held + bytes <= capacity) continue;
         auto refuse = [&](const std::string& why) {
           throw Error("an array of " + std::to_string(bytes) + " bytes does not fit memory location '" + m->name() +
                       "' (capacity " + std::to_string(capacity) +
-                      " bytes, from the configuration's size or what "
-                      "discovery found; it holds " +
+                      " bytes, from the configuration's size or what discovery found; it holds " +
                       std::to_string(held) + " bytes of other arrays): " + why);
         };
         if (bytes > capacity) refuse("the array alone is larger; place it higher in the tree");
         if (!m->parent()) refuse("it is the root, with no parent to move arrays to");
-        for (const auto& array : live)
+        for (const auto& array : live_arrays())  // only when full: the least recently used there
           if (array.get() != placing && array->owns_memory() && at_or_below(tree.find(array->location()), *m) &&
               (!victim || array->last_use() < victim->last_use()))
             victim = array;
@@ -189,12 +186,11 @@ void Engine::State::make_room_in_memory(const std::string& location, std::int64_
 
 void Engine::State::note_memory_peaks(const std::string& location) {
   std::shared_lock lock(tree_mutex);
-  const auto live = live_arrays();
   std::lock_guard ledger_lock(memory_mutex);
   for (const Location* m = tree.find(location); m; m = m->parent()) {
     if (!is_memory(*m)) continue;
     auto& ledger = memory_ledgers[m->name()];
-    ledger.peak = std::max(ledger.peak, bytes_in_memory(*m, live, nullptr));
+    ledger.peak = std::max(ledger.peak, bytes_in_memory(*m));
   }
 }
 
@@ -450,12 +446,11 @@ Stats Engine::stats() const {
     }
   }
   {
-    const auto live = state_->live_arrays();
     std::lock_guard ledger_lock(state_->memory_mutex);
     for (const Location* l : state_->tree.all()) {
       if (!is_memory(*l)) continue;
       const auto ledger = state_->memory_ledgers.find(l->name());
-      const std::int64_t held = state_->bytes_in_memory(*l, live, nullptr);
+      const std::int64_t held = state_->bytes_in_memory(*l);
       const std::int64_t peak = ledger == state_->memory_ledgers.end() ? 0 : ledger->second.peak;
       stats.memory_locations.push_back({l->name(), held, std::max(peak, held), l->traits().capacity,
                                         ledger == state_->memory_ledgers.end() ? 0 : ledger->second.evicted});

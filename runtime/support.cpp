@@ -177,9 +177,13 @@ ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits
   }
   copies_ = std::make_unique<DeviceCopies>(type_, static_cast<std::int64_t>(elements), host_, traits_.merge,
                                            std::move(totals));
+  if (owns_memory_ && copies_->totals())
+    copies_->totals()->add_host_bytes(location_, static_cast<std::int64_t>(bytes_));
 }
 
 ArrayStorage::~ArrayStorage() {
+  if (owns_memory_ && copies_->totals())
+    copies_->totals()->add_host_bytes(location_, -static_cast<std::int64_t>(bytes_));
   copies_.reset();
   // The block may be kept for another array (host_memory.hpp), which must not inherit the binding.
   if (numa_node_ >= 0) bind_pages(host_, mapped_length(bytes_), -1);
@@ -198,6 +202,10 @@ std::string ArrayStorage::location() const {
 
 void ArrayStorage::set_location(std::string location) {
   std::lock_guard lock(mutex_);
+  if (owns_memory_ && copies_->totals()) {
+    copies_->totals()->add_host_bytes(location_, -static_cast<std::int64_t>(bytes_));
+    copies_->totals()->add_host_bytes(location, static_cast<std::int64_t>(bytes_));
+  }
   location_ = std::move(location);
 }
 

@@ -51,6 +51,21 @@ struct TransferTotals {
   /// before another array's only with try_lock).
   std::mutex held_mutex;
   std::map<int, Held> held;  ///< by place (device memories only)
+
+  /// Bytes of the host memory Canopy allocated for arrays (not wrap()'s),
+  /// by the location each array is placed at: what a memory location holds
+  /// is the sum over it and the locations below it.
+  void add_host_bytes(const std::string& location, std::int64_t bytes) {
+    std::lock_guard lock(host_mutex);
+    if ((host_bytes[location] += bytes) == 0) host_bytes.erase(location);
+  }
+  std::int64_t host_bytes_at(const std::string& location) const {
+    std::lock_guard lock(host_mutex);
+    auto it = host_bytes.find(location);
+    return it == host_bytes.end() ? 0 : it->second;
+  }
+  mutable std::mutex host_mutex;
+  std::map<std::string, std::int64_t> host_bytes;
 };
 
 /// A transfer for a piece failed; the directory is as it was before the
@@ -171,6 +186,8 @@ class DeviceCopies {
   }
 
   std::optional<ir::ReduceOp> merge_operator() const { return merge_; }
+  /// The runtime's totals these copies add to (may be null).
+  TransferTotals* totals() const { return totals_.get(); }
   /// Bytes of one whole copy of the array.
   std::int64_t bytes() const;
   /// Bytes moved for this array so far.

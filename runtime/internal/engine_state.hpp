@@ -95,9 +95,8 @@ struct Engine::State {
   void make_room_in_memory(const std::string& location, std::int64_t bytes, const ArrayStorage* placing);
   /// Records what the memory locations from `location` up hold now, for their peaks.
   void note_memory_peaks(const std::string& location);
-  /// Canopy's arrays at `memory` or below it, and their bytes (tree_mutex held).
-  std::int64_t bytes_in_memory(const Location& memory, const std::vector<std::shared_ptr<ArrayStorage>>& live,
-                               const ArrayStorage* except) const;
+  /// Bytes of Canopy's arrays at `memory` or below it (tree_mutex held).
+  std::int64_t bytes_in_memory(const Location& memory) const;
 
   std::mutex flight_mutex;
   /// Regions (and copies) not yet waited for by pause(), with the record of

@@ -365,6 +365,12 @@ TEST_CASE(
   rt.region(fill_scaled()).over(n).launch(x, 5);                // now x after y
   rt.pause();
   CHECK(memory().held_bytes == 2 * bytes);
+  {
+    auto scratch = rt.array<std::int64_t>(n / 2, at("right"));
+    CHECK(memory().held_bytes == 2 * bytes + bytes / 2);
+  }
+  CHECK(memory().held_bytes == 2 * bytes);  // freed arrays stop counting
+  CHECK(memory().peak_bytes == 2 * bytes + bytes / 2);
   auto z = rt.array<std::int64_t>(n, at("mem") | named("z"));  // fits: 96 KiB
   CHECK(memory().held_bytes == 3 * bytes);
   CHECK(y.location() == "left");
