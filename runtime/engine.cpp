@@ -119,17 +119,6 @@ bool at_or_below(const Location* l, const Location& memory) {
   return false;
 }
 
-// Bytes of an array of `shape` of `type`, or -1 where the constructor will
-// refuse the shape anyway (negative, or past 2^62 bytes).
-std::int64_t bytes_of_shape(ir::ScalarType type, const Shape& shape) {
-  long double bytes = static_cast<long double>(ir::size_of(type));
-  for (int d = 0; d < shape.rank(); ++d) {
-    if (shape[d] < 0) return -1;
-    bytes *= static_cast<long double>(shape[d]);
-  }
-  return bytes > static_cast<long double>(std::int64_t{1} << 62) ? -1 : static_cast<std::int64_t>(bytes);
-}
-
 }  // namespace
 
 std::int64_t Engine::State::bytes_in_memory(const Location& memory) const {
@@ -269,8 +258,8 @@ Engine::~Engine() {
 
 std::shared_ptr<ArrayStorage> Engine::allocate(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits) {
   const std::string location = state_->location_of_new_array(traits);
-  state_->make_room_in_memory(location, bytes_of_shape(type, shape), nullptr);
   auto array = std::make_shared<ArrayStorage>(type, shape, traits, location, state_->totals);
+  state_->make_room_in_memory(location, static_cast<std::int64_t>(array->bytes()), array.get());
   {
     std::shared_lock lock(state_->tree_mutex);
     state_->bind_pages_to_location(*array);

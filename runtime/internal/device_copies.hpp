@@ -181,9 +181,7 @@ class DeviceCopies {
     for (const auto& p : pins_) total += p.load(std::memory_order_acquire);
     return total;
   }
-  bool pinned() const {
-    return std::any_of(pins_.begin(), pins_.end(), [](const auto& p) { return p.load(std::memory_order_acquire) > 0; });
-  }
+  bool pinned() const { return all_pins() > 0; }
 
   std::optional<ir::ReduceOp> merge_operator() const { return merge_; }
   /// The runtime's totals these copies add to (may be null).

@@ -44,6 +44,8 @@ namespace canopy::runtime {
 /// bytes; throws canopy::Error naming the part that is not such a pair.
 std::map<std::string, std::int64_t> device_memory_limits();
 
+struct PiecePlan;
+
 struct Engine::State {
   /// CANOPY_TRACE's recording (null when unset): made first, so a bad value fails the Runtime at once.
   std::unique_ptr<trace::Session> trace_session = trace::session_from_environment();
@@ -86,12 +88,12 @@ struct Engine::State {
     std::int64_t peak = 0, evicted = 0;
   };
   std::map<std::string, MemoryLedger> memory_ledgers;  // guarded by memory_mutex
-  /// Makes room for `bytes` of an array about to be placed at `location`
-  /// in every memory location with a capacity from it up to the root:
-  /// Canopy's arrays there (not `placing`) move up to the memory's parent,
-  /// least recently used first, until it fits. Throws Error, naming the
-  /// sizes, where it cannot (the array alone is larger, or the memory is the
-  /// root). Then place the array and call note_memory_peaks(location).
+  /// Makes room for `placing` (`bytes`, just made there or about to move
+  /// there) at `location` in every memory location with a capacity from it
+  /// up to the root: Canopy's other arrays there move up to the memory's
+  /// parent, least recently used first, until it fits. Throws Error, naming
+  /// the sizes, where it cannot (the array alone is larger, or the memory is
+  /// the root). Then call note_memory_peaks(location).
   void make_room_in_memory(const std::string& location, std::int64_t bytes, const ArrayStorage* placing);
   /// Records what the memory locations from `location` up hold now, for their peaks.
   void note_memory_peaks(const std::string& location);
@@ -162,7 +164,9 @@ struct Engine::State {
     std::vector<IntervalSet> written;
     std::vector<std::optional<Bytes>> twins;
   };
-  PieceWrites prepare_arrays(const RegionRun& run, const backends::Range& range, const Executor& worker);
+  /// Makes the arrays of a piece ready at `worker` as `plan` (its range's
+  /// footprints, piece_run.cpp) says.
+  PieceWrites prepare_arrays(const RegionRun& run, PiecePlan plan, const Executor& worker);
   void record_writes(const RegionRun& run, const PieceWrites& piece, const Executor& worker);
   /// Runs piece `piece` (on its leaf, or where it moved), records its time,
   /// and finishes the region when it is the last.

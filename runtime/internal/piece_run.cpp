@@ -10,6 +10,21 @@
 
 namespace canopy::runtime {
 
+// What a piece touches of one array: the hull its device copy must hold, and
+// how many of the piece's parameters pass the array (the pins it holds).
+struct Touched {
+  IntervalSet span;
+  std::int32_t uses = 0;
+};
+
+// What a piece over `range` reads and writes of each array parameter, and
+// what it touches of each array, from the kernel's footprints.
+struct PiecePlan {
+  backends::Range range;
+  std::vector<std::optional<std::pair<ReadPlan, WritePlan>>> params;
+  std::map<DeviceCopies*, Touched> arrays;
+};
+
 namespace {
 double seconds_between(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
@@ -40,12 +55,19 @@ class PiecePins {
   std::vector<DeviceCopies*> pinned_;
 };
 
-// What a piece touches of one array: the hull its device copy must hold, and
-// how many of the piece's parameters pass the array (the pins it holds).
-struct Touched {
-  IntervalSet span;
-  std::int32_t uses = 0;
-};
+// Polls `busy` every 100 µs, `lock` let go in between, for about 5 s at
+// most (pieces end; two waiting for each other end with a refusal). True
+// when it no longer holds.
+template <class Busy>
+bool wait_while(std::unique_lock<std::mutex>& lock, const Busy& busy) {
+  for (int waited = 0; busy(); ++waited) {
+    if (waited == 50000) return false;
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    lock.lock();
+  }
+  return true;
+}
 
 // Makes `copies`' copy at `worker`'s device hold `touched.span`. A copy that
 // grows moves to a larger buffer: not while a piece of another region uses it
@@ -53,36 +75,15 @@ struct Touched {
 void hold_for_piece(DeviceCopies& copies, const Executor& worker, const Touched& touched) {
   const Range window = touched.span.hull();
   std::unique_lock lock(copies.mutex);
-  for (int waited = 0; copies.must_grow(worker.place(), window) && copies.pins(worker.place()) > touched.uses;
-       ++waited) {
-    if (waited == 50000)
-      throw Error("an array's copy on " + worker.device()->info().id +
-                  " must grow for this piece while another piece there keeps using it (waited 5 s)");
-    lock.unlock();
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-    lock.lock();
-  }
-  // A copy that would grow past the device's whole memory (its window was
-  // elsewhere: an earlier region's other part) is written back and freed
-  // first, so that the window alone takes its place; only when no piece but
-  // this one uses the array (the flush lands in the host copy, where a CPU
-  // piece may be writing).
-  const std::int64_t capacity = copies.capacity(worker.place());
-  if (capacity > 0 && copies.must_grow(worker.place(), window) &&
-      copies.grown_bytes(worker.place(), window) > capacity && copies.all_pins() == touched.uses)
-    copies.evict(worker.place());
+  if (!wait_while(
+          lock, [&] { return copies.must_grow(worker.place(), window) && copies.pins(worker.place()) > touched.uses; }))
+    throw Error("an array's copy on " + worker.device()->info().id +
+                " must grow for this piece while another piece there keeps using it (waited 5 s)");
   copies.hold(worker.place(), worker.device(), window);
 }
 
-// What a piece over `range` reads and writes of each array parameter, and
-// what it touches of each array, from the kernel's footprints.
-struct PiecePlan {
-  std::vector<std::optional<std::pair<ReadPlan, WritePlan>>> params;
-  std::map<DeviceCopies*, Touched> arrays;
-};
-
 PiecePlan plan_piece(const RegionRun& run, const backends::Range& range) {
-  PiecePlan plan{std::vector<std::optional<std::pair<ReadPlan, WritePlan>>>(run.args.size()), {}};
+  PiecePlan plan{range, std::vector<std::optional<std::pair<ReadPlan, WritePlan>>>(run.args.size()), {}};
   for (std::size_t p = 0; p < run.args.size(); ++p) {
     auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
     if (!storage) continue;
@@ -129,25 +130,28 @@ std::vector<backends::Range> cut(const backends::Range& range, std::int64_t part
 // combined while other pieces add to theirs), and not where the footprint
 // does not shrink with the range (a gather over a whole array): then the
 // piece is the one pass, and hold() refuses it, naming the sizes.
-std::vector<backends::Range> passes_for(const RegionRun& run, const backends::Range& range, const Executor& worker) {
-  if (worker.place() == Coherence::kHost) return {range};
-  const PiecePlan whole = plan_piece(run, range);
+std::vector<PiecePlan> passes_for(const RegionRun& run, const backends::Range& range, const Executor& worker) {
+  std::vector<PiecePlan> whole;
+  whole.push_back(plan_piece(run, range));
+  if (worker.place() == Coherence::kHost) return whole;
   std::int64_t capacity = 0;
-  for (const auto& [copies, array] : whole.arrays) {
-    if (copies->merge_operator()) return {range};
+  for (const auto& [copies, array] : whole[0].arrays) {
+    if (copies->merge_operator()) return whole;
     capacity = copies->capacity(worker.place());
   }
   for (std::size_t p = 0; p < run.args.size(); ++p)
-    if (run.writes.mode(p) == WriteMode::Added) return {range};
-  if (capacity <= 0 || window_bytes(whole) <= capacity) return {range};
+    if (run.writes.mode(p) == WriteMode::Added) return whole;
+  if (capacity <= 0 || window_bytes(whole[0]) <= capacity) return whole;
   const std::int64_t rows = range.end[0] - range.begin[0];
   for (std::int64_t parts = 2; parts / 2 < rows; parts *= 2) {
-    auto passes = cut(range, std::min(parts, rows));
-    if (std::all_of(passes.begin(), passes.end(),
-                    [&](const backends::Range& pass) { return window_bytes(plan_piece(run, pass)) <= capacity; }))
-      return passes;
+    std::vector<PiecePlan> passes;
+    for (const auto& part : cut(range, std::min(parts, rows))) {
+      passes.push_back(plan_piece(run, part));
+      if (window_bytes(passes.back()) > capacity) break;
+    }
+    if (window_bytes(passes.back()) <= capacity) return passes;
   }
-  return {range};
+  return whole;
 }
 
 // Before a pass (`always`), or a piece whose arrays' copies at `worker`'s
@@ -158,19 +162,18 @@ std::vector<backends::Range> passes_for(const RegionRun& run, const backends::Ra
 // take their place. The piece pins its arrays, and a copy it pins is never
 // evicted to make room: without this, copies grown or kept larger than the
 // piece needs would leave no room beside them.
-void make_way(const RegionRun& run, const backends::Range& part, const Executor& worker, bool always) {
+void make_way(const PiecePlan& plan, const Executor& worker, bool always) {
   if (worker.place() == Coherence::kHost) return;
-  const PiecePlan plan = plan_piece(run, part);
+  const int place = worker.place();
   if (!always) {
     std::int64_t capacity = 0, projected = 0;
     for (const auto& [copies, array] : plan.arrays) {
       std::lock_guard lock(copies->mutex);
-      capacity = copies->capacity(worker.place());
-      projected += copies->grown_bytes(worker.place(), array.span.hull());
+      capacity = copies->capacity(place);
+      projected += copies->grown_bytes(place, array.span.hull());
     }
     if (capacity <= 0 || projected <= capacity) return;
   }
-  const int place = worker.place();
   for (const auto& [copies, array] : plan.arrays) {
     const Range window = array.span.hull();
     std::unique_lock lock(copies->mutex);
@@ -178,14 +181,9 @@ void make_way(const RegionRun& run, const backends::Range& part, const Executor&
       return copies->must_grow(place, window) || copies->bytes_at(place) > copies->window_bytes(window);
     };
     // The flush lands in the host copy, where a CPU piece may be writing the
-    // same elements: not while a piece anywhere uses the array (about 5 s at
-    // most; this piece holds no pins yet, so none waits for it).
-    for (int waited = 0; misplaced() && copies->pinned() && waited < 50000; ++waited) {
-      lock.unlock();
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-      lock.lock();
-    }
-    if (misplaced() && !copies->pinned()) copies->evict(place);
+    // same elements: not while a piece anywhere uses the array (this piece
+    // holds no pins yet, so none waits for it).
+    if (wait_while(lock, [&] { return misplaced() && copies->pinned(); }) && misplaced()) copies->evict(place);
   }
 }
 
@@ -207,11 +205,9 @@ std::vector<backends::ReductionValue> combined(const RegionRun& run, const std::
 // Merge arrays, and arrays the region adds to from several memories, get
 // private copies instead of current ones. On a device, each array's copy
 // holds (at least) what the piece touches of it, whatever parameters pass it.
-Engine::State::PieceWrites Engine::State::prepare_arrays(const RegionRun& run, const backends::Range& range,
-                                                         const Executor& worker) {
+Engine::State::PieceWrites Engine::State::prepare_arrays(const RegionRun& run, PiecePlan plan, const Executor& worker) {
   const auto& kernel = *run.kernel->optimized;
   PieceWrites piece{std::vector<IntervalSet>(run.args.size()), std::vector<std::optional<Bytes>>(run.args.size())};
-  PiecePlan plan = plan_piece(run, range);
   if (worker.place() != Coherence::kHost)
     for (const auto& [copies, array] : plan.arrays) hold_for_piece(*copies, worker, array);
   for (std::size_t p = 0; p < run.args.size(); ++p) {
@@ -260,14 +256,15 @@ void Engine::State::run_piece(const std::shared_ptr<RegionRun>& run, std::size_t
   std::size_t passes_run = 1;
   try {
     for (auto& dep : run->deps) dep->wait(false);
-    const auto passes = passes_for(*run, range, worker);
+    auto passes = passes_for(*run, range, worker);
     for (std::size_t k = 0; k < passes.size(); ++k) {
-      make_way(*run, passes[k], worker, passes.size() > 1);
+      const backends::Range part = passes[k].range;
+      make_way(passes[k], worker, passes.size() > 1);
       const PiecePins pins(*run, worker.place());
-      auto written = prepare_arrays(*run, passes[k], worker);
+      auto written = prepare_arrays(*run, std::move(passes[k]), worker);
       const auto pass_launched = std::chrono::steady_clock::now();
       if (k == 0) launched = pass_launched;
-      auto partials = launch_piece(*run, *run->programs[piece], passes[k], worker);
+      auto partials = launch_piece(*run, *run->programs[piece], part, worker);
       run_seconds += seconds_between(pass_launched, std::chrono::steady_clock::now());
       record_writes(*run, written, worker);
       run->partials[piece] = k == 0 ? std::move(partials) : combined(*run, run->partials[piece], partials);
@@ -317,8 +314,10 @@ bool Engine::State::recover_piece(RegionRun& run, std::size_t piece, const backe
   for (const auto& target : attempts) {
     try {
       auto program = run.kernel->program_for(*target.device());
+      PiecePlan plan = plan_piece(run, range);
+      make_way(plan, target, false);
       const PiecePins pins(run, target.place());
-      auto written = prepare_arrays(run, range, target);
+      auto written = prepare_arrays(run, std::move(plan), target);
       run.partials[piece] = launch_piece(run, *program, range, target);
       record_writes(run, written, target);
     } catch (const OutOfBounds&) {
