@@ -78,6 +78,7 @@ Settings Settings::from_environment() {
   s.dump_dir = variable("CANOPY_DUMP_DIR");
   s.streaming_stores = word_of("CANOPY_STREAMING_STORES", {"auto", "on", "off"}, "auto, on or off");
   s.simd = word_of("CANOPY_SIMD", {"auto", "on", "off"}, "auto, on or off");
+  s.fuse = word_of("CANOPY_FUSE", {"on", "off"}, "on or off");
   s.prefetch = word_of("CANOPY_PREFETCH", {"auto", "off"}, "auto or off");
   s.device_memory = variable("CANOPY_DEVICE_MEMORY");
   if (const std::string width = variable("CANOPY_SIMD_WIDTH"); !width.empty()) {
@@ -164,6 +165,7 @@ const std::vector<std::string_view>& setting_names() {
                                                       "CANOPY_STREAMING_STORES",
                                                       "CANOPY_SIMD",
                                                       "CANOPY_SIMD_WIDTH",
+                                                      "CANOPY_FUSE",
                                                       "CANOPY_PREFETCH",
                                                       "CANOPY_DEVICE_MEMORY",
                                                       "CANOPY_CONFIG",

@@ -33,6 +33,7 @@ struct Settings {
   std::string dump_dir;          ///< CANOPY_DUMP_DIR; empty: ./canopy-dump
   std::string streaming_stores;  ///< CANOPY_STREAMING_STORES: "", "auto", "on" or "off"
   std::string simd;              ///< CANOPY_SIMD: "", "auto", "on" or "off"
+  std::string fuse;              ///< CANOPY_FUSE: "", "on" or "off" (fusion of launched regions)
   int simd_width = 0;            ///< CANOPY_SIMD_WIDTH: lanes per vector, a power of two in [2, 64]; 0: from the CPU
   std::string device_memory;   ///< CANOPY_DEVICE_MEMORY: "<leaf>:<size>[,...]", what each device leaf may hold (checked
                                ///< by the runtime)

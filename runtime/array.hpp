@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -76,8 +77,13 @@ class ArrayStorage {
   /// earlier regions it must wait for (read after write, write after read
   /// or write).
   std::vector<CompletionPtr> add_use(const CompletionPtr& use, bool reads, bool writes);
-  /// Waits for every region in flight that uses the array.
+  /// Waits for every region in flight that uses the array; regions that use
+  /// it and are still recorded (runtime/internal/recorder.hpp) start first.
   void wait_idle();
+  /// What wait_idle() calls to start recorded regions (set by the engine).
+  void set_start_recorded(std::function<void()> start) { start_recorded_ = std::move(start); }
+  /// Counts the recorded regions that use the array (the recorder keeps it).
+  void add_recorded(int delta) { recorded_.fetch_add(delta, std::memory_order_acq_rel); }
   /// False for memory given with wrap() (the program's, placed where it put it).
   bool owns_memory() const { return owns_memory_; }
   /// When a region last used the array (or it was made), as a count that
@@ -98,6 +104,8 @@ class ArrayStorage {
   std::string location_;
   int numa_node_ = -1;  ///< the NUMA node (OS number) the host pages are bound to; -1: none
   std::atomic<std::uint64_t> last_use_{0};
+  std::function<void()> start_recorded_;
+  std::atomic<int> recorded_{0};
   CompletionPtr last_writer_;
   std::vector<CompletionPtr> readers_;  ///< since the last writer
 };

@@ -239,6 +239,7 @@ Engine::Engine(const RuntimeOptions& options) : state_((read_settings(), std::ma
     state_->tree = load_config_file(config, state_->inventory, &state_->config_types);
   else
     state_->tree = default_hierarchy(state_->inventory, DiscoveryOptions::from_environment());
+  state_->recorder.enabled = settings().fuse != "off";
   std::unique_lock lock(state_->tree_mutex);
   state_->sync_workers();
 }
@@ -249,6 +250,7 @@ Engine::~Engine() {
   } catch (...) {
     // A region failed and nobody paused to hear it; the program is ending anyway.
   }
+  state_->stop_recorder();
   if (dump_enabled("program")) dump("program", "canopy", program_record());
   state_->kernels.stop_background();  // compiles ahead are for launches that will not come
   std::unique_lock lock(state_->tree_mutex);
@@ -259,6 +261,7 @@ Engine::~Engine() {
 std::shared_ptr<ArrayStorage> Engine::allocate(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits) {
   const std::string location = state_->location_of_new_array(traits);
   auto array = std::make_shared<ArrayStorage>(type, shape, traits, location, state_->totals);
+  array->set_start_recorded([state = state_.get()] { state->start_recorded(); });
   state_->make_room_in_memory(location, static_cast<std::int64_t>(array->bytes()), array.get());
   {
     std::shared_lock lock(state_->tree_mutex);
@@ -276,11 +279,24 @@ std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& sha
                 " elements; pass the address of the program's data");
   auto array =
       std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), data, state_->totals);
+  array->set_start_recorded([state = state_.get()] { state->start_recorded(); });
   state_->register_array(array);
   return array;
 }
 
+void Engine::set_fusion(bool on) {
+  std::unique_lock lock(state_->recorder.mutex);
+  if (!on) state_->start_recorded();
+  state_->recorder.enabled = on;
+}
+
+bool Engine::fusion() const {
+  std::unique_lock lock(state_->recorder.mutex);
+  return state_->recorder.enabled;
+}
+
 void Engine::pause() {
+  state_->start_recorded();
   const trace::PauseSpan traced;
   std::vector<State::InFlight> pending;
   {
@@ -296,6 +312,7 @@ void Engine::pause() {
 }
 
 void Engine::pause(const std::string& location) {
+  state_->start_recorded();  // the recorder keeps no leaves: all of it
   const trace::PauseSpan traced(location);
   std::vector<std::string> leaves;
   {
@@ -319,6 +336,9 @@ Hierarchy Engine::hierarchy() const {
 }
 
 void Engine::reconfigure(const std::function<void(Hierarchy&)>& change) {
+  // Recorded regions run on the tree they were split over; none is recorded until the change is done.
+  std::unique_lock record_lock(state_->recorder.mutex);
+  state_->start_recorded();
   std::unique_lock lock(state_->tree_mutex);
   Hierarchy next = state_->tree;
   change(next);
@@ -364,6 +384,7 @@ void Engine::apply_config(const std::string& text) {
 }
 
 void Engine::move_array(const std::shared_ptr<ArrayStorage>& array, const std::string& location) {
+  state_->start_recorded();
   std::string name;
   {
     std::shared_lock lock(state_->tree_mutex);
@@ -386,6 +407,7 @@ void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const 
   if (destination->traits().read_only)
     throw Error("copy: " + destination->describe() + " is read-only; copy into a writable array");
   if (destination == source) return;
+  state_->start_recorded();  // regions launched before the copy come first
   auto done = std::make_shared<Completion>();
   std::shared_lock lock(state_->tree_mutex);
   std::lock_guard order_lock(state_->order_mutex);
@@ -415,6 +437,7 @@ void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const 
 }
 
 Stats Engine::stats() const {
+  state_->start_recorded();  // what was launched is in it (started, not waited for)
   Stats stats;
   std::shared_lock tree_lock(state_->tree_mutex);
   std::vector<std::string> leaf_names;
@@ -493,6 +516,12 @@ std::string Engine::program_record() const {
         << " policy " << region.policy << ":";
     for (auto& piece : region.pieces) out << " " << piece.leaf << "[" << piece.begin << "," << piece.end << ")";
     out << "\n";
+    // The recorder's rewrite: the regions as launched, and what ran instead.
+    if (!region.fused.empty()) {
+      out << "  fused: launched as";
+      for (auto& k : region.fused) out << " " << k;
+      out << "; one kernel, " << region.arrays_in_registers << " array(s) kept in registers\n";
+    }
   }
   return out.str();
 }

@@ -86,6 +86,9 @@ class Engine {
   /// devices of the tree's leaves in the background (Runtime::compile).
   /// The futures are ready when those compiles are done.
   std::vector<std::shared_future<void>> prepare(const std::shared_ptr<const ir::Kernel>& kernel);
+  /// Whether consecutive element-wise regions may be fused (Runtime::fuse).
+  void set_fusion(bool on);
+  bool fusion() const;
   /// Waits for every region submitted so far; rethrows the first failure
   /// (in checked mode, an index out of bounds: kernel, array, index, extent).
   void pause();

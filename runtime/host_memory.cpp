@@ -109,7 +109,11 @@ void* allocate_host(std::size_t bytes, HostFill fill) {
     return p;
   }
   if (void* kept = KeptBlocks::get().take(round_up(bytes, huge_page))) {
-    if (fill == HostFill::Zero) std::memset(kept, 0, bytes);
+    // Its pages go back and read as zero when first touched, as a fresh
+    // mapping's do: an array nothing writes (a fused chain's intermediate)
+    // never takes physical memory, and the zeroing happens where each page
+    // is first used.
+    if (fill == HostFill::Zero) madvise(kept, round_up(bytes, huge_page), MADV_DONTNEED);
     return kept;
   }
   // Over-allocate by a huge page so the block can start on a huge-page boundary.

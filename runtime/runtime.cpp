@@ -15,6 +15,10 @@ Runtime::Runtime(const runtime::RuntimeOptions& options) : engine_(std::make_uni
 
 Runtime::~Runtime() = default;
 
+void Runtime::fuse(bool on) { engine_->set_fusion(on); }
+
+bool Runtime::fusing() const { return engine_->fusion(); }
+
 void Runtime::pause() { engine_->pause(); }
 
 void Runtime::pause(const std::string& location) { engine_->pause(location); }

@@ -114,6 +114,14 @@ class Runtime {
     return all;
   }
 
+  /// Fusion of launched regions (runtime/internal/recorder.hpp): on unless
+  /// CANOPY_FUSE=off. With it on, consecutive element-wise regions over the
+  /// same range and placement may run as one kernel, and arrays only they
+  /// use may never be allocated; results are the same either way.
+  void fuse(bool on);
+  /// True while launched regions may be fused.
+  bool fusing() const;
+
   /// Waits for every region launched so far; rethrows the first that failed.
   void pause();
   /// Waits for the work queued on the leaves at or below `location`.

@@ -54,9 +54,23 @@ std::string Stats::to_text() const {
     out += line;
     for (const auto& note : split_writes.notes) out += "  " + note + "\n";
   }
+  if (fused_regions > 0) {
+    std::snprintf(line, sizeof line, "fusion: %lld regions ran in %lld fused kernels\n",
+                  static_cast<long long>(fused_regions), static_cast<long long>(fused_kernels));
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "modelled DRAM bytes of the kernels run: %.0f\n", modeled_dram_bytes);
+  out += line;
   for (const auto& region : recent) {
     out += "region " + std::to_string(region.id) + " " + region.kernel + " over " + region.range.to_string() + " at " +
            region.location + " (" + region.policy + "):";
+    if (!region.fused.empty()) {
+      out += " fused from";
+      for (const auto& k : region.fused) out += " " + k;
+      if (region.arrays_in_registers > 0)
+        out += ", " + std::to_string(region.arrays_in_registers) + " array(s) kept in registers";
+      out += ";";
+    }
     for (const auto& piece : region.pieces) {
       std::snprintf(line, sizeof line, " %s[%lld,%lld) %.6fs", piece.leaf.c_str(), static_cast<long long>(piece.begin),
                     static_cast<long long>(piece.end), piece.seconds);

@@ -42,6 +42,12 @@ struct RegionStats {
   std::string policy;
   Shape range{0};
   std::vector<PieceStats> pieces;
+  /// The launched kernels this region ran, in order, when it is a fused
+  /// kernel (runtime/internal/recorder.hpp); empty otherwise.
+  std::vector<std::string> fused;
+  /// Of a fused region: the arrays only its chain used, kept in registers
+  /// instead of memory (never written, their pages never touched).
+  int arrays_in_registers = 0;
 };
 
 /// One leaf's totals.
@@ -135,6 +141,12 @@ struct Stats {
   SplitWriteStats split_writes;                       ///< regions whose pieces in several memories wrote one array
   std::vector<DeviceMemoryStats> device_memory;       ///< per device leaf that has held copies
   std::vector<MemoryLocationStats> memory_locations;  ///< per memory location of the tree
+  /// Launched regions that ran inside a fused kernel, and the runs of fused kernels.
+  std::int64_t fused_regions = 0;
+  std::int64_t fused_kernels = 0;
+  /// Bytes between the last-level cache and DRAM that the cost model
+  /// (ir/analysis/cost.hpp) predicts for the kernels actually run.
+  double modeled_dram_bytes = 0;
 
   std::string to_text() const;
 };

@@ -7,7 +7,9 @@
 //   4. plan how pieces in different memories write each array, and compile
 //      every piece's program, so that a device that cannot fails the launch;
 //   5. record its uses of each array (its dependencies) and statistics;
-//   6. run a small piece on an idle CPU leaf inline, else queue the pieces.
+//   6. hand it to the recorder (internal/recorder.hpp), which runs it now, or
+//      holds it to run with the regions after it as one fused kernel;
+//   7. run a small piece on an idle CPU leaf inline, else queue the pieces.
 // Steps 1 to 4 may throw and leave nothing behind; from step 5 on, later
 // regions depend on this one and nothing may throw.
 #include <algorithm>
@@ -97,22 +99,28 @@ RegionHandle Engine::submit(RegionRequest request) {
   check_launch_bounds(kernel, run->kernel->sure_accesses, request.range, request.args);
   if (policy.kind == Policy::Kind::Adaptive || policy.kind == Policy::Kind::Any) state_->ensure_model();
 
+  std::unique_lock record_lock(state_->recorder.mutex);
   std::shared_lock tree_lock(state_->tree_mutex);
   const Location& at = state_->region_location(request, kernel);
-  const std::vector<Piece> pieces = state_->choose_pieces(*run, request, policy, at);
+  std::vector<Piece> pieces = state_->choose_pieces(*run, request, policy, at);
   // Seen for the first time: its pieces' programs are compiled (choose_pieces
   // waited for them); the other leaves' compile in the background, ready for
   // later regions that run there.
   if (first_sight) state_->kernels.prepare(run->kernel, state_->leaf_devices());
 
-  std::unique_lock order_lock(state_->order_mutex);
-  state_->record_uses(*run, request, policy, at, pieces);
   RegionHandle handle{run->completion, run->results};
-  if (pieces.empty())
+  state_->record_region({run, std::move(request), policy, &at, std::move(pieces)});
+  return handle;
+}
+
+void Engine::State::start_region(RecordedRegion& region) {
+  auto& run = region.run;
+  std::unique_lock order_lock(order_mutex);
+  record_uses(*run, region.request, region.policy, *region.at, region.pieces);
+  if (region.pieces.empty())
     finish_region(*run);
   else
-    state_->dispatch(run, pieces, run->record->range, order_lock);
-  return handle;
+    dispatch(run, region.pieces, run->record->range, order_lock);
 }
 
 // Its explicit location, else the Most Common Descendant of its placed
@@ -246,6 +254,8 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
   run.record->location = at.name();
   run.record->policy = policy.text();
   run.record->range = request.range;
+  run.record->fused = run.fused_from;
+  run.record->arrays_in_registers = run.arrays_in_registers;
   for (std::size_t p = 0; p < kernel.params.size(); ++p) {
     auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
     if (!storage) continue;
@@ -268,7 +278,7 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
   for (auto& piece : pieces) run.record->pieces.push_back({piece.leaf->name(), piece.begin, piece.end, 0.0});
   if (run.adaptive) run.adaptive->annotate(*run.record);
   run.submitted = std::chrono::steady_clock::now();
-  book.remember(run.record);
+  book.remember(run.record, run.kernel->dram_bytes_per_point * static_cast<double>(request.range.size()));
   track(run.completion, run.record);
 }
 

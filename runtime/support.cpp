@@ -255,6 +255,7 @@ std::vector<CompletionPtr> ArrayStorage::add_use(const CompletionPtr& use, bool 
 }
 
 void ArrayStorage::wait_idle() {
+  if (recorded_.load(std::memory_order_acquire) > 0 && start_recorded_) start_recorded_();
   std::vector<CompletionPtr> pending;
   {
     std::lock_guard lock(mutex_);

@@ -87,9 +87,8 @@ std::shared_ptr<CpuProgram> CpuDevice::compile_program(std::shared_ptr<const ir:
   // A point with a loop may be any amount of work: spread every range of two
   // points or more over the threads.
   program->inline_below = ir::has_loops(*optimized) ? 2 : 16384;
-  bool reduces = false;
-  for (const auto& p : optimized->params) reduces = reduces || p.is_reduction();
-  if (auto candidates = jit::streaming_candidates(*optimized); !candidates.empty() && !reduces) {
+  // A kernel that also reduces keeps them (a fused init -> triad -> dot).
+  if (auto candidates = jit::streaming_candidates(*optimized); !candidates.empty()) {
     program->streaming = std::make_shared<StreamingVariant>();
     program->streaming->params = std::move(candidates);
   }
@@ -194,23 +193,33 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
     streaming_entry = program.streaming->entry;
   }
 
-  std::vector<jit::ArgSlot> partials(reductions.size() * static_cast<std::size_t>(chunks));
-  auto run_chunk = [&](int chunk, std::int64_t b, std::int64_t e) {
-    if (streaming_entry) {
-      const std::int64_t aligned = std::min(e, (b + 15) / 16 * 16);
-      if (aligned > b) program.entry(b, aligned, block.data());
-      if (e > aligned) streaming_entry(aligned, e, block.data());
-      return;
-    }
+  // Each chunk's partial reductions: one set per entry it runs (the head
+  // before a 64-byte boundary and the streaming rest are two), combined in order.
+  const int parts = streaming_entry ? 2 : 1;
+  const std::size_t sets = static_cast<std::size_t>(chunks) * static_cast<std::size_t>(parts);
+  std::vector<jit::ArgSlot> partials(reductions.size() * sets);
+  std::vector<char> ran(sets, 0);
+  auto run_part = [&](std::size_t set, jit::CpuEntry entry, std::int64_t b, std::int64_t e) {
     if (reductions.empty()) {
-      program.entry(b, e, block.data());
+      entry(b, e, block.data());
       return;
     }
     std::vector<jit::ArgSlot> own = block;
     for (std::size_t r = 0; r < reductions.size(); ++r)
       own[static_cast<std::size_t>(program.layout.first_slot[static_cast<std::size_t>(reductions[r])])].pointer =
-          &partials[static_cast<std::size_t>(chunk) * reductions.size() + r];
-    program.entry(b, e, own.data());
+          &partials[set * reductions.size() + r];
+    entry(b, e, own.data());
+    ran[set] = 1;
+  };
+  auto run_chunk = [&](int chunk, std::int64_t b, std::int64_t e) {
+    const auto set = static_cast<std::size_t>(chunk) * static_cast<std::size_t>(parts);
+    if (!streaming_entry) {
+      run_part(set, program.entry, b, e);
+      return;
+    }
+    const std::int64_t aligned = std::min(e, (b + 15) / 16 * 16);
+    if (aligned > b) run_part(set, program.entry, b, aligned);
+    if (e > aligned) run_part(set + 1, streaming_entry, aligned, e);
   };
   if (chunks == 1)
     run_chunk(0, range.begin[0], range.end[0]);
@@ -221,9 +230,8 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   for (std::size_t r = 0; r < reductions.size(); ++r) {
     const auto& param = kernel.params[static_cast<std::size_t>(reductions[r])];
     auto total = identity_value(param.reduce, param.type);
-    for (int c = 0; c < chunks; ++c)
-      total = combine(param.reduce, total,
-                      partial_of(partials[static_cast<std::size_t>(c) * reductions.size() + r], param.type));
+    for (std::size_t set = 0; set < sets; ++set)
+      if (ran[set]) total = combine(param.reduce, total, partial_of(partials[set * reductions.size() + r], param.type));
     results.push_back(total);
   }
   return results;

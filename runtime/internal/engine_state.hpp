@@ -3,12 +3,13 @@
 //
 //   runtime/engine.cpp              making the engine, arrays, the tree, pauses, copies
 //   runtime/submit.cpp              the submit pipeline: check, place, split, queue
+//   runtime/internal/recorder.cpp   regions held briefly to run a chain of them as one kernel
 //   runtime/internal/leaves.cpp     the leaf workers and the devices behind them
 //   runtime/internal/piece_run.cpp  running one piece: arrays current, run, record writes, recover
 //   runtime/internal/kernel_cache.* compiling a kernel once per engine and device
 //   runtime/internal/statistics.*   what stats() reports
 //
-// Locks, in the order they may be taken: tree_mutex (shared by launches,
+// Locks, in the order they may be taken: recorder.mutex, tree_mutex (shared by launches,
 // exclusive to reconfigure), order_mutex, then the short ones (flight,
 // policies, arrays, fallbacks, and those inside KernelCache and StatsBook).
 #pragma once
@@ -32,6 +33,7 @@
 #include "device_copies.hpp"
 #include "kernel_cache.hpp"
 #include "leaf_worker.hpp"
+#include "recorder.hpp"
 #include "recovery.hpp"
 #include "region_run.hpp"
 #include "split_writes.hpp"
@@ -178,7 +180,23 @@ struct Engine::State {
                      std::exception_ptr error);
   std::shared_ptr<backends::Program> program_for_piece(RegionRun& run, std::size_t piece, const LeafWorker& worker);
 
+  // --- internal/recorder.cpp
+  /// Launched regions waiting to run as a chain (recorder.hpp).
+  Recorder recorder;
+  /// Holds `region` in the recorder, or runs it (after the chain) when it
+  /// cannot wait there. recorder.mutex and tree_mutex (shared) held.
+  void record_region(RecordedRegion region);
+  /// Starts the recorded chain, fused when it can be (takes the locks).
+  void start_recorded();
+  /// Same, recorder.mutex and tree_mutex (shared) held.
+  void start_chain();
+  /// Stops the recorder's thread (the chain started first).
+  void stop_recorder();
+
   // --- submit.cpp
+  /// Runs a region as placed and split: its uses recorded, its pieces queued
+  /// (recorder.mutex and tree_mutex held, shared).
+  void start_region(RecordedRegion& region);
   const Location& region_location(const RegionRequest& request, const ir::Kernel& kernel);
   std::vector<Piece> choose_pieces(RegionRun& run, const RegionRequest& request, const Policy& policy,
                                    const Location& at);

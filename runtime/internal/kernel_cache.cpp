@@ -138,6 +138,7 @@ std::shared_ptr<CompiledKernel> KernelCache::compile(const std::shared_ptr<const
   compiled->has_loops = ir::has_loops(*compiled->optimized);
   compiled->footprint = ir::footprint_of(*compiled->optimized);
   compiled->ops_per_point = cost.flops + cost.int_ops + cost.accesses();
+  compiled->dram_bytes_per_point = cost.bytes();
   // Checked kernels guard every access; the refusal reads the unguarded form.
   compiled->sure_accesses = sure_accesses_of(checked_ ? ir::footprint_of(ir::optimize(*traced)) : compiled->footprint);
   return compiled;

@@ -53,6 +53,9 @@ struct CompiledKernel {
   /// stores, from ir::cost_of): what a split can save, against what merging
   /// what each memory wrote costs (split_writes.hpp).
   double ops_per_point = 0;
+  /// Bytes per point between the last-level cache and DRAM (ir::cost_of):
+  /// what stats() adds up as the modelled DRAM traffic of the kernels run.
+  double dram_bytes_per_point = 0;
 
   /// The program for `device`: the CPU program on CPU devices, else the one
   /// compiled for that device. Compiles it now unless it is compiled or being

@@ -76,6 +76,7 @@ void finish_region(RegionRun& run) {
   }
   for (auto& array : run.per_region_arrays) array->release_contents();
   if (run.adaptive && !error) run.adaptive->finished(*run.record);
+  for (auto& launched : run.also_completes) launched->finish(error);
   run.completion->finish(error);
 }
 

@@ -52,6 +52,11 @@ struct RegionRun {
   std::shared_ptr<const AdaptivePlan> adaptive;  ///< adaptive and any launches: learns from the pieces' times
   /// How pieces in different memories write each array (split_writes.hpp).
   SplitWritePlan writes;
+  /// A fused kernel's launched kernels, in order (recorder.hpp), and the
+  /// completions of all but the last, which `completion` stands for.
+  std::vector<std::string> fused_from;
+  std::vector<CompletionPtr> also_completes;
+  int arrays_in_registers = 0;
   /// When the pieces were queued: each piece's finishing time counts from here.
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 

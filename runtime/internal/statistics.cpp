@@ -9,9 +9,15 @@ namespace {
 constexpr std::size_t kRecentRegions = 64;
 }  // namespace
 
-void StatsBook::remember(const std::shared_ptr<RegionStats>& record) {
+void StatsBook::remember(const std::shared_ptr<RegionStats>& record, double modeled_dram_bytes) {
   std::lock_guard lock(mutex_);
   record->id = static_cast<std::uint64_t>(++regions_);
+  if (!record->fused.empty()) {
+    regions_ += static_cast<std::int64_t>(record->fused.size()) - 1;
+    fused_regions_ += static_cast<std::int64_t>(record->fused.size());
+    ++fused_kernels_;
+  }
+  modeled_dram_bytes_ += modeled_dram_bytes;
   recent_.push_back(record);
   while (recent_.size() > kRecentRegions) recent_.pop_front();
 }
@@ -72,6 +78,9 @@ void StatsBook::fill(Stats& stats, const std::vector<std::string>& leaf_names) c
             [](const LeafStats& a, const LeafStats& b) { return a.leaf < b.leaf; });
   for (const auto& r : recent_) stats.recent.push_back(*r);
   stats.split_writes = split_writes_;
+  stats.fused_regions = fused_regions_;
+  stats.fused_kernels = fused_kernels_;
+  stats.modeled_dram_bytes = modeled_dram_bytes_;
 }
 
 }  // namespace canopy::runtime

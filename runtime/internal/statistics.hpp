@@ -22,7 +22,9 @@ namespace canopy::runtime {
 class StatsBook {
  public:
   /// Numbers `record` (ids count from 1) and keeps it among the recent regions.
-  void remember(const std::shared_ptr<RegionStats>& record);
+  /// A fused region counts as the regions it ran (record->fused); its
+  /// kernel's modelled DRAM bytes add to the total.
+  void remember(const std::shared_ptr<RegionStats>& record, double modeled_dram_bytes = 0);
   /// Piece `piece` of `record` took `seconds` (`run_seconds` of them in its
   /// kernel) over `points` points, and ended `finished_seconds` after its
   /// region was queued, in `passes` passes; its leaf's totals grow.
@@ -54,6 +56,8 @@ class StatsBook {
   std::unordered_map<std::string, LeafStats> leaves_;
   std::deque<std::shared_ptr<RegionStats>> recent_;
   SplitWriteStats split_writes_;
+  std::int64_t fused_regions_ = 0, fused_kernels_ = 0;
+  double modeled_dram_bytes_ = 0;
 };
 
 }  // namespace canopy::runtime

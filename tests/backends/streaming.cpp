@@ -6,6 +6,7 @@
 #include <canopy/canopy.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -83,5 +84,36 @@ TEST_CASE("launches with streaming stores give the same results as plain stores"
         same = same && ha[i] == 3.0 * hb[i] && hf[i] == static_cast<float>(hb[i]) + 1.0f;
       CHECK_MESSAGE(same, "n = " << n);
     }
+  }
+}
+
+TEST_CASE("a kernel that writes with streaming stores and also reduces gives the serial sums") {
+  canopy::testing::ScopedSetting streaming("CANOPY_STREAMING_STORES", "on");
+  Runtime rt;
+  Kernel fill_and_sum("stream_fill_sum", [](Out<double> a, In<double> b, Sum<double> total, Max<std::int64_t> top) {
+    Idx i = index(0);
+    a[i] = b[i] * 2.0;
+    total += b[i];
+    top.combine(i % 1000);
+  });
+  for (std::int64_t n : {1, 15, 16, 17, 1000, 4099, 100003, 1 << 20}) {
+    auto a = rt.array<double>(n), b = rt.array<double>(n);
+    {
+      auto hb = b.host();
+      for (std::int64_t i = 0; i < n; ++i) hb[i] = double(i % 1013) * 0.5 - 7.0;
+    }
+    auto [sum, top] = rt.region(fill_and_sum).over(n).reduce(a, b);
+    double serial = 0;
+    std::int64_t serial_top = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      serial += double(i % 1013) * 0.5 - 7.0;
+      serial_top = std::max(serial_top, i % 1000);
+    }
+    CHECK_MESSAGE(sum == doctest::Approx(serial).epsilon(1e-12), "n = " << n);
+    CHECK_MESSAGE(top == serial_top, "n = " << n);
+    auto ha = a.host_read();
+    bool same = true;
+    for (std::int64_t i = 0; i < n; ++i) same = same && ha[i] == (double(i % 1013) * 0.5 - 7.0) * 2.0;
+    CHECK_MESSAGE(same, "n = " << n);
   }
 }

@@ -37,7 +37,8 @@ Expr i64(std::int64_t v) { return ir::make_int(ScalarType::I64, v); }
 /// 2 in each dimension, so that kernels of one program share them.
 class ProgramBuilder {
  public:
-  ProgramBuilder(std::uint64_t seed, const GeneratorOptions& options) : rng_(seed), options_(options) {
+  ProgramBuilder(std::uint64_t seed, const GeneratorOptions& options)
+      : rng_(seed), side_(seed * 0x9E3779B97F4A7C15ull + 0x5851F42D4C957F2Dull), options_(options) {
     program_.seed = seed;
     const double size = rng_.unit();
     base1_ = size < 0.25  ? rng_.between(1, 16)
@@ -49,6 +50,8 @@ class ProgramBuilder {
   }
 
   Rng& rng() { return rng_; }
+  /// The element-wise kernels' own stream of decisions.
+  Rng& side() { return side_; }
   Program& program() { return program_; }
   const GeneratorOptions& options() const { return options_; }
   const ArraySpec& array(int k) const { return program_.arrays[static_cast<std::size_t>(k)]; }
@@ -120,6 +123,7 @@ class ProgramBuilder {
   }
 
   Rng rng_;
+  Rng side_;
   GeneratorOptions options_;
   Program program_;
   std::int64_t base1_ = 1;
@@ -158,17 +162,17 @@ struct Guard {
 
 class KernelBuilder {
  public:
-  KernelBuilder(ProgramBuilder& program, int dims, std::vector<std::int64_t> range)
-      : program_(program), rng_(program.rng()), range_(std::move(range)) {
+  KernelBuilder(ProgramBuilder& program, int dims, std::vector<std::int64_t> range, bool elementwise = false)
+      : program_(program), rng_(program.rng()), range_(std::move(range)), elementwise_(elementwise) {
     kernel_.name = program.next_name("k");
     kernel_.dims = dims;
   }
 
   /// The kernel, and the argument of each parameter (scalars drawn anew at each launch).
   std::shared_ptr<const ir::Kernel> build() {
-    const int owners = rng_.chance(0.15) ? 0 : rng_.chance(0.7) ? 1 : 2;
+    const int owners = elementwise_ ? 1 + int(rng_.below(2)) : rng_.chance(0.15) ? 0 : rng_.chance(0.7) ? 1 : 2;
     for (int k = 0; k < owners; ++k) add_owned();
-    if (rng_.chance(owners == 0 ? 0.6 : 0.25)) add_atomic();
+    if (!elementwise_ && rng_.chance(owners == 0 ? 0.6 : 0.25)) add_atomic();
     const int reductions = owners == 0 && atomics_.empty() ? 1 + int(rng_.below(2)) : rng_.chance(0.3) ? 1 : 0;
     for (int k = 0; k < reductions; ++k) add_reduction();
     int budget = program_.options().max_statements;
@@ -255,6 +259,14 @@ class KernelBuilder {
   // (offset, reversed or doubled), or a permutation along its first.
   void add_owned() {
     const ScalarType type = pick(rng_, kTypes);
+    if (elementwise_) {
+      const int array = program_.values(type, dims(), arrays_in_use());
+      ArrayUse& use = use_array(array, Role::Own);
+      if (use.role != Role::Own) return;
+      use.own = own_point();
+      owned_.push_back(array);
+      return;
+    }
     const int rank = int(rng_.between(dims(), 3));
     for (int attempt = 0; attempt < 4; ++attempt) {
       const int array =
@@ -268,6 +280,13 @@ class KernelBuilder {
         return;
       }
     }
+  }
+
+  // index(0), index(1), ...: the point itself (element-wise kernels).
+  std::vector<Expr> own_point() const {
+    std::vector<Expr> indices;
+    for (int d = 0; d < dims(); ++d) indices.push_back(ir::make_index(d));
+    return indices;
   }
 
   // Indices for `extents` that give each point its own element, or nothing
@@ -383,7 +402,7 @@ class KernelBuilder {
   // A load of `type`: an owned array's own element, or any element of an
   // array the kernel only reads (a new parameter now and then).
   std::optional<Expr> load(ScalarType type, int depth) {
-    if (!loop_vars_.empty() && rng_.chance(0.3))
+    if (!elementwise_ && !loop_vars_.empty() && rng_.chance(0.3))
       if (auto row = own_row(type)) return row;
     std::vector<ArrayUse*> owned;
     for (auto& use : uses_)
@@ -399,10 +418,12 @@ class KernelBuilder {
           program_.array(use.array).contents == Contents::Values && rng_.chance(0.6))
         array = use.array;
     std::vector<int> taken = arrays_in_use();
-    if (array < 0) array = program_.values(type, int(rng_.between(1, 3)), taken);
+    if (elementwise_ && array >= 0 && int(program_.array(array).extents.size()) != dims()) array = -1;
+    if (array < 0) array = program_.values(type, elementwise_ ? dims() : int(rng_.between(1, 3)), taken);
     ArrayUse& use = use_array(array, Role::Read);
     if (use.role != Role::Read) return std::nullopt;
     use.read = true;
+    if (elementwise_) return ir::make_load(type, use.param, own_point());
     const auto extents = program_.array(array).extents;
     std::vector<Expr> indices;
     for (std::int64_t e : extents) indices.push_back(read_index(e, depth));
@@ -705,6 +726,7 @@ class KernelBuilder {
   std::vector<Local> locals_;
   std::vector<Local> loop_vars_;  ///< the counters of the loops around, innermost last
   std::vector<Guard> guards_;
+  bool elementwise_ = false;  ///< every access at the point's own index, no atomics
   int loops_ = 0;
 };
 
@@ -713,6 +735,7 @@ class KernelBuilder {
 struct KernelPlan {
   std::vector<std::int64_t> range;  ///< the largest range it may run over
   std::unique_ptr<KernelBuilder> builder;
+  bool elementwise = false;
 };
 
 // A kernel whose every point writes o[index(0) + c] (or reads x[index(0) - 1]):
@@ -770,12 +793,15 @@ Step launch(ProgramBuilder& program, int kernel, KernelPlan& plan) {
   Step step;
   step.kind = StepKind::Launch;
   step.kernel = kernel;
-  for (auto r : plan.range) {
-    const double draw = rng.unit();
-    step.range.push_back(draw < 0.65   ? r
-                         : draw < 0.93 ? rng.between(1, r)
-                                       : rng.between(0, std::min<std::int64_t>(r, 1)));
-  }
+  if (plan.elementwise && program.side().chance(0.85))
+    step.range = plan.range;  // a run of them can fuse only over one range
+  else
+    for (auto r : plan.range) {
+      const double draw = rng.unit();
+      step.range.push_back(draw < 0.65   ? r
+                           : draw < 0.93 ? rng.between(1, r)
+                                         : rng.between(0, std::min<std::int64_t>(r, 1)));
+    }
   step.args = plan.builder->arguments();
   step.policy = static_cast<PolicyKind>(rng.below(6));
   step.policy_seed = rng.next() >> 16;
@@ -821,8 +847,10 @@ Program generate_program(std::uint64_t seed, const GeneratorOptions& options) {
     const double draw = rng.unit();
     const int dims = draw < 0.55 ? 1 : draw < 0.85 ? 2 : 3;
     KernelPlan plan;
+    plan.elementwise = program.side().chance(options.elementwise);
     for (auto b : program.base(dims)) plan.range.push_back(std::max<std::int64_t>(1, b - rng.between(0, 2)));
-    plan.builder = std::make_unique<KernelBuilder>(program, dims, plan.range);
+    if (plan.elementwise) plan.range = program.base(dims);
+    plan.builder = std::make_unique<KernelBuilder>(program, dims, plan.range, plan.elementwise);
     program.program().kernels.push_back(plan.builder->build());
     plans.push_back(std::move(plan));
   }
@@ -832,6 +860,20 @@ Program generate_program(std::uint64_t seed, const GeneratorOptions& options) {
   const int extra = int(rng.between(0, options.max_steps));
   for (int s = 0; s < extra; ++s) order.push_back(rng.chance(0.45) ? int(rng.below(std::uint64_t(kernels))) : -1);
   for (std::size_t s = order.size() - 1; s > 0; --s) std::swap(order[s], order[rng.below(s + 1)]);
+  // Runs of element-wise launches: what the recorder fuses.
+  std::vector<int> elementwise;
+  for (int k = 0; k < kernels; ++k)
+    if (plans[std::size_t(k)].elementwise) elementwise.push_back(k);
+  if (!elementwise.empty()) {
+    std::vector<int> runs;
+    for (int k : order) {
+      runs.push_back(k);
+      if (k < 0 || !plans[std::size_t(k)].elementwise || !program.side().chance(0.6)) continue;
+      for (auto more = program.side().between(1, 3); more > 0; --more)
+        runs.push_back(elementwise[program.side().below(elementwise.size())]);
+    }
+    order = std::move(runs);
+  }
   for (int k : order) {
     if (k >= 0)
       program.program().steps.push_back(launch(program, k, plans[std::size_t(k)]));

@@ -15,6 +15,10 @@
 //    one-to-one (an affine map or a permutation); an array it adds to
 //    atomically is neither read nor stored by it; other arrays are only read;
 //  - loops run at most a few times per point, so programs stay quick.
+// Some kernels are element-wise (every array accessed at the point's own
+// index, no atomics), drawn from a stream of their own so that the other
+// programs of a seed stay as they were; their launches come in runs over the
+// full range, so that the recorder fuses them (runtime/internal/recorder.hpp).
 // Everything else is left to chance, including what the semantics define for
 // C's undefined cases (division by zero, overflow, shifts past the width,
 // float-to-int conversions out of range, NaN).
@@ -30,6 +34,7 @@ struct GeneratorOptions {
   int max_kernels = 3;     ///< kernels per program: 1 to this
   int max_steps = 10;      ///< steps besides the launches every kernel gets
   int max_statements = 9;  ///< statements of a kernel body (nested ones count)
+  double elementwise = 0.3;  ///< the chance that a kernel is element-wise
 };
 
 /// The program `seed` gives (the same on every machine).

@@ -145,12 +145,19 @@ void note_running(const std::string& what) {
   std::snprintf(crash_note, sizeof crash_note, "canopy-diff: crashed while running %s\n", what.c_str());
 }
 
-// One leaf of each backend, then `count` other placements drawn from `seed`.
+// One leaf of each backend, one leaf with fusion off, then `count` other
+// placements drawn from `seed`.
 std::vector<const Placement*> placements_for(const CanopyRunner& runner, std::uint64_t seed, int count) {
   std::vector<const Placement*> chosen, others;
   std::map<std::string, bool> backend_seen;
+  bool unfused_seen = false;
   for (const auto& p : runner.placements()) {
-    const bool single = p.leaves.size() == 1 && !p.checked;
+    if (!p.fuse && !unfused_seen && p.leaves.size() == 1) {
+      unfused_seen = true;
+      chosen.push_back(&p);
+      continue;
+    }
+    const bool single = p.leaves.size() == 1 && !p.checked && p.fuse;
     const std::string backend = p.leaves[0].substr(0, p.leaves[0].find_first_of("0123456789"));
     if (single && !backend_seen[backend]) {
       backend_seen[backend] = true;

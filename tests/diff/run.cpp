@@ -288,6 +288,15 @@ CanopyRunner::CanopyRunner() : runtime_(unchecked_runtime()) {
     add("checked:" + joined + "/mixed", group, std::nullopt, true);
   }
   for (const auto& leaf : leaves_) add("checked:" + leaf, {leaf}, PolicyKind::Static, true);
+  // The same programs with fusion off, beside the fused runs above.
+  const std::size_t fused = placements_.size();
+  for (std::size_t p = 0; p < fused; ++p) {
+    if (placements_[p].checked || (placements_[p].policy && *placements_[p].policy != PolicyKind::Static)) continue;
+    Placement unfused = placements_[p];
+    unfused.name = "unfused:" + unfused.name;
+    unfused.fuse = false;
+    placements_.push_back(std::move(unfused));
+  }
 }
 
 CanopyRunner::~CanopyRunner() = default;
@@ -537,6 +546,7 @@ class Run {
 std::optional<Mismatch> CanopyRunner::run(const Program& program, const Expectation& expected,
                                           const Placement& placement, Counts& counts) {
   Runtime& rt = runtime(placement.checked);
+  rt.fuse(placement.fuse);
   const bool one_core = placement.leaves == std::vector<std::string>{"cpuA", "cpuB"};
   Hierarchy placed = one_core ? one_core_leaves(rt.node()) : tree_with_leaves(discovered_, placement.leaves);
   std::optional<Mismatch> mismatch = Run(rt, program, expected, placement, std::move(placed), counts).go();

@@ -40,6 +40,9 @@ struct Placement {
   std::vector<std::string> leaves;   ///< discovered leaves, or cpuA/cpuB (a core each)
   std::optional<PolicyKind> policy;  ///< nullopt: each launch's own ("mixed")
   bool checked = false;              ///< CANOPY_CHECK=bounds
+  /// Runtime::fuse: chains of element-wise regions run as one kernel (checked
+  /// mode never fuses). "unfused:" placements run the same programs without.
+  bool fuse = true;
 };
 
 /// The first difference between Canopy and the reference.

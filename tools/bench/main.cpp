@@ -19,6 +19,7 @@ int scatter_command(int argc, char** argv);
 int kernels_command(int argc, char** argv);
 int compile_command(int argc, char** argv);
 int startup_command(int argc, char** argv);
+int fusion_command(int argc, char** argv);
 #ifdef CANOPY_WITH_MPI
 int mpi_command(int argc, char** argv);
 #endif
@@ -71,6 +72,10 @@ void usage(std::FILE* out) {
       "           rt.compile() and some other work  --size N (100000)  --work MS (30)\n"
       "  startup  whole processes from exec to exit: nothing, `Runtime rt;`, and `Runtime rt;` with\n"
       "           CANOPY_DEVICES=cpu; median wall time and peak memory  --runs N (10)\n"
+      "  fusion   chains of element-wise regions fused and unfused, interleaved: init->triad->dot (time,\n"
+      "           modelled DRAM bytes), a 5-step pipeline with dropped intermediates (time, host memory they\n"
+      "           took), a 50 ms region overlapping 50 ms of host work  --size N (2^25)  --repeat K (7)\n"
+      "           --json FILE\n"
       "  mpi      2-D heat over 2 MPI ranks, one CPU-only (one core) and one OpenCL-only: per-rank compute\n"
       "           time per iteration after rebalancing, and the run beside the same run with an even split\n"
       "           (starts mpirun itself unless run under it)  --rows N (2048)  --cols N (1024)\n"
@@ -99,6 +104,7 @@ int main(int argc, char** argv) {
     if (command == "kernels") return canopy::bench::kernels_command(argc - 2, argv + 2);
     if (command == "compile") return canopy::bench::compile_command(argc - 2, argv + 2);
     if (command == "startup") return canopy::bench::startup_command(argc - 2, argv + 2);
+    if (command == "fusion") return canopy::bench::fusion_command(argc - 2, argv + 2);
     if (command == "mpi") {
 #ifdef CANOPY_WITH_MPI
       return canopy::bench::mpi_command(argc, argv);

@@ -1,0 +1,220 @@
+#include "recorder.hpp"
+
+#include <canopy/ir/passes/fuse.hpp>
+#include <map>
+
+#include "engine_state.hpp"
+
+namespace canopy::runtime {
+
+namespace {
+
+const std::shared_ptr<ArrayStorage>* array_of(const ArgRef& arg) {
+  return std::get_if<std::shared_ptr<ArrayStorage>>(&arg);
+}
+
+// Each array the region passes, once per parameter that names it.
+void count_recorded(const RecordedRegion& region, int delta) {
+  for (const auto& arg : region.request.args)
+    if (auto* storage = array_of(arg)) (*storage)->add_recorded(delta);
+}
+
+bool joins(const RecordedRegion& first, const RecordedRegion& next) {
+  return next.request.range == first.request.range && next.policy.text() == first.policy.text() &&
+         next.request.location == first.request.location && next.at == first.at;
+}
+
+// The fused kernel's slots for a chain: each array once, each scalar and
+// reduction of each region on its own; which arrays only the chain uses
+// (intermediates, kept in locals); and the signature the fused kernel is
+// cached by (the kernels, how their parameters map to slots, which are local).
+struct ChainPlan {
+  std::vector<ir::FusedSlot> slots;
+  std::vector<ArgRef> slot_args;  // per slot; an intermediate's is its array, not passed
+  std::vector<ir::FusedPart> parts;
+  std::string signature;
+  std::string name;
+};
+
+ChainPlan plan_chain(const std::vector<RecordedRegion>& chain) {
+  ChainPlan plan;
+  std::map<const ArrayStorage*, int> slot_of_array;
+  std::map<const ArrayStorage*, long> references;  // in the chain's arguments
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    const auto& kernel = *chain[i].run->kernel->optimized;
+    plan.name += (i ? "." : "") + kernel.name;
+    ir::FusedPart part{&kernel, {}};
+    for (std::size_t p = 0; p < kernel.params.size(); ++p) {
+      const auto& arg = chain[i].request.args[p];
+      auto* storage = array_of(arg);
+      int slot = -1;
+      if (storage) {
+        ++references[storage->get()];
+        auto found = slot_of_array.find(storage->get());
+        if (found != slot_of_array.end()) slot = found->second;
+      }
+      if (slot < 0) {
+        slot = static_cast<int>(plan.slots.size());
+        ir::Param param = kernel.params[p];
+        param.name = "s" + std::to_string(slot) + "_" + param.name;
+        plan.slots.push_back({param, false});
+        plan.slot_args.push_back(arg);
+        if (storage) slot_of_array[storage->get()] = slot;
+      }
+      part.slots.push_back(slot);
+      plan.signature += std::to_string(slot) + ",";
+    }
+    plan.parts.push_back(std::move(part));
+    plan.signature += std::to_string(reinterpret_cast<std::uintptr_t>(chain[i].run->kernel->traced.get())) + ";";
+  }
+  // Intermediates: no handle of the program holds the array (the chain's
+  // arguments are all its references), Canopy owns its memory, no kernel
+  // reads its extent, and the first region that uses it writes it on every
+  // path without reading it.
+  for (const auto& [array, slot] : slot_of_array) {
+    const auto& storage = std::get<std::shared_ptr<ArrayStorage>>(plan.slot_args[static_cast<std::size_t>(slot)]);
+    // plan.slot_args holds one more reference than the chain's arguments.
+    if (storage.use_count() != references[array] + 1 || !array->owns_memory()) continue;
+    bool local = true, seen = false;
+    for (std::size_t i = 0; i < chain.size() && local; ++i) {
+      const auto& part = plan.parts[i];
+      for (std::size_t p = 0; p < part.slots.size() && local; ++p) {
+        if (part.slots[p] != slot) continue;
+        if (ir::reads_extent_of(*part.kernel, static_cast<int>(p))) local = false;
+        if (seen) continue;
+        const auto* footprint = chain[i].run->kernel->footprint.of(static_cast<int>(p));
+        if (!footprint || footprint->reads.present || !footprint->writes.unconditional) local = false;
+      }
+      for (int s : part.slots) seen = seen || s == slot;
+    }
+    plan.slots[static_cast<std::size_t>(slot)].local = local;
+  }
+  for (const auto& slot : plan.slots) plan.signature += slot.local ? 'L' : 'M';
+  return plan;
+}
+
+}  // namespace
+
+void Engine::State::record_region(RecordedRegion region) {
+  const auto& kernel = *region.run->kernel;
+  region.reduces = false;
+  for (const auto& param : kernel.optimized->params) region.reduces = region.reduces || param.is_reduction();
+  region.fusable = recorder.enabled && !kernels.checked() && !region.pieces.empty() && region.run->moved.empty() &&
+                   ir::accesses_only_own_point(*kernel.optimized, kernel.footprint);
+  for (const auto& arg : region.request.args)
+    if (auto* storage = array_of(arg)) {
+      const auto& traits = (*storage)->traits();
+      if (traits.distance || traits.merge || traits.lifetime != Lifetime::Persistent) region.fusable = false;
+    }
+  if (!region.fusable) {
+    start_chain();
+    start_region(region);
+    return;
+  }
+  if (!recorder.chain.empty() && !joins(recorder.chain.front(), region)) start_chain();
+  count_recorded(region, +1);
+  if (recorder.chain.empty()) recorder.first_recorded = std::chrono::steady_clock::now();
+  recorder.chain.push_back(std::move(region));
+  if (recorder.chain.back().reduces || recorder.chain.size() >= Recorder::kMaxChain) {
+    start_chain();
+    return;
+  }
+  if (!recorder.timer.joinable())
+    recorder.timer = std::thread([this] {
+      std::unique_lock lock(recorder.mutex);
+      while (!recorder.stopping) {
+        if (recorder.chain.empty()) {
+          recorder.wake.wait(lock);
+          continue;
+        }
+        const auto deadline = recorder.first_recorded + Recorder::kDelay;
+        if (std::chrono::steady_clock::now() < deadline) {
+          recorder.wake.wait_until(lock, deadline);
+          continue;
+        }
+        std::shared_lock tree_lock(tree_mutex);
+        start_chain();
+      }
+    });
+  recorder.wake.notify_one();
+}
+
+void Engine::State::start_recorded() {
+  std::unique_lock lock(recorder.mutex);
+  if (recorder.chain.empty()) return;
+  std::shared_lock tree_lock(tree_mutex);
+  start_chain();
+}
+
+void Engine::State::start_chain() {
+  if (recorder.chain.empty()) return;
+  std::vector<RecordedRegion> chain;
+  chain.swap(recorder.chain);
+  bool fused = false;
+  if (chain.size() > 1) {
+    ChainPlan plan = plan_chain(chain);
+    auto& entry = recorder.fused[plan.signature];
+    if (!entry.kernel && !entry.failed) {
+      // Seen for the first time: compiled in the background, the chain runs region by region meanwhile.
+      try {
+        entry.kernel = std::make_shared<const ir::Kernel>(ir::fuse_kernels(plan.name, plan.slots, plan.parts));
+        entry.ready = kernels.prepare(kernels.compiled(entry.kernel), leaf_devices());
+      } catch (const std::exception& e) {
+        entry.failed = true;
+        recoveries.recovered(
+            RecoveryKind::Compile, chain.front().at->name(),
+            "kernel '" + plan.name + "' (fused) could not be made (" + e.what() + "); its regions run one by one");
+      }
+    } else if (entry.kernel && !entry.failed &&
+               std::all_of(entry.ready.begin(), entry.ready.end(), [](const std::shared_future<void>& f) {
+                 return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+               })) {
+      RecordedRegion region;
+      region.run = std::make_shared<RegionRun>();
+      region.request.kernel = entry.kernel;
+      region.request.range = chain.front().request.range;
+      region.request.policy = chain.front().request.policy;
+      region.request.location = chain.front().at->name();
+      for (std::size_t s = 0; s < plan.slots.size(); ++s)
+        if (!plan.slots[s].local) region.request.args.push_back(plan.slot_args[s]);
+      plan.slot_args.clear();  // an intermediate's last reference goes with the chain
+      region.policy = chain.front().policy;
+      region.at = chain.front().at;
+      try {
+        region.run->kernel = kernels.compiled(entry.kernel);
+        region.pieces = choose_pieces(*region.run, region.request, region.policy, *region.at);
+        if (!region.run->moved.empty()) throw Error("a leaf could not build it");
+        fused = true;
+      } catch (const std::exception& e) {
+        entry.failed = true;
+        recoveries.recovered(
+            RecoveryKind::Compile, chain.front().at->name(),
+            "kernel '" + plan.name + "' (fused) could not be built (" + e.what() + "); its regions run one by one");
+      }
+      if (fused) {
+        // The fused region completes every launched one (reduce() reads the last's results).
+        region.run->completion = chain.back().run->completion;
+        region.run->results = chain.back().run->results;
+        for (std::size_t i = 0; i + 1 < chain.size(); ++i)
+          region.run->also_completes.push_back(chain[i].run->completion);
+        for (const auto& launched : chain) region.run->fused_from.push_back(launched.run->kernel->traced->name);
+        for (const auto& slot : plan.slots) region.run->arrays_in_registers += slot.local ? 1 : 0;
+        start_region(region);
+      }
+    }
+  }
+  if (!fused)
+    for (auto& region : chain) start_region(region);
+  for (const auto& region : chain) count_recorded(region, -1);
+}
+
+void Engine::State::stop_recorder() {
+  {
+    std::unique_lock lock(recorder.mutex);
+    recorder.stopping = true;
+  }
+  recorder.wake.notify_all();
+  if (recorder.timer.joinable()) recorder.timer.join();
+}
+
+}  // namespace canopy::runtime

@@ -1,0 +1,94 @@
+// The recorder: the program as a sequence of regions, held briefly before it
+// runs so that it can be optimized as a whole.
+//
+// Engine::submit checks, places and splits every region as it always did
+// (every refusal is still thrown by launch()); then, instead of queuing it,
+// it may hand it here. Consecutive regions that can run as one kernel wait
+// together as a chain:
+//  - every array access of each kernel is at the point's own index
+//    (ir::accesses_only_own_point), no array of it has a distance, a moving or
+//    per-region lifetime or a merge trait, and checked mode is off;
+//  - they have the same range, the same policy and the same location (the
+//    one given with .at(), and the one it resolved to);
+//  - a region with a reduction ends its chain (reduce() waits for it).
+// A region that cannot join is run after the chain, which starts first.
+//
+// When a recorded chain starts (and nothing else runs before it):
+//  - something waits: pause(), pause(location), host() and host_read() of an
+//    array it uses (ArrayStorage::wait_idle), MPI transfers of such arrays,
+//    rt.copy and rt.move, tree changes, the Runtime's destruction;
+//  - the next launch cannot join it, or it reaches kMaxChain regions;
+//  - kDelay has passed since its first region was recorded: the leaves it
+//    needs would otherwise idle, and host work after a launch still overlaps
+//    the region as it did before (one short wait, not the whole host work).
+// stats() does not start it: regions still recorded are not in it yet.
+//
+// When it starts, a chain of one region runs as recorded. A longer chain runs
+// as one kernel (ir::fuse_kernels), named after its kernels joined by '.':
+//  - an array only the chain uses (no handle of the program holds it any
+//    more, not memory given with wrap()) and that the chain first writes on
+//    every path becomes a local of the fused kernel: never written to memory
+//    (and, its pages never touched, never given physical memory);
+//  - the fused kernel is compiled in the background the first time its chain
+//    (kernels, and which arrays are shared or local) is seen, and cached by
+//    that signature; until it is ready, and when it fails to compile (a
+//    recovery), the chain runs region by region.
+// Every launched region's completion (reduce() results included) completes
+// when the fused kernel's does.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../engine.hpp"
+#include "../hierarchy.hpp"
+#include "../policy.hpp"
+#include "region_run.hpp"
+
+namespace canopy::runtime {
+
+/// A region checked, placed and split, waiting in the recorder.
+struct RecordedRegion {
+  std::shared_ptr<RegionRun> run;
+  RegionRequest request;
+  Policy policy;
+  const Location* at = nullptr;
+  std::vector<Piece> pieces;
+  bool fusable = false;  ///< may be fused with its neighbours
+  bool reduces = false;  ///< has a reduction: ends its chain
+};
+
+struct Recorder {
+  /// How long a chain waits for its next region at most, from its first.
+  static constexpr std::chrono::microseconds kDelay{1000};
+  static constexpr std::size_t kMaxChain = 16;
+
+  /// Taken before tree_mutex. Recursive: starting a chain may wait on an
+  /// array, which asks for the (then empty) chain to start.
+  std::recursive_mutex mutex;
+  std::vector<RecordedRegion> chain;
+  std::chrono::steady_clock::time_point first_recorded;
+  bool enabled = true;  ///< CANOPY_FUSE=off, Runtime::fuse(false)
+
+  /// A fused kernel per chain signature, and whether it can run yet.
+  struct Fused {
+    std::shared_ptr<const ir::Kernel> kernel;
+    std::vector<std::shared_future<void>> ready;
+    bool failed = false;
+  };
+  std::map<std::string, Fused> fused;
+
+  /// The thread that starts a chain once kDelay has passed.
+  std::condition_variable_any wake;
+  bool stopping = false;
+  std::thread timer;
+};
+
+}  // namespace canopy::runtime

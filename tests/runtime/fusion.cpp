@@ -1,0 +1,237 @@
+// The recorder (runtime/internal/recorder.hpp): chains of element-wise
+// regions run as one fused kernel with the results of the regions run one by
+// one (checked against serial loops), intermediates the program dropped are
+// kept in registers, and what must not fuse (a stencil, a reduction's place
+// in a chain, different ranges, host access between launches) does not.
+#include <doctest/doctest.h>
+
+#include <canopy/canopy.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "scoped_setting.hpp"
+
+using namespace canopy;
+
+namespace {
+
+using Step = Kernel<void(In<double>, Out<double>, Val<double>, Val<double>)>;
+
+const Step& step() {
+  static const Step kernel("fu_step",
+                           [](In<double> x, Out<double> y, Val<double> m, Val<double> k) {
+                             Idx i = index(0);
+                             y[i] = x[i] * m + k;
+                           },
+                           {"x", "y", "m", "k"});
+  return kernel;
+}
+
+const Kernel<void(Out<double>, Out<double>)>& init() {
+  static const Kernel kernel("fu_init",
+                             [](Out<double> a, Out<double> b) {
+                               Idx i = index(0);
+                               a[i] = cast<double>(i % 13);
+                               b[i] = cast<double>(i % 7) - 3.0;
+                             },
+                             {"a", "b"});
+  return kernel;
+}
+
+const Kernel<void(InOut<double>, In<double>)>& add_into() {
+  static const Kernel kernel("fu_add_into",
+                             [](InOut<double> a, In<double> b) {
+                               Idx i = index(0);
+                               a[i] = a[i] + b[i];
+                             },
+                             {"a", "b"});
+  return kernel;
+}
+
+const Kernel<void(In<double>, In<double>, Sum<double>)>& dot() {
+  static const Kernel kernel("fu_dot",
+                             [](In<double> a, In<double> b, Sum<double> total) {
+                               Idx i = index(0);
+                               total += a[i] * b[i];
+                             },
+                             {"a", "b", "total"});
+  return kernel;
+}
+
+const Kernel<void(In<double>, Out<double>)>& shift() {
+  static const Kernel kernel("fu_shift",
+                             [](In<double> x, Out<double> y) {
+                               Idx i = index(0);
+                               y[i] = 0.0;
+                               If(i > 0, [&] { y[i] = x[i - 1]; });
+                             },
+                             {"x", "y"});
+  return kernel;
+}
+
+// Runs `round` until a fused kernel has run (it compiles in the background
+// the first time its chain is seen); at most 400 rounds.
+template <class F>
+void until_fused(Runtime& rt, F round) {
+  const auto before = rt.stats().fused_kernels;
+  for (int r = 0; r < 400 && rt.stats().fused_kernels == before; ++r) {
+    round();
+    rt.pause();
+    if (rt.stats().fused_kernels == before) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  REQUIRE(rt.stats().fused_kernels > before);
+}
+
+const RegionStats* last_fused(const Stats& stats) {
+  for (auto r = stats.recent.rbegin(); r != stats.recent.rend(); ++r)
+    if (!r->fused.empty()) return &*r;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("fusion: init -> add -> dot runs as one kernel with the serial loop's values") {
+  Runtime rt;
+  REQUIRE(rt.fusing());
+  const std::int64_t n = 10007;
+  auto a = rt.array<double>(n), b = rt.array<double>(n);
+  double sum = 0;
+  until_fused(rt, [&] {
+    rt.region(init()).over(n).launch(a, b);
+    rt.region(add_into()).over(n).launch(a, b);
+    sum = rt.region(dot()).over(n).reduce(a, b);
+  });
+  double serial = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double bi = static_cast<double>(i % 7) - 3.0;
+    serial += (static_cast<double>(i % 13) + bi) * bi;
+  }
+  CHECK(sum == doctest::Approx(serial).epsilon(1e-12));
+  auto av = a.host_read();
+  for (std::int64_t i = 0; i < n; ++i) REQUIRE(av[i] == static_cast<double>(i % 13) + static_cast<double>(i % 7) - 3.0);
+  const Stats stats = rt.stats();
+  const RegionStats* fused = last_fused(stats);
+  REQUIRE(fused);
+  CHECK(fused->fused == std::vector<std::string>{"fu_init", "fu_add_into", "fu_dot"});
+  CHECK(fused->kernel == "fu_init.fu_add_into.fu_dot");
+  CHECK(fused->arrays_in_registers == 0);  // the program holds a and b
+  CHECK(stats.fused_regions >= 3);
+  CHECK(stats.modeled_dram_bytes > 0);
+}
+
+TEST_CASE("fusion: a pipeline's dropped intermediates are kept in registers; results as unfused") {
+  Runtime rt;
+  const std::int64_t n = 4099;
+  auto in = rt.array<double>(n), out = rt.array<double>(n), unfused_out = rt.array<double>(n);
+  {
+    auto v = in.host();
+    for (std::int64_t i = 0; i < n; ++i) v[i] = 0.5 * static_cast<double>(i % 101) - 7.0;
+  }
+  const double steps[4][2] = {{1.5, 1.0}, {-0.5, 2.0}, {2.0, -0.25}, {0.75, 3.0}};
+  auto pipeline = [&](Array<double>& result) {
+    auto t1 = rt.array<double>(n), t2 = rt.array<double>(n), t3 = rt.array<double>(n);
+    rt.region(step()).over(n).launch(in, t1, steps[0][0], steps[0][1]);
+    rt.region(step()).over(n).launch(t1, t2, steps[1][0], steps[1][1]);
+    rt.region(step()).over(n).launch(t2, t3, steps[2][0], steps[2][1]);
+    rt.region(step()).over(n).launch(t3, result, steps[3][0], steps[3][1]);
+  };  // t1..t3 dropped here, before pause()
+  until_fused(rt, [&] { pipeline(out); });
+  const RegionStats* fused = last_fused(rt.stats());
+  REQUIRE(fused);
+  CHECK(fused->fused.size() == 4);
+  CHECK(fused->arrays_in_registers == 3);
+  rt.fuse(false);
+  CHECK_FALSE(rt.fusing());
+  const auto fused_before = rt.stats().fused_kernels;
+  pipeline(unfused_out);
+  rt.pause();
+  CHECK(rt.stats().fused_kernels == fused_before);
+  auto iv = in.host_read();
+  auto fv = out.host_read();
+  auto uv = unfused_out.host_read();
+  for (std::int64_t i = 0; i < n; ++i) {
+    double x = iv[i];
+    for (const auto& s : steps) x = x * s[0] + s[1];
+    REQUIRE(fv[i] == doctest::Approx(x).epsilon(1e-14));
+    REQUIRE(fv[i] == uv[i]);
+  }
+}
+
+TEST_CASE("fusion: host access, a stencil, another range and CANOPY_FUSE=off end or prevent a chain") {
+  SUBCASE("host() between launches sees the first region's writes") {
+    Runtime rt;
+    const std::int64_t n = 1000;
+    auto a = rt.array<double>(n), b = rt.array<double>(n);
+    for (int round = 0; round < 20; ++round) {
+      rt.region(init()).over(n).launch(a, b);
+      CHECK(a.host_read()[12] == 12.0);  // waits for the recorded region
+      rt.region(add_into()).over(n).launch(a, b);
+      CHECK(a.host_read()[12] == 12.0 + (12 % 7) - 3.0);
+    }
+  }
+  SUBCASE("a stencil does not fuse, and reads what the region before it wrote") {
+    Runtime rt;
+    const std::int64_t n = 777;
+    auto a = rt.array<double>(n), b = rt.array<double>(n), y = rt.array<double>(n);
+    for (int round = 0; round < 20; ++round) {
+      rt.region(init()).over(n).launch(a, b);
+      rt.region(shift()).over(n).launch(a, y);
+      rt.pause();
+      auto yv = y.host_read();
+      for (std::int64_t i = 1; i < n; ++i) REQUIRE(yv[i] == static_cast<double>((i - 1) % 13));
+    }
+    for (const auto& r : rt.stats().recent) CHECK(r.fused.empty());
+  }
+  SUBCASE("regions over different ranges run one by one") {
+    Runtime rt;
+    auto a = rt.array<double>(100), b = rt.array<double>(100);
+    for (int round = 0; round < 20; ++round) {
+      rt.region(init()).over(100).launch(a, b);
+      rt.region(add_into()).over(50).launch(a, b);
+      rt.pause();
+      CHECK(a.host_read()[49] == 49 % 13 + 49 % 7 - 3.0);
+      CHECK(a.host_read()[50] == 50 % 13);
+    }
+    CHECK(rt.stats().fused_kernels == 0);
+  }
+  SUBCASE("CANOPY_FUSE=off") {
+    canopy::testing::ScopedSetting off("CANOPY_FUSE", "off");
+    Runtime rt;
+    CHECK_FALSE(rt.fusing());
+    auto a = rt.array<double>(100), b = rt.array<double>(100);
+    for (int round = 0; round < 20; ++round) {
+      rt.region(init()).over(100).launch(a, b);
+      rt.region(add_into()).over(100).launch(a, b);
+      rt.pause();
+    }
+    CHECK(rt.stats().fused_kernels == 0);
+    CHECK(rt.stats().regions == 40);
+  }
+  SUBCASE("a bad CANOPY_FUSE is refused") {
+    canopy::testing::ScopedSetting bad("CANOPY_FUSE", "maybe");
+    CHECK_THROWS_WITH_AS(Runtime(), doctest::Contains("CANOPY_FUSE"), Error);
+  }
+}
+
+TEST_CASE("fusion: a recorded region starts on its own soon after its launch, without a pause") {
+  Runtime rt;
+  const std::int64_t n = 1000;
+  std::vector<double> memory(n, -1.0), other(n, -1.0);
+  auto a = rt.wrap(memory.data(), n), b = rt.wrap(other.data(), n);
+  rt.region(init()).over(n).launch(a, b);
+  // Nothing waits (stats() would start it): the recorder's delay (1 ms) starts
+  // it, and its writes appear in the program's own memory.
+  const volatile double* last = &memory[n - 1];
+  bool ran = false;
+  for (int i = 0; i < 1000 && !ran; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ran = *last == static_cast<double>((n - 1) % 13);
+  }
+  CHECK(ran);
+  rt.pause();
+  CHECK(rt.stats().regions == 1);
+}
