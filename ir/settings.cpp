@@ -78,7 +78,7 @@ Settings Settings::from_environment() {
   s.dump_dir = variable("CANOPY_DUMP_DIR");
   s.streaming_stores = word_of("CANOPY_STREAMING_STORES", {"auto", "on", "off"}, "auto, on or off");
   s.simd = word_of("CANOPY_SIMD", {"auto", "on", "off"}, "auto, on or off");
-  s.fuse = word_of("CANOPY_FUSE", {"on", "off"}, "on or off");
+  s.fuse = word_of("CANOPY_FUSE", {"on", "off", "eager"}, "on, off or eager");
   s.prefetch = word_of("CANOPY_PREFETCH", {"auto", "off"}, "auto or off");
   s.device_memory = variable("CANOPY_DEVICE_MEMORY");
   if (const std::string width = variable("CANOPY_SIMD_WIDTH"); !width.empty()) {

@@ -190,11 +190,39 @@ Kernel fuse_kernels(std::string name, const std::vector<FusedSlot>& slots, const
     for (int p : stored_on_every_path(*part.kernel)) stored_so_far.insert(part.slots[static_cast<std::size_t>(p)]);
   }
 
+  // A part is dead when it reduces nothing and every array it writes is
+  // stored on every path by a later part, with no part in between (nor that
+  // one) reading it: nothing can see what it wrote.
+  std::vector<ParamUses> uses_of(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) uses_of[i].walk(parts[i].kernel->body);
+  std::vector<bool> dead(parts.size(), false);
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    const auto& kernel = *parts[i].kernel;
+    bool reduces = false;
+    for (const auto& p : kernel.params) reduces = reduces || p.is_reduction();
+    if (reduces || uses_of[i].stored.empty()) continue;
+    bool all_overwritten = true;
+    for (int p : uses_of[i].stored) {
+      const int slot = parts[i].slots[static_cast<std::size_t>(p)];
+      bool overwritten = false;
+      for (std::size_t j = i + 1; j < parts.size() && !overwritten; ++j) {
+        bool read = false;
+        for (int q : uses_of[j].loaded) read = read || parts[j].slots[static_cast<std::size_t>(q)] == slot;
+        if (read) break;
+        for (int q : stored_on_every_path(*parts[j].kernel))
+          overwritten = overwritten || parts[j].slots[static_cast<std::size_t>(q)] == slot;
+      }
+      all_overwritten = all_overwritten && overwritten;
+    }
+    dead[i] = all_overwritten;
+  }
+
   std::vector<Stmt> body;
   for (std::size_t s = 0; s < slots.size(); ++s)
     if (slots[s].local || shadowed.count(static_cast<int>(s)))
       body.push_back(make_decl(slot_local(static_cast<int>(s)), make_const(slots[s].param.type, 0)));
   for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (dead[i]) continue;
     PartRewriter rewriter(static_cast<int>(i), parts[i], slots, param_of_slot, shadowed, forwarded[i]);
     body.push_back(rewriter.mutate(parts[i].kernel->body));
   }

@@ -18,6 +18,9 @@
 //  - a load, in a later part, of an array an earlier part stored at the same
 //    point by a statement every point runs, takes the stored value instead of
 //    reading memory.
+//  - a part that reduces nothing and whose every written array is stored on
+//    every path by a later part, with nothing reading it in between, is left
+//    out: nothing could see what it wrote.
 // Locals of part i are renamed "p<i>_<name>", so that parts never share one.
 #pragma once
 

@@ -155,20 +155,24 @@ void Engine::State::start_chain() {
     ChainPlan plan = plan_chain(chain);
     auto& entry = recorder.fused[plan.signature];
     if (!entry.kernel && !entry.failed) {
-      // Seen for the first time: compiled in the background, the chain runs region by region meanwhile.
+      // Seen for the first time: compiled in the background, the chain runs
+      // region by region meanwhile (CANOPY_FUSE=eager: it waits for it).
       try {
         entry.kernel = std::make_shared<const ir::Kernel>(ir::fuse_kernels(plan.name, plan.slots, plan.parts));
         entry.ready = kernels.prepare(kernels.compiled(entry.kernel), leaf_devices());
+        if (recorder.eager)
+          for (const auto& f : entry.ready) f.wait();
       } catch (const std::exception& e) {
         entry.failed = true;
         recoveries.recovered(
             RecoveryKind::Compile, chain.front().at->name(),
             "kernel '" + plan.name + "' (fused) could not be made (" + e.what() + "); its regions run one by one");
       }
-    } else if (entry.kernel && !entry.failed &&
-               std::all_of(entry.ready.begin(), entry.ready.end(), [](const std::shared_future<void>& f) {
-                 return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-               })) {
+    }
+    if (entry.kernel && !entry.failed &&
+        std::all_of(entry.ready.begin(), entry.ready.end(), [](const std::shared_future<void>& f) {
+          return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+        })) {
       RecordedRegion region;
       region.run = std::make_shared<RegionRun>();
       region.request.kernel = entry.kernel;

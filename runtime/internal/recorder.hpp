@@ -76,6 +76,9 @@ struct Recorder {
   std::vector<RecordedRegion> chain;
   std::chrono::steady_clock::time_point first_recorded;
   bool enabled = true;  ///< CANOPY_FUSE=off, Runtime::fuse(false)
+  /// CANOPY_FUSE=eager: a chain seen for the first time waits for its fused
+  /// kernel's compile instead of running region by region meanwhile.
+  bool eager = false;
 
   /// A fused kernel per chain signature, and whether it can run yet.
   struct Fused {

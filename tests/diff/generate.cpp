@@ -260,7 +260,14 @@ class KernelBuilder {
   void add_owned() {
     const ScalarType type = pick(rng_, kTypes);
     if (elementwise_) {
-      const int array = program_.values(type, dims(), arrays_in_use());
+      // Mostly an array of a type the program has already, so that runs of
+      // element-wise kernels write what the next one reads.
+      ScalarType own_type = type;
+      std::vector<ScalarType> present;
+      for (const auto& a : program_.program().arrays)
+        if (a.contents == Contents::Values && int(a.extents.size()) == dims()) present.push_back(a.type);
+      if (!present.empty() && rng_.chance(0.7)) own_type = present[rng_.below(present.size())];
+      const int array = program_.values(own_type, dims(), arrays_in_use());
       ArrayUse& use = use_array(array, Role::Own);
       if (use.role != Role::Own) return;
       use.own = own_point();

@@ -258,7 +258,12 @@ std::unique_ptr<Runtime> runtime_with(const char* name, const char* value) {
 // Unchecked runs merge what each memory wrote wherever a technique fits, so
 // that every merge is exercised; checked runs choose by cost (the default),
 // so that regions put on one memory are too.
-std::unique_ptr<Runtime> unchecked_runtime() { return runtime_with("CANOPY_SPLIT_WRITES", "merge"); }
+// Fused chains are made when first seen (CANOPY_FUSE=eager), not when their
+// kernel happens to be compiled, so that every program's chains run fused.
+std::unique_ptr<Runtime> unchecked_runtime() {
+  canopy::testing::ScopedSetting eager("CANOPY_FUSE", "eager");
+  return runtime_with("CANOPY_SPLIT_WRITES", "merge");
+}
 
 }  // namespace
 
@@ -549,11 +554,13 @@ std::optional<Mismatch> CanopyRunner::run(const Program& program, const Expectat
   rt.fuse(placement.fuse);
   const bool one_core = placement.leaves == std::vector<std::string>{"cpuA", "cpuB"};
   Hierarchy placed = one_core ? one_core_leaves(rt.node()) : tree_with_leaves(discovered_, placement.leaves);
+  const std::int64_t fused_before = rt.stats().fused_regions;
   std::optional<Mismatch> mismatch = Run(rt, program, expected, placement, std::move(placed), counts).go();
   try {
     rt.pause();  // a failed region of this program must not fail the next one
   } catch (...) {
   }
+  counts.fused += rt.stats().fused_regions - fused_before;
   return mismatch;
 }
 

@@ -58,6 +58,8 @@ struct Counts {
   /// Runs refused as expected: a launch whose arrays do not fit a device's
   /// memory (CANOPY_DEVICE_MEMORY) on a placement with that device.
   std::int64_t refused = 0;
+  /// Launched regions that ran inside fused kernels (runtime/internal/recorder.hpp).
+  std::int64_t fused = 0;
 };
 
 /// Runs programs on this node's Canopy: one runtime that merges what each

@@ -179,3 +179,49 @@ TEST_CASE("fuse: a local slot whose extent is read, or slots that do not match, 
                                      array_slot("y", Access::Out)};
   CHECK_THROWS_AS(fuse_kernels("f", wrong, {{&sized, {0, 1}}}), canopy::Error);
 }
+
+TEST_CASE("fuse: a part whose every output a later part overwrites before anything reads it is left out") {
+  const Kernel fill = parse(
+      "kernel fill(out f64[1] y, val f64 v) dims 1 {\n"
+      "  y[index(0)] = v\n"
+      "}\n");
+  const Kernel scale = parse(kScale);
+  const std::vector<FusedSlot> slots{array_slot("x", Access::In),
+                                     array_slot("y", Access::InOut),
+                                     {Param::scalar("v", ScalarType::F64), false},
+                                     {Param::scalar("s", ScalarType::F64), false},
+                                     {Param::scalar("w", ScalarType::F64), false}};
+  // fill(y, v) then scale(x -> y): the fill is dead; fill(y, w) after it is not.
+  const Kernel fused = fuse_kernels("fill.scale.fill", slots, {{&fill, {1, 2}}, {&scale, {0, 1, 3}}, {&fill, {1, 4}}});
+  verify(fused);
+  const std::string text = print(fused);
+  CHECK(text.find("= v\n") == std::string::npos);
+  CHECK(text.find("= w\n") != std::string::npos);
+  const std::int64_t n = 6;
+  RefArray x = RefArray::zeros(ScalarType::F64, {n}), y = x, fy = x;
+  for (std::int64_t i = 0; i < n; ++i) x.elements[static_cast<std::size_t>(i)] = RefValue::f64(double(i));
+  std::vector<RefArgument> a1{&y, RefValue::f64(9.0)}, a2{&x, &y, RefValue::f64(2.0)};
+  interpret(fill, {n}, a1);
+  interpret(scale, {n}, a2);
+  std::vector<RefArgument> both{&x, &fy, RefValue::f64(9.0), RefValue::f64(2.0), RefValue::f64(5.0)};
+  interpret(fused, {n}, both);
+  for (std::int64_t i = 0; i < n; ++i) CHECK(fy.elements[static_cast<std::size_t>(i)].f == 5.0);
+  // Read in between: kept.
+  const Kernel copy = parse(
+      "kernel copy(in f64[1] y, out f64[1] z) dims 1 {\n"
+      "  z[index(0)] = y[index(0)]\n"
+      "}\n");
+  const std::vector<FusedSlot> slots2{array_slot("y", Access::InOut),
+                                      array_slot("z", Access::Out),
+                                      {Param::scalar("v", ScalarType::F64), false},
+                                      {Param::scalar("w", ScalarType::F64), false}};
+  const Kernel kept = fuse_kernels("fill.copy.fill", slots2, {{&fill, {0, 2}}, {&copy, {0, 1}}, {&fill, {0, 3}}});
+  CHECK(print(kept).find("= v\n") != std::string::npos);
+  RefArray y2 = RefArray::zeros(ScalarType::F64, {n}), z2 = y2;
+  std::vector<RefArgument> args2{&y2, &z2, RefValue::f64(7.0), RefValue::f64(1.0)};
+  interpret(kept, {n}, args2);
+  for (std::int64_t i = 0; i < n; ++i) {
+    CHECK(z2.elements[static_cast<std::size_t>(i)].f == 7.0);
+    CHECK(y2.elements[static_cast<std::size_t>(i)].f == 1.0);
+  }
+}
