@@ -192,6 +192,8 @@ struct Engine::State {
   void start_chain();
   /// Stops the recorder's thread (the chain started first).
   void stop_recorder();
+  /// The recorder's thread: starts a chain kDelay after its first region.
+  void run_timer();
 
   // --- submit.cpp
   /// Runs a region as placed and split: its uses recorded, its pieces queued

@@ -119,24 +119,33 @@ void Engine::State::record_region(RecordedRegion region) {
     start_chain();
     return;
   }
-  if (!recorder.timer.joinable())
-    recorder.timer = std::thread([this] {
-      std::unique_lock lock(recorder.mutex);
-      while (!recorder.stopping) {
-        if (recorder.chain.empty()) {
-          recorder.wake.wait(lock);
-          continue;
-        }
-        const auto deadline = recorder.first_recorded + Recorder::kDelay;
-        if (std::chrono::steady_clock::now() < deadline) {
-          recorder.wake.wait_until(lock, deadline);
-          continue;
-        }
-        std::shared_lock tree_lock(tree_mutex);
-        start_chain();
+  recorder.last_recorded = recorder.first_recorded;
+  if (!recorder.timer.joinable()) recorder.timer = std::thread([this] { run_timer(); });
+  if (recorder.sleeping) recorder.wake.notify_one();
+}
+
+void Engine::State::run_timer() {
+  std::unique_lock lock(recorder.mutex);
+  while (!recorder.stopping) {
+    const auto now = std::chrono::steady_clock::now();
+    if (recorder.chain.empty()) {
+      if (now - recorder.last_recorded < Recorder::kIdleAfter) {
+        recorder.wake.wait_for(lock, Recorder::kDelay);
+      } else {
+        recorder.sleeping = true;
+        recorder.wake.wait(lock);
+        recorder.sleeping = false;
       }
-    });
-  recorder.wake.notify_one();
+      continue;
+    }
+    const auto deadline = recorder.first_recorded + Recorder::kDelay;
+    if (now < deadline) {
+      recorder.wake.wait_until(lock, deadline);
+      continue;
+    }
+    std::shared_lock tree_lock(tree_mutex);
+    start_chain();
+  }
 }
 
 void Engine::State::start_recorded() {
