@@ -264,6 +264,8 @@ int fusion_command(int argc, char** argv) {
               static_cast<long long>(stats.fused_kernels), static_cast<long long>(stats.fused_regions),
               static_cast<long long>(after_chain.fused_regions));
   if (!args.get("--json", "").empty()) write_json(args.get("--json", ""), rows);
+  if (after_chain.fused_regions == 0 || stats.fused_regions <= after_chain.fused_regions)
+    problems += "no chain ran fused (the fused kernels did not compile within 50 warm-up rounds)\n";
   if (!problems.empty()) {
     std::fprintf(stderr, "canopy-bench fusion: wrong results:\n%s", problems.c_str());
     return 1;
