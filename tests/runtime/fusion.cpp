@@ -140,7 +140,8 @@ TEST_CASE("fusion: a pipeline's dropped intermediates are kept in registers; res
     rt.region(step()).over(n).launch(t3, result, steps[3][0], steps[3][1]);
   };  // t1..t3 dropped here, before pause()
   until_fused(rt, [&] { pipeline(out); });
-  const RegionStats* fused = last_fused(rt.stats());
+  const Stats stats = rt.stats();
+  const RegionStats* fused = last_fused(stats);
   REQUIRE(fused);
   CHECK(fused->fused.size() == 4);
   CHECK(fused->arrays_in_registers == 3);
