@@ -150,6 +150,11 @@ int HostTarget::vector_bits() const {
   return 128;
 }
 
+bool HostTarget::converts_int64_lanes() const {
+  const bool x86 = triple_.rfind("x86_64", 0) == 0 || triple_.rfind("i686", 0) == 0 || triple_.rfind("i386", 0) == 0;
+  return !x86 || ("," + features_ + ",").find(",+avx512dq,") != std::string::npos;
+}
+
 const HostTarget& HostTarget::get() {
   static const HostTarget host;
   return host;
@@ -175,6 +180,7 @@ std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol
   llvm::Function* function = nullptr;
   if (plan.lanes > 0) {
     SimdLowering lowering(module, kernel, plan.lanes);
+    lowering.set_int64_lanes_native(HostTarget::get().converts_int64_lanes());
     function = lowering.lower(symbol);
     // In auto mode a kernel whose inner loop would gather goes back to the scalar loop.
     if (std::string refusal = lowering.refusal(); !refusal.empty() && settings().simd != "on") {

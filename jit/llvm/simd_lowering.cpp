@@ -598,9 +598,29 @@ void SimdLowering::visit(const ir::Cast& node) {
   } else if (x.shape == Shape::Linear && ir::is_int(node.type) && ir::size_of(node.type) <= ir::size_of(from)) {
     // Narrowing (or none) keeps lanes linear: truncation respects wrapping sums and products.
     shaped_ = linear(lower_cast(x.value, from, node.type), lower_cast(x.stride, from, node.type));
+  } else if (!int64_lanes_native_ && from == ScalarType::I64 && node.type == ScalarType::F64) {
+    shaped_ = varying(int64_lanes_to_double(vector_of(x)));
   } else {
     shaped_ = varying(lower_cast(vector_of(x), from, node.type));
   }
+}
+
+llvm::Value* SimdLowering::int64_lanes_to_double(llvm::Value* lanes) {
+  auto& b = builder_;
+  llvm::Type* ints = lanes->getType();
+  llvm::Type* doubles = llvm::VectorType::get(b.getDoubleTy(), lanes_, false);
+  auto bits = [&](std::uint64_t v) { return llvm::ConstantInt::get(ints, v); };
+  auto number = [&](double v) { return llvm::ConstantFP::get(doubles, v); };
+  // hi in [-2^31, 2^31): 1.5 * 2^52 + hi is exact in a double's significand.
+  llvm::Value* hi = b.CreateAShr(lanes, bits(32));
+  llvm::Value* high =
+      b.CreateFSub(b.CreateBitCast(b.CreateAdd(hi, bits(0x4338000000000000ull)), doubles), number(0x1.8p52));
+  // lo in [0, 2^32): 2^52 + lo, the same way.
+  llvm::Value* lo = b.CreateAnd(lanes, bits(0xFFFFFFFFull));
+  llvm::Value* low =
+      b.CreateFSub(b.CreateBitCast(b.CreateOr(lo, bits(0x4330000000000000ull)), doubles), number(0x1p52));
+  // Both parts are exact; the sum rounds once, as a conversion does.
+  return b.CreateFAdd(b.CreateFMul(high, number(0x1p32)), low);
 }
 
 void SimdLowering::visit(const ir::Call& node) {

@@ -205,3 +205,51 @@ TEST_CASE("the SIMD lowering's sin and cos on floats are within 1 ulp everywhere
   check_against(MathFn::Sin, exact_sin, xs, 1.0);
   check_against(MathFn::Cos, exact_cos, xs, 1.0);
 }
+
+TEST_CASE("int64 lanes to double: correctly rounded over the whole range, as C++ converts them") {
+  // The extremes, powers of two and their neighbours, values past 2^53 that
+  // must round (ties to even included), and random values of every size.
+  std::vector<std::int64_t> xs = {0,
+                                  1,
+                                  -1,
+                                  2,
+                                  -2,
+                                  std::numeric_limits<std::int64_t>::max(),
+                                  std::numeric_limits<std::int64_t>::min(),
+                                  (std::int64_t{1} << 53) + 1,
+                                  -((std::int64_t{1} << 53) + 1),
+                                  (std::int64_t{1} << 53) + 3,
+                                  (std::int64_t{1} << 54) + 2,
+                                  (std::int64_t{1} << 54) + 6,
+                                  std::int64_t{0xFFFFFFFF},
+                                  -std::int64_t{0xFFFFFFFF},
+                                  std::int64_t{1} << 32,
+                                  -(std::int64_t{1} << 32),
+                                  (std::int64_t{1} << 32) - 1};
+  for (int e = 0; e < 63; ++e)
+    for (std::int64_t d : {-1, 0, 1}) {
+      xs.push_back((std::int64_t{1} << e) + d);
+      xs.push_back(-(std::int64_t{1} << e) + d);
+    }
+  std::mt19937_64 random(23);
+  for (int k = 0; k < 4000; ++k) xs.push_back(static_cast<std::int64_t>(random()) >> (k % 63));
+  const Expr x = make_load(I64, 0, {make_index(0)});
+  const Kernel kernel =
+      make_kernel("vector_i64_to_f64", {Param::array("x", I64, 1, Access::In), Param::array("y", F64, 1, Access::Out)},
+                  1, {make_store(1, {make_index(0)}, make_cast(F64, x))});
+  for (const char* lanes : {"8", "4"}) {
+    CAPTURE(lanes);
+    const CpuEntry entry = compile_with_lanes(kernel, lanes);
+    std::vector<double> ys(xs.size(), -1.0);
+    ArgBlock args(kernel);
+    const auto n = static_cast<std::int64_t>(xs.size());
+    args.array(0, xs.data(), {n}).array(1, ys.data(), {n});
+    entry(0, n, args.data());
+    std::size_t wrong = 0;
+    for (std::size_t k = 0; k < xs.size(); ++k)
+      if (ys[k] != static_cast<double>(xs[k])) {
+        if (wrong++ < 5) MESSAGE("x = " << xs[k] << ": " << ys[k] << ", C++ gives " << static_cast<double>(xs[k]));
+      }
+    CHECK(wrong == 0);
+  }
+}

@@ -37,6 +37,10 @@ class HostTarget {
   /// The width of the widest vector registers the features enable: 512 with
   /// AVX-512, 256 with AVX, else 128.
   int vector_bits() const;
+  /// True when the CPU converts vectors of int64 to double in one
+  /// instruction (AVX-512DQ, or any CPU that is not x86); AVX2 has none, and
+  /// LLVM converts such a vector one lane at a time.
+  bool converts_int64_lanes() const;
 
   /// A new TargetMachine for the host at the aggressive codegen level. Each
   /// compilation makes its own: a TargetMachine is not safe to share between

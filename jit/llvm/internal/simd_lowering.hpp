@@ -64,6 +64,11 @@ class SimdLowering final : public LlvmLowering {
   /// are the same for every lane or consecutive across them.
   std::string refusal() const;
 
+  /// Whether the CPU converts int64 lanes to double itself (HostTarget::
+  /// converts_int64_lanes); when not, such conversions are Canopy's own
+  /// exact vector code instead of LLVM's lane-by-lane one. Default: true.
+  void set_int64_lanes_native(bool native) { int64_lanes_native_ = native; }
+
  private:
   enum class Shape { Uniform, Linear, Varying };
   /// A lowered value and its shape. Linear: `value` is lane 0's value and
@@ -176,6 +181,11 @@ class SimdLowering final : public LlvmLowering {
   Shaped load_elements(const ir::Load& node, const Shaped& number);
 
   const int lanes_;
+  bool int64_lanes_native_ = true;
+  /// int64 lanes to double, correctly rounded, without a conversion
+  /// instruction: x = hi * 2^32 + lo, each half made exact through a
+  /// double's significand, summed with one rounding.
+  llvm::Value* int64_lanes_to_double(llvm::Value* lanes);
   /// For loops around the current statement, within a point, outermost
   /// first: how many blocks the function had when each began (blocks are
   /// only ever appended, so every later block belongs to the loop).
