@@ -74,11 +74,12 @@ const Kernel<void(In<double>, Out<double>)>& shift() {
 }
 
 // Runs `round` until a fused kernel has run (it compiles in the background
-// the first time its chain is seen); at most 400 rounds.
+// the first time its chain is seen); at most 30 s.
 template <class F>
 void until_fused(Runtime& rt, F round) {
   const auto before = rt.stats().fused_kernels;
-  for (int r = 0; r < 400 && rt.stats().fused_kernels == before; ++r) {
+  const auto start = std::chrono::steady_clock::now();
+  while (rt.stats().fused_kernels == before && std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
     round();
     rt.pause();
     if (rt.stats().fused_kernels == before) std::this_thread::sleep_for(std::chrono::milliseconds(2));
