@@ -330,16 +330,21 @@ std::unique_ptr<Session> session_from_environment() {
 void piece(const std::string& leaf, const RegionStats& region, std::size_t index, const backends::Range& range,
            Clock::time_point start, Clock::time_point launched, double run_seconds, Clock::time_point end) {
   const std::int64_t begin = range.begin[0], stop = range.end[0];
-  std::string args = JsonObject()
-                         .string("kernel", region.kernel)
-                         .integer("region", static_cast<std::int64_t>(region.id))
-                         .integer("piece", static_cast<std::int64_t>(index))
-                         .integer("begin", begin)
-                         .integer("end", stop)
-                         .integer("points", range.points())
-                         .string("policy", region.policy)
-                         .string("location", region.location)
-                         .done();
+  JsonObject object;
+  object.string("kernel", region.kernel)
+      .integer("region", static_cast<std::int64_t>(region.id))
+      .integer("piece", static_cast<std::int64_t>(index))
+      .integer("begin", begin)
+      .integer("end", stop)
+      .integer("points", range.points())
+      .string("policy", region.policy)
+      .string("location", region.location);
+  if (!region.fused.empty()) {  // a fused kernel: the regions it ran, as launched
+    std::string launched;
+    for (const auto& kernel : region.fused) launched += (launched.empty() ? "" : ",") + kernel;
+    object.string("fused", launched).integer("arrays_in_registers", region.arrays_in_registers);
+  }
+  std::string args = object.done();
   auto& r = recorder();
   std::lock_guard lock(r.mutex);
   const int track = r.lane(leaf, TrackKind::Leaf, start, end);

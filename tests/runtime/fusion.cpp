@@ -9,11 +9,15 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "scoped_setting.hpp"
+#include "trace_json.hpp"
 
 using namespace canopy;
 
@@ -236,4 +240,31 @@ TEST_CASE("fusion: a recorded region starts on its own soon after its launch, wi
   CHECK(ran);
   rt.pause();
   CHECK(rt.stats().regions == 1);
+}
+
+TEST_CASE("fusion: the trace names the regions a fused kernel ran") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("canopy-fusion-trace-" + std::to_string(::getpid()) + ".json"))
+          .string();
+  {
+    canopy::testing::ScopedSetting trace("CANOPY_TRACE", path.c_str()), eager("CANOPY_FUSE", "eager");
+    Runtime rt;
+    const std::int64_t n = 5000;
+    auto a = rt.array<double>(n), b = rt.array<double>(n);
+    rt.region(init()).over(n).launch(a, b);
+    rt.region(add_into()).over(n).launch(a, b);
+    rt.pause();
+    CHECK(a.host_read()[20] == 20 % 13 + 20 % 7 - 3.0);
+  }
+  const canopy::trace_tests::Trace trace = canopy::trace_tests::read_trace(path);
+  int fused = 0;
+  for (const auto& piece : trace.of("piece")) {
+    if (!piece.args.has("fused")) continue;
+    ++fused;
+    CHECK(piece.text("fused") == "fu_init,fu_add_into");
+    CHECK(piece.text("kernel") == "fu_init.fu_add_into");
+    CHECK(piece.number("arrays_in_registers") == 0);
+  }
+  CHECK(fused >= 1);
+  std::filesystem::remove(path);
 }
