@@ -31,9 +31,9 @@
 namespace canopy::diff {
 
 struct GeneratorOptions {
-  int max_kernels = 3;     ///< kernels per program: 1 to this
-  int max_steps = 10;      ///< steps besides the launches every kernel gets
-  int max_statements = 9;  ///< statements of a kernel body (nested ones count)
+  int max_kernels = 3;       ///< kernels per program: 1 to this
+  int max_steps = 10;        ///< steps besides the launches every kernel gets
+  int max_statements = 9;    ///< statements of a kernel body (nested ones count)
   double elementwise = 0.3;  ///< the chance that a kernel is element-wise
 };
 
