@@ -766,8 +766,9 @@ Step refusal(ProgramBuilder& program) {
   Step step;
   step.kind = StepKind::Refused;
   step.kernel = int(program.program().kernels.size()) - 1;
+  // An o shorter than the shift (n < c) fits no point: any range of one or more points reaches past it.
   const std::int64_t fits = std::min(n - c, m);
-  step.range = {backwards ? rng.between(1, fits) : fits + rng.between(1, 3)};
+  step.range = {backwards ? rng.between(1, fits) : std::max<std::int64_t>(fits, 0) + rng.between(1, 3)};
   step.args = {o, x};
   return step;
 }
