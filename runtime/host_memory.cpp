@@ -113,7 +113,7 @@ void* allocate_host(std::size_t bytes, HostFill fill) {
     // mapping's do: an array nothing writes (a fused chain's intermediate)
     // never takes physical memory, and the zeroing happens where each page
     // is first used.
-    if (fill == HostFill::Zero) madvise(kept, round_up(bytes, huge_page), MADV_DONTNEED);
+    if (fill == HostFill::Zero) release_host(kept, bytes);
     return kept;
   }
   // Over-allocate by a huge page so the block can start on a huge-page boundary.

@@ -5,6 +5,7 @@
 #include "../error.hpp"
 #include "../mutator.hpp"
 #include "../visitor.hpp"
+#include "internal/uses.hpp"
 
 namespace canopy::ir {
 
@@ -12,25 +13,22 @@ namespace {
 
 std::string slot_local(int slot) { return "fused_s" + std::to_string(slot); }
 
-// Which parameters a body loads, stores (or adds into), and reads the extent of.
-class ParamUses final : public Visitor {
+// The array parameters a body loads from, and those it stores or adds to.
+struct ArrayUses {
+  std::set<int> loaded, stored;
+};
+
+ArrayUses array_uses(const Stmt& body) {
+  return {passes_internal::reads_of(body).arrays, passes_internal::writes_of(body).arrays};
+}
+
+// Which parameters' extents a body reads.
+class ExtentReads final : public Visitor {
  public:
-  std::set<int> loaded, stored, extents;
+  std::set<int> params;
 
  protected:
-  void visit(const Load& node) override {
-    loaded.insert(node.param);
-    Visitor::visit(node);
-  }
-  void visit(const Extent& node) override { extents.insert(node.param); }
-  void visit(const Store& node) override {
-    stored.insert(node.param);
-    Visitor::visit(node);
-  }
-  void visit(const AtomicAdd& node) override {
-    stored.insert(node.param);
-    Visitor::visit(node);
-  }
+  void visit(const Extent& node) override { params.insert(node.param); }
 };
 
 // The parameters a statement directly in the body's outermost block stores:
@@ -138,9 +136,9 @@ bool accesses_only_own_point(const Kernel& kernel, const Footprint& footprint) {
 }
 
 bool reads_extent_of(const Kernel& kernel, int param) {
-  ParamUses uses;
-  uses.walk(kernel.body);
-  return uses.extents.count(param) > 0;
+  ExtentReads extents;
+  extents.walk(kernel.body);
+  return extents.params.count(param) > 0;
 }
 
 Kernel fuse_kernels(std::string name, const std::vector<FusedSlot>& slots, const std::vector<FusedPart>& parts) {
@@ -164,6 +162,8 @@ Kernel fuse_kernels(std::string name, const std::vector<FusedSlot>& slots, const
   std::set<int> shadowed;
   std::vector<std::set<int>> forwarded(parts.size());
   std::set<int> stored_so_far;
+  std::vector<ArrayUses> uses_of;         // per part
+  std::vector<std::set<int>> every_path;  // per part: stored on every path
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const auto& part = parts[i];
     if (part.kernel->dims != fused.dims)
@@ -178,23 +178,21 @@ Kernel fuse_kernels(std::string name, const std::vector<FusedSlot>& slots, const
         throw Error("fusing into '" + fused.name + "': parameter '" + param.name + "' of '" + part.kernel->name +
                     "' does not match its slot '" + slot.name + "'");
     }
-    ParamUses uses;
-    uses.walk(part.kernel->body);
-    for (int p : uses.loaded) {
+    uses_of.push_back(array_uses(part.kernel->body));
+    every_path.push_back(stored_on_every_path(*part.kernel));
+    for (int p : uses_of.back().loaded) {
       const int slot = part.slots[static_cast<std::size_t>(p)];
       if (!slots[static_cast<std::size_t>(slot)].local && stored_so_far.count(slot)) {
         forwarded[i].insert(slot);
         shadowed.insert(slot);
       }
     }
-    for (int p : stored_on_every_path(*part.kernel)) stored_so_far.insert(part.slots[static_cast<std::size_t>(p)]);
+    for (int p : every_path.back()) stored_so_far.insert(part.slots[static_cast<std::size_t>(p)]);
   }
 
   // A part is dead when it reduces nothing and every array it writes is
   // stored on every path by a later part, with no part in between (nor that
   // one) reading it: nothing can see what it wrote.
-  std::vector<ParamUses> uses_of(parts.size());
-  for (std::size_t i = 0; i < parts.size(); ++i) uses_of[i].walk(parts[i].kernel->body);
   std::vector<bool> dead(parts.size(), false);
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
     const auto& kernel = *parts[i].kernel;
@@ -209,8 +207,7 @@ Kernel fuse_kernels(std::string name, const std::vector<FusedSlot>& slots, const
         bool read = false;
         for (int q : uses_of[j].loaded) read = read || parts[j].slots[static_cast<std::size_t>(q)] == slot;
         if (read) break;
-        for (int q : stored_on_every_path(*parts[j].kernel))
-          overwritten = overwritten || parts[j].slots[static_cast<std::size_t>(q)] == slot;
+        for (int q : every_path[j]) overwritten = overwritten || parts[j].slots[static_cast<std::size_t>(q)] == slot;
       }
       all_overwritten = all_overwritten && overwritten;
     }
@@ -229,8 +226,7 @@ Kernel fuse_kernels(std::string name, const std::vector<FusedSlot>& slots, const
   fused.body = make_block(std::move(body));
 
   // Each array parameter's access, from what the fused body does with it.
-  ParamUses uses;
-  uses.walk(fused.body);
+  const ArrayUses uses = array_uses(fused.body);
   for (std::size_t p = 0; p < fused.params.size(); ++p) {
     auto& param = fused.params[p];
     if (!param.is_array()) continue;

@@ -5,6 +5,7 @@
 #include <canopy/ir/analysis/cost.hpp>
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/passes/bounds_check.hpp>
+#include <canopy/ir/passes/fuse.hpp>
 #include <canopy/ir/passes/optimize.hpp>
 #include <canopy/ir/printer.hpp>
 #include <canopy/ir/visitor.hpp>
@@ -137,6 +138,7 @@ std::shared_ptr<CompiledKernel> KernelCache::compile(const std::shared_ptr<const
   compiled->adaptive = AdaptiveKernel{compiled->optimized.get(), jit::hash64(text)};
   compiled->has_loops = ir::has_loops(*compiled->optimized);
   compiled->footprint = ir::footprint_of(*compiled->optimized);
+  compiled->own_point_only = ir::accesses_only_own_point(*compiled->optimized, compiled->footprint);
   compiled->ops_per_point = cost.flops + cost.int_ops + cost.accesses();
   compiled->dram_bytes_per_point = cost.bytes();
   // Checked kernels guard every access; the refusal reads the unguarded form.

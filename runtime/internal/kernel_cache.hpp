@@ -53,6 +53,9 @@ struct CompiledKernel {
   /// stores, from ir::cost_of): what a split can save, against what merging
   /// what each memory wrote costs (split_writes.hpp).
   double ops_per_point = 0;
+  /// Every array access at the point's own index, no atomic add
+  /// (ir::accesses_only_own_point): the kernel may join a fused chain.
+  bool own_point_only = false;
   /// Bytes per point between the last-level cache and DRAM (ir::cost_of):
   /// what stats() adds up as the modelled DRAM traffic of the kernels run.
   double dram_bytes_per_point = 0;

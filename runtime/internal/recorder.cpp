@@ -97,16 +97,16 @@ ChainPlan plan_chain(const std::vector<RecordedRegion>& chain) {
 
 void Engine::State::record_region(RecordedRegion region) {
   const auto& kernel = *region.run->kernel;
-  region.reduces = false;
-  for (const auto& param : kernel.optimized->params) region.reduces = region.reduces || param.is_reduction();
-  region.fusable = recorder.enabled && !kernels.checked() && !region.pieces.empty() && region.run->moved.empty() &&
-                   ir::accesses_only_own_point(*kernel.optimized, kernel.footprint);
+  bool reduces = false;  // ends its chain
+  for (const auto& param : kernel.optimized->params) reduces = reduces || param.is_reduction();
+  bool fusable = recorder.enabled && !kernels.checked() && !region.pieces.empty() && region.run->moved.empty() &&
+                 kernel.own_point_only;
   for (const auto& arg : region.request.args)
     if (auto* storage = array_of(arg)) {
       const auto& traits = (*storage)->traits();
-      if (traits.distance || traits.merge || traits.lifetime != Lifetime::Persistent) region.fusable = false;
+      if (traits.distance || traits.merge || traits.lifetime != Lifetime::Persistent) fusable = false;
     }
-  if (!region.fusable) {
+  if (!fusable) {
     start_chain();
     start_region(region);
     return;
@@ -115,11 +115,10 @@ void Engine::State::record_region(RecordedRegion region) {
   count_recorded(region, +1);
   if (recorder.chain.empty()) recorder.first_recorded = std::chrono::steady_clock::now();
   recorder.chain.push_back(std::move(region));
-  if (recorder.chain.back().reduces || recorder.chain.size() >= Recorder::kMaxChain) {
+  if (reduces || recorder.chain.size() >= Recorder::kMaxChain) {
     start_chain();
     return;
   }
-  recorder.last_recorded = recorder.first_recorded;
   if (!recorder.timer.joinable()) recorder.timer = std::thread([this] { run_timer(); });
   if (recorder.sleeping) recorder.wake.notify_one();
 }
@@ -129,7 +128,7 @@ void Engine::State::run_timer() {
   while (!recorder.stopping) {
     const auto now = std::chrono::steady_clock::now();
     if (recorder.chain.empty()) {
-      if (now - recorder.last_recorded < Recorder::kIdleAfter) {
+      if (now - recorder.first_recorded < Recorder::kIdleAfter) {  // the last chain's first launch
         recorder.wake.wait_for(lock, Recorder::kDelay);
       } else {
         recorder.sleeping = true;
@@ -163,6 +162,13 @@ void Engine::State::start_chain() {
   if (chain.size() > 1) {
     ChainPlan plan = plan_chain(chain);
     auto& entry = recorder.fused[plan.signature];
+    // From then on the chain runs region by region, counted as a recovery.
+    auto give_up = [&](const char* what, const std::exception& e) {
+      entry.failed = true;
+      recoveries.recovered(RecoveryKind::Compile, chain.front().at->name(),
+                           "kernel '" + plan.name + "' (fused) could not be " + what + " (" + e.what() +
+                               "); its regions run one by one");
+    };
     if (!entry.kernel && !entry.failed) {
       // Seen for the first time: compiled in the background, the chain runs
       // region by region meanwhile (CANOPY_FUSE=eager: it waits for it).
@@ -172,10 +178,7 @@ void Engine::State::start_chain() {
         if (recorder.eager)
           for (const auto& f : entry.ready) f.wait();
       } catch (const std::exception& e) {
-        entry.failed = true;
-        recoveries.recovered(
-            RecoveryKind::Compile, chain.front().at->name(),
-            "kernel '" + plan.name + "' (fused) could not be made (" + e.what() + "); its regions run one by one");
+        give_up("made", e);
       }
     }
     if (entry.kernel && !entry.failed &&
@@ -199,10 +202,7 @@ void Engine::State::start_chain() {
         if (!region.run->moved.empty()) throw Error("a leaf could not build it");
         fused = true;
       } catch (const std::exception& e) {
-        entry.failed = true;
-        recoveries.recovered(
-            RecoveryKind::Compile, chain.front().at->name(),
-            "kernel '" + plan.name + "' (fused) could not be built (" + e.what() + "); its regions run one by one");
+        give_up("built", e);
       }
       if (fused) {
         // The fused region completes every launched one (reduce() reads the last's results).

@@ -62,8 +62,6 @@ struct RecordedRegion {
   Policy policy;
   const Location* at = nullptr;
   std::vector<Piece> pieces;
-  bool fusable = false;  ///< may be fused with its neighbours
-  bool reduces = false;  ///< has a reduction: ends its chain
 };
 
 struct Recorder {
@@ -97,7 +95,6 @@ struct Recorder {
   std::condition_variable_any wake;
   bool stopping = false;
   bool sleeping = false;
-  std::chrono::steady_clock::time_point last_recorded;
   std::thread timer;
 };
 

@@ -2,8 +2,8 @@
 // recorder's default) and unfused (Runtime::fuse(false)) in the same run,
 // interleaved; medians and their ratio, results checked against each other
 // and against a serial loop.
-//   1. BabelStream's init -> triad -> dot over N doubles (arrays the program
-//      keeps), init writing constants as BabelStream's does;
+//   1. BabelStream's init -> triad -> dot over N doubles (its kernels and
+//      starting values; arrays the program keeps);
 //   2. a five-step element-wise pipeline whose four intermediate arrays the
 //      program drops before it pauses: host memory those arrays took;
 //   3. a ~50 ms region, 50 ms of host work, then pause(): the overlap kept.
@@ -18,6 +18,7 @@
 
 #include <canopy/canopy.hpp>
 
+#include "../../examples/stream/babelstream.hpp"
 #include "process.hpp"
 #include "report.hpp"
 
@@ -49,29 +50,9 @@ double peak_resident_bytes() {
 // Sets the peak (VmHWM) to what is resident now (Linux 4.0 and later).
 void reset_peak() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
+// The pipeline's step and the overlap's busy region (the chain is
+// BabelStream's own init, triad and dot, examples/stream/babelstream.hpp).
 struct Kernels {
-  Kernel<void(Out<double>, Out<double>, Out<double>, Val<double>)> init{
-      "fb_init",
-      [](Out<double> a, Out<double> b, Out<double> c, Val<double> scale) {
-        Idx i = index(0);
-        a[i] = 0.1;
-        b[i] = scale;
-        c[i] = 0.25;
-      },
-      {"a", "b", "c", "scale"}};
-  Kernel<void(Out<double>, In<double>, In<double>, Val<double>)> triad{
-      "fb_triad",
-      [](Out<double> a, In<double> b, In<double> c, Val<double> s) {
-        Idx i = index(0);
-        a[i] = b[i] + s * c[i];
-      },
-      {"a", "b", "c", "s"}};
-  Kernel<void(In<double>, In<double>, Sum<double>)> dot{"fb_dot",
-                                                        [](In<double> a, In<double> b, Sum<double> total) {
-                                                          Idx i = index(0);
-                                                          total += a[i] * b[i];
-                                                        },
-                                                        {"a", "b", "total"}};
   Kernel<void(In<double>, Out<double>, Val<double>, Val<double>)> step{
       "fb_step",
       [](In<double> x, Out<double> y, Val<double> m, Val<double> k) {
@@ -90,8 +71,6 @@ struct Kernels {
                                                     {"y", "work"}};
 };
 
-constexpr double kTriadScalar = 0.4;
-constexpr double kInitScale = 0.2;  // b's starting value (BabelStream's start_b)
 // The pipeline's five steps: y = x * m + k.
 constexpr double kSteps[5][2] = {{1.5, 1.0}, {0.5, -2.0}, {2.0, 0.25}, {-1.0, 3.0}, {0.75, 0.5}};
 
@@ -120,6 +99,7 @@ int fusion_command(int argc, char** argv) {
   const int repeat = static_cast<int>(args.count("--repeat", 7));
   Runtime rt;
   Kernels k;
+  babelstream::Kernels<double> stream;
   std::vector<Row> rows;
   std::string problems;
 
@@ -130,16 +110,17 @@ int fusion_command(int argc, char** argv) {
     const double before = rt.stats().modeled_dram_bytes;
     settle();
     const auto start = std::chrono::steady_clock::now();
-    rt.region(k.init).over(n).launch(a, b, c, kInitScale);
-    rt.region(k.triad).over(n).launch(a, b, c, kTriadScalar);
-    const double sum = rt.region(k.dot).over(n).reduce(a, b);
+    rt.region(stream.init).over(n).launch(a, b, c, babelstream::start_a, babelstream::start_b, babelstream::start_c);
+    rt.region(stream.triad).over(n).launch(a, b, c, babelstream::start_scalar);
+    const double sum = rt.region(stream.dot).over(n).reduce(a, b);
     const double seconds = seconds_since(start);
     *dram = rt.stats().modeled_dram_bytes - before;
     return std::make_pair(seconds, sum);
   };
   // The serial reference: the same sum, in index order.
   double reference = 0;
-  for (std::int64_t i = 0; i < n; ++i) reference += (kInitScale + kTriadScalar * 0.25) * kInitScale;
+  const double triad_a = babelstream::start_b + babelstream::start_scalar * babelstream::start_c;
+  for (std::int64_t i = 0; i < n; ++i) reference += triad_a * babelstream::start_b;
   // Warm up until the fused kernel is compiled and used (it compiles in the background).
   double dram = 0;
   warm_until_fused(rt, 0, [&] { chain(true, &dram); });
