@@ -112,6 +112,7 @@ Settings Settings::from_environment() {
   s.split_writes = word_of("CANOPY_SPLIT_WRITES", {"auto", "merge", "one"},
                            "auto (merge where it pays), merge (always merge what each memory wrote) or one (run such "
                            "regions on one memory)");
+  s.sequence_placement = word_of("CANOPY_SEQUENCE_PLACEMENT", {"on", "off"}, "on or off");
   s.fault = variable("CANOPY_FAULT");
   s.test_rank_time = variable("CANOPY_TEST_RANK_TIME");
   s.trace = value_if_set("CANOPY_TRACE");
@@ -185,6 +186,7 @@ const std::vector<std::string_view>& setting_names() {
                                                       "HOME",
                                                       "CANOPY_CHECK",
                                                       "CANOPY_SPLIT_WRITES",
+                                                      "CANOPY_SEQUENCE_PLACEMENT",
                                                       "CANOPY_FAULT",
                                                       "CANOPY_TEST_RANK_TIME",
                                                       "OMPI_COMM_WORLD_RANK",

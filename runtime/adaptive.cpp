@@ -45,6 +45,11 @@ double median_of(std::vector<double> values) {
 
 std::string hex64(std::uint64_t value) { return fmt::format("{:016x}", value); }
 
+// The key of a kernel's rate on one leaf (the history's, and the model's cache of rates).
+std::string rate_key(std::uint64_t kernel_hash, std::string_view leaf, const std::string& extents_class) {
+  return fmt::format("{} {} {}", hex64(kernel_hash), leaf, extents_class);
+}
+
 /// A leaf as part of a key: what makes two trees' leaves the same.
 std::string leaf_signature(const Location& leaf) {
   const LocationTraits& traits = leaf.traits();
@@ -217,7 +222,7 @@ const MachineModel* AdaptivePlacement::model() const {
 
 AdaptivePlacement::LeafRate AdaptivePlacement::model_rate(const AdaptiveKernel& kernel, const Location& leaf,
                                                           const Shape& range, const std::string& extents_class) {
-  const std::string key = fmt::format("{} {} {}", hex64(kernel.hash), leaf.name(), extents_class);
+  const std::string key = rate_key(kernel.hash, leaf.name(), extents_class);
   if (auto it = model_rates_.find(key); it != model_rates_.end()) return it->second;
   LeafRate rate;
   const LeafModel* known = model_ ? model_->find(leaf.name()) : nullptr;
@@ -315,7 +320,7 @@ std::shared_ptr<const AdaptivePlan> AdaptivePlacement::plan_any(const AdaptiveKe
   plan->leaves = {leaf.name()};
   plan->shares = {1.0};
   std::lock_guard lock(mutex_);
-  const std::string history_key = fmt::format("{} {} {}", hex64(kernel.hash), leaf.name(), plan->extents_class);
+  const std::string history_key = rate_key(kernel.hash, leaf.name(), plan->extents_class);
   if (auto it = history_.find(history_key); it != history_.end()) {
     plan->rates = {1.0 / it->second};
     plan->latency = {0.0};
@@ -327,12 +332,26 @@ std::shared_ptr<const AdaptivePlan> AdaptivePlacement::plan_any(const AdaptiveKe
   return plan;
 }
 
+std::vector<double> AdaptivePlacement::row_seconds(const AdaptivePlan& plan) const {
+  std::lock_guard lock(mutex_);
+  std::vector<double> seconds(plan.leaves.size(), std::numeric_limits<double>::quiet_NaN());
+  const auto points = static_cast<double>(plan.inner_points);
+  for (std::size_t i = 0; i < plan.leaves.size(); ++i) {
+    const std::string history_key = rate_key(plan.kernel_hash, plan.leaves[i], plan.extents_class);
+    if (auto it = history_.find(history_key); it != history_.end())
+      seconds[i] = it->second * points;
+    else if (i < plan.rates.size() && plan.rates[i] > 0)
+      seconds[i] = points / plan.rates[i];
+  }
+  return seconds;
+}
+
 double AdaptivePlacement::predict_seconds(const AdaptiveKernel& kernel, const Location& leaf, const Shape& range) {
   double points = 1;
   for (int d = 0; d < range.rank(); ++d) points *= static_cast<double>(std::max<std::int64_t>(range[d], 0));
   const std::string extents_class = extents_class_of(range);
   std::lock_guard lock(mutex_);
-  const std::string history_key = fmt::format("{} {} {}", hex64(kernel.hash), leaf.name(), extents_class);
+  const std::string history_key = rate_key(kernel.hash, leaf.name(), extents_class);
   if (auto it = history_.find(history_key); it != history_.end()) return points * it->second;
   const LeafRate rate = model_rate(kernel, leaf, range, extents_class);
   if (!(rate.rate > 0)) return std::numeric_limits<double>::quiet_NaN();
@@ -346,8 +365,7 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
   for (std::size_t i = 0; i < plan.leaves.size(); ++i) {
     if (m.rows[i] <= 0 || !(m.seconds[i] > 0)) continue;
     const double per_point = m.seconds[i] / (static_cast<double>(m.rows[i]) * static_cast<double>(plan.inner_points));
-    const std::string history_key =
-        fmt::format("{} {} {}", hex64(plan.kernel_hash), plan.leaves[i], plan.extents_class);
+    const std::string history_key = rate_key(plan.kernel_hash, plan.leaves[i], plan.extents_class);
     auto [it, fresh] = history_.emplace(history_key, per_point);
     if (!fresh) it->second = kHistoryWeight * per_point + (1 - kHistoryWeight) * it->second;
   }
@@ -355,6 +373,9 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
   auto found = entries_.find(plan.key);
   if (found == entries_.end()) return;
   Entry& entry = found->second;
+  // A launch that followed its inputs' split moves the kernel's own split
+  // only while it balances: a probe compares launch times of its two splits.
+  if (plan.followed && entry.phase != Entry::Phase::Balancing) return;
   const std::size_t n = plan.leaves.size();
   // A probe's launch of the even split says nothing of the rates at the split being balanced.
   const bool trial = entry.phase == Entry::Phase::Probing && plan.shares != entry.candidates.front();
@@ -372,7 +393,7 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
     rates[i] = median_of(recent);
     seconds[i] = static_cast<double>(m.rows[i]) / rates[i];
   }
-  if (!trial && launch_seconds > 0) {
+  if (!trial && !plan.followed && launch_seconds > 0) {
     entry.recent_seconds.push_back(launch_seconds);
     if (entry.recent_seconds.size() > kRecentLaunches) entry.recent_seconds.erase(entry.recent_seconds.begin());
   }
@@ -389,7 +410,8 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
         break;
       }
       if (!probe_due(entry) && drifted(entry)) entry.probed.clear();  // the machine changed
-      if (probe_due(entry) && options_.probe && entry.split.launches >= 2 && std::isfinite(feedback.imbalance))
+      if (probe_due(entry) && options_.probe && !plan.followed && entry.split.launches >= 2 &&
+          std::isfinite(feedback.imbalance))
         start_probe(entry, rates);
       break;
     case Entry::Phase::Probing: probe_step(entry, plan.shares, launch_seconds); break;

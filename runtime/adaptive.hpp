@@ -180,6 +180,10 @@ struct AdaptivePlan {
   std::int64_t inner_points = 1;  ///< points per row (the extents after the first)
   /// False for `any` launches: they teach the history, not a split.
   bool learns_split = true;
+  /// The launch ran the split its inputs were left in instead of `shares`
+  /// (runtime/internal/sequence_placement.hpp): its rates still move the
+  /// kernel's own split, but it neither starts nor counts in a probe.
+  bool followed = false;
 
   /// Fills each piece's share, predicted seconds in `record` (pieces and range set).
   void annotate(RegionStats& record) const;
@@ -217,6 +221,9 @@ class AdaptivePlacement {
   /// Predicted seconds for the whole of `range` on `leaf`: history first,
   /// else the model; NaN when neither knows.
   double predict_seconds(const AdaptiveKernel& kernel, const Location& leaf, const Shape& range);
+  /// Predicted seconds per row of the plan's range on each of its leaves:
+  /// history first, else the model's rate; NaN where neither knows.
+  std::vector<double> row_seconds(const AdaptivePlan& plan) const;
 
   /// Learns from a finished launch (AdaptivePlan::finished calls it).
   void learn(const AdaptivePlan& plan, const RegionStats& record);

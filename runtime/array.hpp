@@ -27,6 +27,28 @@ namespace runtime {
 class DeviceCopies;
 struct TransferTotals;
 
+/// Where the last region that wrote an array left its rows: the pieces that
+/// region was split into, as planned when it was launched. A later region
+/// that reads the array may take the same split so that no row changes
+/// memory (internal/sequence_placement.hpp).
+struct RowPlacement {
+  /// One piece: rows [begin, end) of the region's range on `leaf`, whose
+  /// memory is coherence place `place`.
+  struct Rows {
+    std::string leaf;
+    int place = 0;
+    std::int64_t begin = 0, end = 0;
+  };
+  std::string kernel;  ///< the kernel of the region that wrote it
+  /// The hash of the kernel whose own split this is: the writer's, or, where
+  /// the writer took its inputs' split, the kernel that split came from. A
+  /// kernel never follows its own split back (in a loop of two kernels,
+  /// that would hold both at whatever split the first launch took).
+  std::uint64_t leader = 0;
+  std::int64_t extent = 0;   ///< rows of that region's range (the array's first extent)
+  std::vector<Rows> pieces;  ///< ordered by begin
+};
+
 /// One array's memory and bookkeeping, shared by its handles and by the
 /// regions in flight that use it.
 class ArrayStorage {
@@ -89,6 +111,10 @@ class ArrayStorage {
   /// When a region last used the array (or it was made), as a count that
   /// grows over the process: the least recently used has the smallest.
   std::uint64_t last_use() const { return last_use_.load(std::memory_order_relaxed); }
+  /// Where the last region that wrote the array left its rows; null when no
+  /// region did, or the host has written it since (its rows are all there).
+  std::shared_ptr<const RowPlacement> placed_rows() const;
+  void set_placed_rows(std::shared_ptr<const RowPlacement> placed);
 
  private:
   ir::ScalarType type_;
@@ -106,6 +132,7 @@ class ArrayStorage {
   std::atomic<std::uint64_t> last_use_{0};
   std::function<void()> start_recorded_;
   std::atomic<int> recorded_{0};
+  std::shared_ptr<const RowPlacement> placed_rows_;  ///< guarded by mutex_
   CompletionPtr last_writer_;
   std::vector<CompletionPtr> readers_;  ///< since the last writer
 };

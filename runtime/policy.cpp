@@ -417,21 +417,29 @@ void split_adaptive(const SharingTree& tree, const Location& at, const SplitCont
     split_static(tree, at, begin, length, pieces);
     return;
   }
-  double cumulative = 0;
-  std::int64_t previous = 0;
-  for (std::size_t index = 0; index < leaves.size(); ++index) {
-    cumulative += shares[index];
-    std::int64_t boundary = length;
-    if (index + 1 < leaves.size()) {
-      const long double exact = static_cast<long double>(length) * cumulative / total;
-      boundary = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::roundl(exact)), previous, length);
-    }
-    pieces.add(leaves[index], begin + previous, boundary - previous);
-    previous = boundary;
-  }
+  const std::vector<std::int64_t> bounds = share_boundaries(shares, length);
+  for (std::size_t index = 0; index < leaves.size(); ++index)
+    pieces.add(leaves[index], begin + bounds[index], bounds[index + 1] - bounds[index]);
 }
 
 }  // namespace
+
+std::vector<std::int64_t> share_boundaries(const std::vector<double>& shares, std::int64_t length) {
+  double total = 0;
+  for (double share : shares) total += share;
+  std::vector<std::int64_t> bounds{0};
+  double cumulative = 0;
+  for (std::size_t index = 0; index < shares.size(); ++index) {
+    cumulative += shares[index];
+    std::int64_t boundary = length;
+    if (index + 1 < shares.size()) {
+      const long double exact = static_cast<long double>(length) * cumulative / total;
+      boundary = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::roundl(exact)), bounds.back(), length);
+    }
+    bounds.push_back(boundary);
+  }
+  return bounds;
+}
 
 std::string_view name_of(Policy::Kind kind) {
   switch (kind) {

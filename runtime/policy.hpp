@@ -141,6 +141,13 @@ struct SplitContext {
 std::vector<Piece> split(const Location& at, const Policy& policy, std::int64_t begin, std::int64_t end,
                          const SplitContext& context = {});
 
+/// Where the adaptive split puts the boundaries between leaves that take
+/// `shares` (finite, >= 0, positive sum) of `length` rows: shares.size() + 1
+/// values from 0 to length, each rounded from the cumulative share, so that
+/// leaf i takes rows [bounds[i], bounds[i + 1]). Shares that are row counts
+/// summing to `length` give exactly those rows.
+std::vector<std::int64_t> share_boundaries(const std::vector<double>& shares, std::int64_t length);
+
 /// Writes policy.text().
 std::ostream& operator<<(std::ostream& out, const Policy& policy);
 /// Writes "name:[begin,end)".

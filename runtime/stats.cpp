@@ -61,6 +61,9 @@ std::string Stats::to_text() const {
   }
   std::snprintf(line, sizeof line, "modelled DRAM bytes of the kernels run: %.0f\n", modeled_dram_bytes);
   out += line;
+  if (followed_regions > 0)
+    out += "sequence placement: " + std::to_string(followed_regions) +
+           " regions took the split their inputs were left in\n";
   for (const auto& region : recent) {
     out += "region " + std::to_string(region.id) + " " + region.kernel + " over " + region.range.to_string() + " at " +
            region.location + " (" + region.policy + "):";
@@ -71,6 +74,7 @@ std::string Stats::to_text() const {
         out += ", " + std::to_string(region.arrays_in_registers) + " array(s) kept in registers";
       out += ";";
     }
+    if (!region.follows.empty()) out += " split as " + region.follows + " left its inputs;";
     for (const auto& piece : region.pieces) {
       std::snprintf(line, sizeof line, " %s[%lld,%lld) %.6fs", piece.leaf.c_str(), static_cast<long long>(piece.begin),
                     static_cast<long long>(piece.end), piece.seconds);

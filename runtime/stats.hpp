@@ -48,6 +48,12 @@ struct RegionStats {
   /// Of a fused region: the arrays only its chain used, kept in registers
   /// instead of memory (never written, their pages never touched).
   int arrays_in_registers = 0;
+  /// Where the adaptive policy gave up the region's own split for the one
+  /// that left its inputs where they are, since moving
+  /// their rows to other memories was predicted to cost more than the
+  /// imbalance (runtime/internal/sequence_placement.hpp): the kernel of the
+  /// region that left them so. Empty otherwise.
+  std::string follows;
 };
 
 /// One leaf's totals.
@@ -147,6 +153,9 @@ struct Stats {
   /// Bytes between the last-level cache and DRAM that the cost model
   /// (ir/analysis/cost.hpp) predicts for the kernels actually run.
   double modeled_dram_bytes = 0;
+  /// Regions that took the placement their inputs were left in
+  /// (RegionStats::follows) instead of their own.
+  std::int64_t followed_regions = 0;
 
   std::string to_text() const;
 };

@@ -3,9 +3,12 @@
 //   2. compile the kernel (once, internal/kernel_cache.hpp) and refuse a
 //      launch whose range takes a sure access outside its array;
 //   3. find where it runs (its location, or the Most Common Descendant of
-//      its arrays') and split its range over the leaves below by its policy;
-//   4. plan how pieces in different memories write each array, and compile
-//      every piece's program, so that a device that cannot fails the launch;
+//      its arrays') and split its range over the leaves below by its policy
+//      (adaptive and any: also by where its inputs were left,
+//      internal/sequence_placement.hpp);
+//   4. plan how pieces in different memories write each array, compile
+//      every piece's program, so that a device that cannot fails the launch,
+//      and keep where the pieces leave the arrays it writes;
 //   5. record its uses of each array (its dependencies) and statistics;
 //   6. hand it to the recorder (internal/recorder.hpp), which runs it now, or
 //      holds it to run with the regions after it as one fused kernel;
@@ -14,6 +17,7 @@
 // regions depend on this one and nothing may throw.
 #include <algorithm>
 #include <canopy/ir/settings.hpp>
+#include <cmath>
 #include <cstdlib>
 
 #include "internal/engine_state.hpp"
@@ -194,14 +198,23 @@ std::vector<Piece> Engine::State::choose_pieces(RegionRun& run, const RegionRequ
     auto it = workers.find(leaf.name());
     return it == workers.end() ? 1e300 : double(it->second->outstanding());
   };
+  // Where the region's inputs were left (sequence_placement.hpp): what the
+  // adaptive and any policies price the rows their leaves would receive at.
+  std::vector<PlacedInput> inputs;
+  if ((policy.kind == Policy::Kind::Adaptive || policy.kind == Policy::Kind::Any) && place_sequences)
+    inputs = placed_inputs(kernel, run.kernel->adaptive.hash, request.args, request.range[0]);
   if (policy.kind == Policy::Kind::Adaptive)
     context.shares = [&](const std::vector<const Location*>& leaves) {
       run.adaptive = adaptive.plan(run.kernel->adaptive, at, leaves, request.range);
+      if (!inputs.empty()) follow_placed_inputs(run, inputs, leaves, request.range[0]);
       return run.adaptive->shares;
     };
   if (policy.kind == Policy::Kind::Any)
     context.predicted_seconds = [&](const Location& leaf) {
-      return adaptive.predict_seconds(run.kernel->adaptive, leaf, request.range);
+      double seconds = adaptive.predict_seconds(run.kernel->adaptive, leaf, request.range);
+      if (!inputs.empty())
+        seconds += bytes_to_move(inputs, {place_of(leaf)}, {0, request.range[0]}) * seconds_per_byte_moved();
+      return seconds;
     };
   std::vector<Piece> pieces;
   try {
@@ -220,7 +233,79 @@ std::vector<Piece> Engine::State::choose_pieces(RegionRun& run, const RegionRequ
                   std::string(name_of(piece.leaf->kind())) + ") has no device this build can run on");
     run.programs.push_back(program_for_piece(run, run.programs.size(), *worker->second));
   }
+  leave_placement(run, request, pieces);
   return pieces;
+}
+
+// The adaptive split of `run` replaced by the split its inputs were left in,
+// when that is predicted faster (sequence_placement.hpp). The kernel's own
+// split still learns from the rates its leaves showed (AdaptivePlan::followed).
+void Engine::State::follow_placed_inputs(RegionRun& run, const std::vector<PlacedInput>& inputs,
+                                         const std::vector<const Location*>& leaves, std::int64_t rows) {
+  const AdaptivePlan& own = *run.adaptive;
+  SplitQuestion region;
+  region.leaves = own.leaves;
+  for (const Location* leaf : leaves) region.places.push_back(place_of(*leaf));
+  region.own_shares = own.shares;
+  region.row_seconds = adaptive.row_seconds(own);
+  region.leader_row_seconds = [&](std::uint64_t leader) {
+    AdaptivePlan theirs;  // what the history knows of the leader's kernel on these leaves
+    theirs.kernel_hash = leader;
+    theirs.leaves = own.leaves;
+    theirs.extents_class = own.extents_class;
+    theirs.inner_points = own.inner_points;
+    return adaptive.row_seconds(theirs);
+  };
+  region.seconds_per_byte = seconds_per_byte_moved();
+  region.rows = rows;
+  auto followed = follow_inputs(inputs, region);
+  if (!followed) return;
+  auto plan = std::make_shared<AdaptivePlan>(*run.adaptive);
+  plan->shares = std::move(followed->shares);
+  plan->followed = true;
+  run.adaptive = std::move(plan);
+  run.follows = std::move(followed->follows);
+  run.leader = followed->leader;
+}
+
+// Each array the region writes keeps where its pieces leave its rows, for the
+// regions launched after it (sequence_placement.hpp).
+void Engine::State::leave_placement(const RegionRun& run, const RegionRequest& request,
+                                    const std::vector<Piece>& pieces) {
+  if (!place_sequences) return;
+  const auto& kernel = *request.kernel;
+  std::shared_ptr<const RowPlacement> placed;
+  for (std::size_t p = 0; p < kernel.params.size(); ++p) {
+    auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
+    if (!storage || !kernel.params[p].writes()) continue;
+    const auto& shape = (*storage)->shape();
+    const bool by_rows = shape.rank() > 0 && shape[0] == request.range[0] && !pieces.empty();
+    if (by_rows && !placed) {
+      std::vector<RowPlacement::Rows> rows;
+      for (const auto& piece : pieces)
+        rows.push_back({piece.leaf->name(), place_of(*piece.leaf), piece.begin, piece.end});
+      placed = placement_of(kernel.name, run.follows.empty() ? run.kernel->adaptive.hash : run.leader, request.range[0],
+                            rows);
+    }
+    (*storage)->set_placed_rows(by_rows ? placed : nullptr);
+  }
+}
+
+// The memory (coherence place) of an executing leaf's worker; the host's for a leaf without one.
+int Engine::State::place_of(const Location& leaf) const {
+  auto worker = workers.find(leaf.name());
+  return worker == workers.end() ? Coherence::kHost : worker->second->place();
+}
+
+// What a byte moved between memories costs: as the transfers so far took,
+// else a copy (a read and a write) at the host's memory bandwidth.
+double Engine::State::seconds_per_byte_moved() const {
+  const double measured = totals->seconds_per_byte();
+  if (std::isfinite(measured)) return measured;
+  if (const MachineModel* model = adaptive.model())
+    for (const auto& leaf : model->leaves)
+      if (leaf.kind == LocationKind::Cpu && leaf.bandwidth_gbs > 0) return 2 / (leaf.bandwidth_gbs * 1e9);
+  return 2 / 10e9;  // 10 GB/s: a host's memory bandwidth of the order of today's
 }
 
 // How the pieces write each array when they run in different memories
@@ -240,6 +325,7 @@ void Engine::State::plan_writes(RegionRun& run, const RegionRequest& request, st
   if (run.writes.one_memory) {
     pieces = on_one_memory(pieces, piece_places, request.range[0]);
     run.adaptive = nullptr;  // its shares were for the pieces it planned
+    run.follows.clear();
   }
   book.split_planned(run.writes);
 }
@@ -256,6 +342,7 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
   run.record->range = request.range;
   run.record->fused = run.fused_from;
   run.record->arrays_in_registers = run.arrays_in_registers;
+  run.record->follows = run.follows;
   for (std::size_t p = 0; p < kernel.params.size(); ++p) {
     auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
     if (!storage) continue;

@@ -191,8 +191,21 @@ ArrayStorage::~ArrayStorage() {
 }
 
 void ArrayStorage::sync_host(bool host_will_write) {
-  std::lock_guard lock(copies_->mutex);
-  copies_->sync_host(host_will_write);
+  {
+    std::lock_guard lock(copies_->mutex);
+    copies_->sync_host(host_will_write);
+  }
+  if (host_will_write) set_placed_rows(nullptr);
+}
+
+std::shared_ptr<const RowPlacement> ArrayStorage::placed_rows() const {
+  std::lock_guard lock(mutex_);
+  return placed_rows_;
+}
+
+void ArrayStorage::set_placed_rows(std::shared_ptr<const RowPlacement> placed) {
+  std::lock_guard lock(mutex_);
+  placed_rows_ = std::move(placed);
 }
 
 std::string ArrayStorage::location() const {

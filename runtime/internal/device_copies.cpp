@@ -285,6 +285,7 @@ void DeviceCopies::transfer(const Transfer& t) {
   const std::size_t offset = static_cast<std::size_t>(t.range.begin) * element_size_;
   const std::size_t bytes = static_cast<std::size_t>(t.range.size()) * element_size_;
   char* host = static_cast<char*>(host_) + offset;
+  const auto start = std::chrono::steady_clock::now();
   if (t.from == Coherence::kHost) {
     auto& copy = copies_.at(t.to);
     const trace::CopySpan traced(copy.device->info(), trace::Direction::HostToDevice, bytes);
@@ -296,6 +297,12 @@ void DeviceCopies::transfer(const Transfer& t) {
   } else {
     // Routed through the host by the directory; never planned directly.
     throw Error("internal: a device-to-device transfer was planned without the host");
+  }
+  if (totals_) {
+    const auto took = std::chrono::steady_clock::now() - start;
+    totals_->timed_bytes.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+    totals_->timed_nanoseconds.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count(),
+                                         std::memory_order_relaxed);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <list>
 #include <map>
 #include <memory>
@@ -38,6 +39,17 @@ struct TransferTotals {
   std::atomic<std::int64_t> avoided{0};
   /// Transfers that failed once and succeeded when tried again.
   std::atomic<std::int64_t> copies_retried{0};
+  /// Bytes of the transfers made, between the host and devices, and the
+  /// nanoseconds they took: what sequence placement prices a row moved at.
+  std::atomic<std::int64_t> timed_bytes{0};
+  std::atomic<std::int64_t> timed_nanoseconds{0};
+
+  /// Seconds per byte moved between memories so far; NaN before a MiB has moved.
+  double seconds_per_byte() const {
+    const auto bytes = timed_bytes.load(std::memory_order_relaxed);
+    if (bytes < (std::int64_t{1} << 20)) return std::numeric_limits<double>::quiet_NaN();
+    return 1e-9 * static_cast<double>(timed_nanoseconds.load(std::memory_order_relaxed)) / static_cast<double>(bytes);
+  }
 
   /// What a device memory holds of the arrays' copies: bytes now and at
   /// most, its capacity (0: as much as the device allocates), the bytes of

@@ -4,6 +4,7 @@
 //   runtime/engine.cpp              making the engine, arrays, the tree, pauses, copies
 //   runtime/submit.cpp              the submit pipeline: check, place, split, queue
 //   runtime/internal/recorder.cpp   regions held briefly to run a chain of them as one kernel
+//   runtime/internal/sequence_placement.*  a split priced against where its inputs were left
 //   runtime/internal/leaves.cpp     the leaf workers and the devices behind them
 //   runtime/internal/piece_run.cpp  running one piece: arrays current, run, record writes, recover
 //   runtime/internal/kernel_cache.* compiling a kernel once per engine and device
@@ -36,6 +37,7 @@
 #include "recorder.hpp"
 #include "recovery.hpp"
 #include "region_run.hpp"
+#include "sequence_placement.hpp"
 #include "split_writes.hpp"
 #include "statistics.hpp"
 #include "trace.hpp"
@@ -179,6 +181,16 @@ struct Engine::State {
   bool recover_piece(RegionRun& run, std::size_t piece, const backends::Range& range, const Executor& failed,
                      std::exception_ptr error);
   std::shared_ptr<backends::Program> program_for_piece(RegionRun& run, std::size_t piece, const LeafWorker& worker);
+
+  /// Sequence placement (sequence_placement.hpp), in runtime/submit.cpp;
+  /// recorder.mutex and tree_mutex (shared) held. On unless
+  /// CANOPY_SEQUENCE_PLACEMENT=off when the engine was made.
+  bool place_sequences = true;
+  void follow_placed_inputs(RegionRun& run, const std::vector<PlacedInput>& inputs,
+                            const std::vector<const Location*>& leaves, std::int64_t rows);
+  void leave_placement(const RegionRun& run, const RegionRequest& request, const std::vector<Piece>& pieces);
+  int place_of(const Location& leaf) const;
+  double seconds_per_byte_moved() const;
 
   // --- internal/recorder.cpp
   /// Launched regions waiting to run as a chain (recorder.hpp).

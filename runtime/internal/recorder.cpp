@@ -19,6 +19,19 @@ void count_recorded(const RecordedRegion& region, int delta) {
     if (auto* storage = array_of(arg)) (*storage)->add_recorded(delta);
 }
 
+// Whether `region` passes an array some region of `chain` passes: the only
+// way two regions depend on each other (dependences are by array identity).
+bool shares_array(const std::vector<RecordedRegion>& chain, const RecordedRegion& region) {
+  for (const auto& arg : region.request.args) {
+    auto* storage = array_of(arg);
+    if (!storage) continue;
+    for (const auto& recorded : chain)
+      for (const auto& other : recorded.request.args)
+        if (auto* theirs = array_of(other); theirs && theirs->get() == storage->get()) return true;
+  }
+  return false;
+}
+
 bool joins(const RecordedRegion& first, const RecordedRegion& next) {
   return next.request.range == first.request.range && next.policy.text() == first.policy.text() &&
          next.request.location == first.request.location && next.at == first.at;
@@ -107,7 +120,9 @@ void Engine::State::record_region(RecordedRegion region) {
       if (traits.distance || traits.merge || traits.lifetime != Lifetime::Persistent) fusable = false;
     }
   if (!fusable) {
-    start_chain();
+    // Independent of the waiting chain (no array in common), it runs now and
+    // the chain keeps waiting for regions that may join it.
+    if (shares_array(recorder.chain, region)) start_chain();
     start_region(region);
     return;
   }

@@ -11,13 +11,22 @@
 //  - they have the same range, the same policy and the same location (the
 //    one given with .at(), and the one it resolved to);
 //  - a region with a reduction ends its chain (reduce() waits for it).
-// A region that cannot join is run after the chain, which starts first.
+// A region that cannot wait (a stencil, a gather, an atomic, ...) and passes
+// an array the chain passes runs after the chain, which starts first. One
+// that passes none of them runs at once, and the chain keeps waiting: two
+// regions depend on each other only through an array they share (the
+// runtime orders regions by array identity, runtime/array.hpp), so the
+// program is a graph whose independent regions need no order, and an
+// unrelated region launched between two of a chain no longer splits it. Its
+// statistics then come before the chain's, as it ran first.
 //
-// When a recorded chain starts (and nothing else runs before it):
+// When a recorded chain starts:
 //  - something waits: pause(), pause(location), host() and host_read() of an
 //    array it uses (ArrayStorage::wait_idle), MPI transfers of such arrays,
 //    rt.copy and rt.move, tree changes, the Runtime's destruction;
-//  - the next launch cannot join it, or it reaches kMaxChain regions;
+//  - the next launch cannot join it (a region that could wait, over another
+//    range, policy or location; or one that cannot wait and shares an array
+//    with it), or it reaches kMaxChain regions;
 //  - kDelay has passed since its first region was recorded (the thread that
 //    looks for it wakes every kDelay, so it starts 1 to 2 ms after): the leaves it
 //    needs would otherwise idle, and host work after a launch still overlaps

@@ -57,6 +57,10 @@ struct RegionRun {
   std::vector<std::string> fused_from;
   std::vector<CompletionPtr> also_completes;
   int arrays_in_registers = 0;
+  /// The kernel whose placement of the inputs the adaptive split took
+  /// instead of its own (sequence_placement.hpp); empty otherwise.
+  std::string follows;
+  std::uint64_t leader = 0;  ///< then: whose own split it took (RowPlacement::leader)
   /// When the pieces were queued: each piece's finishing time counts from here.
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 

@@ -18,6 +18,7 @@ void StatsBook::remember(const std::shared_ptr<RegionStats>& record, double mode
     ++fused_kernels_;
   }
   modeled_dram_bytes_ += modeled_dram_bytes;
+  if (!record->follows.empty()) ++followed_regions_;
   recent_.push_back(record);
   while (recent_.size() > kRecentRegions) recent_.pop_front();
 }
@@ -81,6 +82,7 @@ void StatsBook::fill(Stats& stats, const std::vector<std::string>& leaf_names) c
   stats.fused_regions = fused_regions_;
   stats.fused_kernels = fused_kernels_;
   stats.modeled_dram_bytes = modeled_dram_bytes_;
+  stats.followed_regions = followed_regions_;
 }
 
 }  // namespace canopy::runtime

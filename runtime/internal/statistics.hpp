@@ -58,6 +58,7 @@ class StatsBook {
   SplitWriteStats split_writes_;
   std::int64_t fused_regions_ = 0, fused_kernels_ = 0;
   double modeled_dram_bytes_ = 0;
+  std::int64_t followed_regions_ = 0;
 };
 
 }  // namespace canopy::runtime

@@ -191,10 +191,11 @@ void print_totals(CanopyRunner& runner, const Options& options, const Totals& to
   std::printf(
       "canopy-diff: %lld programs (%s, %lld kernels, %lld steps), %lld runs on %zu placements, "
       "leaves %s; %lld values compared, %lld unsure (not compared), %lld unsure points; %lld regions ran fused; "
-      "%s%lld mismatches; %.1f s\n",
+      "%lld followed their inputs' split; %s%lld mismatches; %.1f s\n",
       (long long)totals.programs, which.c_str(), (long long)totals.kernels, (long long)totals.steps,
       (long long)totals.runs, totals.by_placement.size(), backends.c_str(), (long long)totals.counts.values,
       (long long)totals.counts.unsure, (long long)totals.unsure_points, (long long)totals.counts.fused,
+      (long long)totals.counts.followed,
       totals.counts.refused > 0
           ? fmt::format("{} runs refused as expected (arrays beyond CANOPY_DEVICE_MEMORY); ", totals.counts.refused)
                 .c_str()

@@ -554,13 +554,15 @@ std::optional<Mismatch> CanopyRunner::run(const Program& program, const Expectat
   rt.fuse(placement.fuse);
   const bool one_core = placement.leaves == std::vector<std::string>{"cpuA", "cpuB"};
   Hierarchy placed = one_core ? one_core_leaves(rt.node()) : tree_with_leaves(discovered_, placement.leaves);
-  const std::int64_t fused_before = rt.stats().fused_regions;
+  const Stats before = rt.stats();
   std::optional<Mismatch> mismatch = Run(rt, program, expected, placement, std::move(placed), counts).go();
   try {
     rt.pause();  // a failed region of this program must not fail the next one
   } catch (...) {
   }
-  counts.fused += rt.stats().fused_regions - fused_before;
+  const Stats after = rt.stats();
+  counts.fused += after.fused_regions - before.fused_regions;
+  counts.followed += after.followed_regions - before.followed_regions;
   return mismatch;
 }
 

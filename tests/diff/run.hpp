@@ -60,6 +60,9 @@ struct Counts {
   std::int64_t refused = 0;
   /// Launched regions that ran inside fused kernels (runtime/internal/recorder.hpp).
   std::int64_t fused = 0;
+  /// Adaptive regions that took the split their inputs were left in
+  /// (runtime/internal/sequence_placement.hpp).
+  std::int64_t followed = 0;
 };
 
 /// Runs programs on this node's Canopy: one runtime that merges what each

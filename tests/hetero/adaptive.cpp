@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <canopy/canopy.hpp>
@@ -251,6 +252,124 @@ TEST_CASE("hetero: any puts a region on the idle leaf the machine model predicts
   CHECK(region.pieces[0].share == 1.0);
   CHECK(region.pieces[0].predicted_seconds == doctest::Approx(fastest == "cpu0" ? on_cpu : on_device));
   CHECK(region.pieces[0].run_seconds > 0);
+}
+
+namespace {
+
+using Step = Kernel<void(Out<double>, In<double>)>;
+
+/// out = in / 2 + 1: one step of a two-kernel loop, named `name`.
+Step half_step(const std::string& name) {
+  return Step(name,
+              [](Out<double> out, In<double> in) {
+                Idx i = index(0);
+                out[i] = in[i] * 0.5 + 1.0;
+              },
+              {"out", "in"});
+}
+
+/// Which kernel the synthetic time source is timing (the test pauses after
+/// each launch, so the region that finishes is the one launched last).
+std::string timed_kernel;
+
+/// Seconds per row on cpu0 and on the device, per kernel: `ahead` learns
+/// cpu0 3/4 of the rows, `behind` 3/5, `far` nearly all.
+double synthetic_seconds(const PieceStats& piece) {
+  const double rows = double(piece.end - piece.begin);
+  const bool cpu = piece.leaf == "cpu0";
+  if (timed_kernel == "ahead") return rows * (cpu ? 1e-10 : 3e-10);
+  if (timed_kernel == "behind") return rows * (cpu ? 1e-10 : 1.5e-10);
+  return rows * (cpu ? 1e-10 : 1e-8);
+}
+
+struct SequenceRun {
+  std::vector<RegionStats> last;  ///< the last iteration's regions: ahead, behind, far
+  Moved per_iteration;            ///< bytes moved by the last iteration
+  int followed = 0;               ///< regions that took their inputs' split
+};
+
+/// `iterations` times: ahead (a from b), behind (b from a), far (c from a),
+/// each adaptive and paused; b starts at 0. Checks every value of the last
+/// iteration against a serial loop.
+SequenceRun run_sequence(int iterations) {
+  Runtime rt;
+  SequenceRun result;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return result;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  canopy::runtime::engine_of(rt).adaptive().set_time_source(synthetic_seconds);
+  constexpr std::int64_t n = std::int64_t{1} << 18;
+  auto a = rt.array<double>(n, named("a"));
+  auto b = rt.array<double>(n, named("b"));
+  auto c = rt.array<double>(n, named("c"));
+  const Step ahead = half_step("ahead"), behind = half_step("behind"), far = half_step("far");
+  Moved before;
+  for (int iteration = 0; iteration < iterations; ++iteration) {
+    before = moved(rt);
+    for (const auto& [kernel, out, in] : {std::tuple{&ahead, &a, &b}, {&behind, &b, &a}, {&far, &c, &a}}) {
+      timed_kernel = kernel->name();
+      rt.region(*kernel).over(n).policy("adaptive").launch(*out, *in);
+      rt.pause();
+    }
+  }
+  result.per_iteration = moved(rt) - before;
+  const Stats stats = rt.stats();
+  result.followed = int(stats.followed_regions);
+  result.last.assign(stats.recent.end() - 3, stats.recent.end());
+  // b_k = a_k / 2 + 1 with a_k = b_{k-1} / 2 + 1, from b_0 = 0; c = a / 2 + 1.
+  double want_a = 0, want_b = 0;
+  for (int iteration = 0; iteration < iterations; ++iteration) {
+    want_a = want_b * 0.5 + 1.0;
+    want_b = want_a * 0.5 + 1.0;
+  }
+  const double want_c = want_a * 0.5 + 1.0;
+  auto ha = a.host_read();
+  auto hb = b.host_read();
+  auto hc = c.host_read();
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i) wrong += (ha[i] != want_a) + (hb[i] != want_b) + (hc[i] != want_c);
+  CHECK(wrong == 0);
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("hetero: a region reading what another left split takes that split when moving rows costs more" *
+          doctest::test_suite("opencl")) {
+  CacheDirectory cache;
+  constexpr int kIterations = 8;
+  const SequenceRun run = run_sequence(kIterations);
+  if (run.last.empty()) return;
+  const RegionStats &ahead = run.last[0], &behind = run.last[1], &far = run.last[2];
+  REQUIRE(ahead.kernel == "ahead");
+  REQUIRE(ahead.pieces.size() == 2);
+  // ahead has learned its split (cpu0 3/4); behind, whose own split would be
+  // 3/5, takes it instead: at 1e-10 s per row its imbalance costs less than
+  // moving an eighth of a's rows between memories at any copy speed of today.
+  CHECK(double(ahead.pieces[0].end) / double(ahead.pieces[1].end) == doctest::Approx(0.75).epsilon(0.03));
+  CHECK(ahead.follows.empty());
+  CHECK(behind.follows == "ahead");
+  CHECK(pieces_of(behind) == pieces_of(ahead));
+  // far's own split (cpu0 nearly all) is 100 times faster on cpu0 than on the
+  // device: it keeps it, and moves what it must.
+  CHECK(far.follows.empty());
+  REQUIRE(far.pieces.size() >= 1);
+  CHECK(far.pieces[0].end > ahead.pieces[0].end);
+  CHECK(run.followed >= kIterations - 2);
+  MESSAGE("with sequence placement: " << joined(pieces_of(ahead)) << " | " << joined(pieces_of(behind)) << " | "
+                                      << joined(pieces_of(far)) << "; last iteration moved " << run.per_iteration);
+  // With it off, behind runs its own split and rows of a and b change memory
+  // every iteration.
+  canopy::testing::ScopedSetting off{"CANOPY_SEQUENCE_PLACEMENT", "off"};
+  const SequenceRun own = run_sequence(kIterations);
+  REQUIRE(own.last.size() == 3);
+  CHECK(own.followed == 0);
+  CHECK(own.last[1].follows.empty());
+  CHECK(pieces_of(own.last[1]) != pieces_of(own.last[0]));
+  const auto total = [](const Moved& m) { return m.host_to_device + m.device_to_host + m.device_to_device; };
+  CHECK(total(own.per_iteration) > total(run.per_iteration));
+  MESSAGE("without: " << joined(pieces_of(own.last[0])) << " | " << joined(pieces_of(own.last[1])) << " | "
+                      << joined(pieces_of(own.last[2])) << "; last iteration moved " << own.per_iteration);
 }
 
 }  // namespace canopy::hetero_tests

@@ -223,6 +223,47 @@ TEST_CASE("fusion: host access, a stencil, another range and CANOPY_FUSE=off end
   }
 }
 
+TEST_CASE("fusion: a region that cannot join runs at once; the chain waits on unless they share an array") {
+  canopy::testing::ScopedSetting eager("CANOPY_FUSE", "eager");
+  Runtime rt;
+  const std::int64_t n = 4099;
+  auto a = rt.array<double>(n), b = rt.array<double>(n), u = rt.array<double>(n), v = rt.array<double>(n);
+  auto w = rt.array<double>(n);
+  {
+    auto hu = u.host();
+    for (std::int64_t i = 0; i < n; ++i) hu[i] = static_cast<double>(i % 5);
+  }
+  // init and add_into over a and b; between them a stencil over u and v alone.
+  rt.region(init()).over(n).launch(a, b);
+  rt.region(shift()).over(n).launch(u, v);
+  rt.region(add_into()).over(n).launch(a, b);
+  rt.pause();
+  Stats stats = rt.stats();
+  REQUIRE(stats.recent.size() == 2);
+  CHECK(stats.recent[0].kernel == "fu_shift");  // it ran first: nothing orders it after init
+  CHECK(stats.recent[1].fused == std::vector<std::string>{"fu_init", "fu_add_into"});
+  {
+    auto av = a.host_read(), vv = v.host_read();
+    for (std::int64_t i = 0; i < n; ++i) {
+      REQUIRE(av[i] == static_cast<double>(i % 13) + static_cast<double>(i % 7) - 3.0);
+      REQUIRE(vv[i] == (i > 0 ? static_cast<double>((i - 1) % 5) : 0.0));
+    }
+  }
+  // A stencil that reads what init wrote runs after it, and splits the chain.
+  rt.region(init()).over(n).launch(a, b);
+  rt.region(shift()).over(n).launch(a, w);
+  rt.region(add_into()).over(n).launch(a, b);
+  rt.pause();
+  stats = rt.stats();
+  REQUIRE(stats.recent.size() == 5);
+  CHECK(stats.recent[2].kernel == "fu_init");
+  CHECK(stats.recent[2].fused.empty());
+  CHECK(stats.recent[3].kernel == "fu_shift");
+  CHECK(stats.recent[4].kernel == "fu_add_into");
+  auto wv = w.host_read();
+  for (std::int64_t i = 1; i < n; ++i) REQUIRE(wv[i] == static_cast<double>((i - 1) % 13));
+}
+
 TEST_CASE("fusion: a recorded region starts on its own soon after its launch, without a pause") {
   Runtime rt;
   const std::int64_t n = 1000;

@@ -65,48 +65,6 @@ namespace canopy::bench {
 
 namespace {
 
-/// The two leaves: --leaves A,B, else the first CPU leaf and the first device leaf.
-std::pair<std::string, std::string> pick_pair(const Hierarchy& tree, const std::string& wanted) {
-  if (!wanted.empty()) {
-    const auto comma = wanted.find(',');
-    if (comma == std::string::npos) fail("--leaves takes two leaf names, such as cpu0,opencl0");
-    std::pair<std::string, std::string> pair{wanted.substr(0, comma), wanted.substr(comma + 1)};
-    for (const auto& name : {pair.first, pair.second}) {
-      const Location* leaf = tree.find(name);
-      if (!leaf || !leaf->executes()) fail("--leaves: '" + name + "' is not an executing leaf of\n" + tree.to_text());
-    }
-    if (pair.first == pair.second) fail("--leaves takes two different leaves");
-    return pair;
-  }
-  const Location* cpu = nullptr;
-  const Location* device = nullptr;
-  for (const Location* leaf : tree.leaves(*tree.root())) {
-    if (leaf->kind() == LocationKind::Cpu && !cpu) cpu = leaf;
-    if (is_device(leaf->kind()) && !device) device = leaf;
-  }
-  if (!cpu || !device)
-    fail(
-        "adaptive needs a CPU leaf and a device leaf (set CANOPY_DEVICES=cpu,opencl with PoCL installed, or give "
-        "--leaves); the tree is:\n" +
-        tree.to_text());
-  return {cpu->name(), device->name()};
-}
-
-/// Removes every executing leaf but `keep` (and locations left without one).
-void keep_only(Runtime& rt, const std::pair<std::string, std::string>& keep) {
-  const Hierarchy tree = rt.hierarchy();
-  for (const Location* leaf : tree.leaves(*tree.root()))
-    if (leaf->name() != keep.first && leaf->name() != keep.second) rt.remove_location(leaf->name());
-}
-
-/// The deepest location at or above both leaves: where the regions run, so
-/// that percentage:[p,100-p] gives p to the first leaf's side.
-std::string common_parent(const Hierarchy& tree, const std::pair<std::string, std::string>& leaves) {
-  for (const Location* above = tree.find(leaves.first); above; above = above->parent())
-    if (Hierarchy::is_above_or_same(*above, *tree.find(leaves.second))) return above->name();
-  fail("leaves " + leaves.first + " and " + leaves.second + " have no common ancestor");
-}
-
 /// Wall seconds of one launch + pause.
 double seconds_of(Runtime& rt, const std::function<void()>& launch) {
   const auto start = std::chrono::steady_clock::now();
@@ -329,8 +287,8 @@ int adaptive_command(int argc, char** argv) {
 
   // PoCL's thread kept off cpu0's core (report.hpp).
   Runtime rt = runtime_off_first_core();
-  const auto leaves = pick_pair(rt.hierarchy(), args.get("--leaves", ""));
-  keep_only(rt, leaves);
+  const auto leaves = pick_cpu_and_device(rt.hierarchy(), args.get("--leaves", ""), "adaptive");
+  keep_only_leaves(rt, leaves);
   const std::string at = common_parent(rt.hierarchy(), leaves);
   std::printf("%sregions run at %s\n", rt.hierarchy().to_text().c_str(), at.c_str());
   if (!fresh.empty() && usual_cache != "off") {

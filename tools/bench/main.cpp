@@ -20,6 +20,7 @@ int kernels_command(int argc, char** argv);
 int compile_command(int argc, char** argv);
 int startup_command(int argc, char** argv);
 int fusion_command(int argc, char** argv);
+int sequence_command(int argc, char** argv);
 #ifdef CANOPY_WITH_MPI
 int mpi_command(int argc, char** argv);
 #endif
@@ -76,6 +77,9 @@ void usage(std::FILE* out) {
       "           modelled DRAM bytes), a 5-step pipeline with dropped intermediates (time, host memory they\n"
       "           took), a 50 ms region overlapping 50 ms of host work  --size N (2^25)  --repeat K (7)\n"
       "           --json FILE\n"
+      "  sequence a loop of two kernels over the same arrays, split by adaptive over a CPU and a device leaf,\n"
+      "           with sequence placement on and off: loop time and bytes moved per iteration\n"
+      "           --leaves A,B  --size N (2^22)  --warm W (8)  --iterations I (20)  --repeat K (5)  --json FILE\n"
       "  mpi      2-D heat over 2 MPI ranks, one CPU-only (one core) and one OpenCL-only: per-rank compute\n"
       "           time per iteration after rebalancing, and the run beside the same run with an even split\n"
       "           (starts mpirun itself unless run under it)  --rows N (2048)  --cols N (1024)\n"
@@ -105,6 +109,7 @@ int main(int argc, char** argv) {
     if (command == "compile") return canopy::bench::compile_command(argc - 2, argv + 2);
     if (command == "startup") return canopy::bench::startup_command(argc - 2, argv + 2);
     if (command == "fusion") return canopy::bench::fusion_command(argc - 2, argv + 2);
+    if (command == "sequence") return canopy::bench::sequence_command(argc - 2, argv + 2);
     if (command == "mpi") {
 #ifdef CANOPY_WITH_MPI
       return canopy::bench::mpi_command(argc, argv);

@@ -87,6 +87,45 @@ Runtime runtime_off_first_core() {
   return options.pus.empty() ? Runtime() : Runtime(options);
 }
 
+std::pair<std::string, std::string> pick_cpu_and_device(const Hierarchy& tree, const std::string& wanted,
+                                                        const std::string& command) {
+  if (!wanted.empty()) {
+    const auto comma = wanted.find(',');
+    if (comma == std::string::npos) fail("--leaves takes two leaf names, such as cpu0,opencl0");
+    std::pair<std::string, std::string> pair{wanted.substr(0, comma), wanted.substr(comma + 1)};
+    for (const auto& name : {pair.first, pair.second}) {
+      const Location* leaf = tree.find(name);
+      if (!leaf || !leaf->executes()) fail("--leaves: '" + name + "' is not an executing leaf of\n" + tree.to_text());
+    }
+    if (pair.first == pair.second) fail("--leaves takes two different leaves");
+    return pair;
+  }
+  const Location* cpu = nullptr;
+  const Location* device = nullptr;
+  for (const Location* leaf : tree.leaves(*tree.root())) {
+    if (leaf->kind() == LocationKind::Cpu && !cpu) cpu = leaf;
+    if (is_device(leaf->kind()) && !device) device = leaf;
+  }
+  if (!cpu || !device)
+    fail(command +
+         " needs a CPU leaf and a device leaf (set CANOPY_DEVICES=cpu,opencl with PoCL installed, or give "
+         "--leaves); the tree is:\n" +
+         tree.to_text());
+  return {cpu->name(), device->name()};
+}
+
+void keep_only_leaves(Runtime& rt, const std::pair<std::string, std::string>& keep) {
+  const Hierarchy tree = rt.hierarchy();
+  for (const Location* leaf : tree.leaves(*tree.root()))
+    if (leaf->name() != keep.first && leaf->name() != keep.second) rt.remove_location(leaf->name());
+}
+
+std::string common_parent(const Hierarchy& tree, const std::pair<std::string, std::string>& leaves) {
+  for (const Location* above = tree.find(leaves.first); above; above = above->parent())
+    if (Hierarchy::is_above_or_same(*above, *tree.find(leaves.second))) return above->name();
+  fail("leaves " + leaves.first + " and " + leaves.second + " have no common ancestor");
+}
+
 void settle() {
   auto cpu_seconds = [] {
     rusage usage{};

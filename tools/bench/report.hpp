@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
 namespace canopy {
+class Hierarchy;
 class Runtime;
 }  // namespace canopy
 
@@ -51,6 +53,17 @@ void settle();
 /// pinned worker, and the device's piece of a split waited for the CPU's.
 /// With one usable core it is a plain Runtime.
 Runtime runtime_off_first_core();
+
+/// The two leaves a bench of a CPU leaf beside a device runs on: `wanted`
+/// ("A,B", from --leaves) when given, else the tree's first CPU leaf and its
+/// first device leaf; fails naming `command` when there are none.
+std::pair<std::string, std::string> pick_cpu_and_device(const Hierarchy& tree, const std::string& wanted,
+                                                        const std::string& command);
+/// Removes every executing leaf of `rt`'s tree but the two in `keep`.
+void keep_only_leaves(Runtime& rt, const std::pair<std::string, std::string>& keep);
+/// The deepest location at or above both leaves: where the bench's regions
+/// run, so that percentage:[p,100-p] gives p to the first leaf's side.
+std::string common_parent(const Hierarchy& tree, const std::pair<std::string, std::string>& leaves);
 
 /// One result: ordered fields, each a string or a number.
 struct Row {
