@@ -193,18 +193,20 @@ struct Engine::State {
   double seconds_per_byte_moved() const;
 
   // --- internal/recorder.cpp
-  /// Launched regions waiting to run as a chain (recorder.hpp).
+  /// Launched regions waiting to run as chains (recorder.hpp).
   Recorder recorder;
-  /// Holds `region` in the recorder, or runs it (after the chain) when it
-  /// cannot wait there. recorder.mutex and tree_mutex (shared) held.
+  /// Holds `region` in the recorder, or runs it (after the chains it shares
+  /// an array with) when it cannot wait there. recorder.mutex and tree_mutex
+  /// (shared) held.
   void record_region(RecordedRegion region);
-  /// Starts the recorded chain, fused when it can be (takes the locks).
+  /// Starts every recorded chain, fused where it can be (takes the locks).
   void start_recorded();
-  /// Same, recorder.mutex and tree_mutex (shared) held.
-  void start_chain();
-  /// Stops the recorder's thread (the chain started first).
+  /// Starts recorder.chains[index] and removes it; recorder.mutex and
+  /// tree_mutex (shared) held.
+  void start_chain(std::size_t index);
+  /// Stops the recorder's thread (the chains started first).
   void stop_recorder();
-  /// The recorder's thread: starts a chain kDelay after its first region.
+  /// The recorder's thread: starts each chain kDelay after its first region.
   void run_timer();
 
   // --- submit.cpp

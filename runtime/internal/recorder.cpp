@@ -1,5 +1,6 @@
 #include "recorder.hpp"
 
+#include <algorithm>
 #include <canopy/ir/passes/fuse.hpp>
 #include <map>
 
@@ -119,19 +120,39 @@ void Engine::State::record_region(RecordedRegion region) {
       const auto& traits = (*storage)->traits();
       if (traits.distance || traits.merge || traits.lifetime != Lifetime::Persistent) fusable = false;
     }
+  // The chain it joins: the one over the same range, policy and location
+  // (never two at once). Every other chain it shares an array with starts
+  // first, oldest first: it depends on them, or they on it. (Starting a chain
+  // may start others, so each step looks again.)
+  auto& chains = recorder.chains;
+  auto joined = [&]() -> Recorder::Chain* {
+    if (fusable)
+      for (auto& chain : chains)
+        if (joins(chain.regions.front(), region)) return &chain;
+    return nullptr;
+  };
+  for (;;) {
+    const Recorder::Chain* joins_now = joined();
+    auto other = std::find_if(chains.begin(), chains.end(), [&](const Recorder::Chain& chain) {
+      return &chain != joins_now && shares_array(chain.regions, region);
+    });
+    if (other == chains.end()) break;
+    start_chain(static_cast<std::size_t>(other - chains.begin()));
+  }
   if (!fusable) {
-    // Independent of the waiting chain (no array in common), it runs now and
-    // the chain keeps waiting for regions that may join it.
-    if (shares_array(recorder.chain, region)) start_chain();
     start_region(region);
     return;
   }
-  if (!recorder.chain.empty() && !joins(recorder.chain.front(), region)) start_chain();
+  Recorder::Chain* chain = joined();
+  if (!chain) {
+    if (chains.size() >= Recorder::kMaxChains) start_chain(0);
+    recorder.first_recorded = std::chrono::steady_clock::now();
+    chain = &chains.emplace_back(Recorder::Chain{{}, recorder.first_recorded});
+  }
   count_recorded(region, +1);
-  if (recorder.chain.empty()) recorder.first_recorded = std::chrono::steady_clock::now();
-  recorder.chain.push_back(std::move(region));
-  if (reduces || recorder.chain.size() >= Recorder::kMaxChain) {
-    start_chain();
+  chain->regions.push_back(std::move(region));
+  if (reduces || chain->regions.size() >= Recorder::kMaxChain) {
+    start_chain(static_cast<std::size_t>(chain - chains.data()));
     return;
   }
   if (!recorder.timer.joinable()) recorder.timer = std::thread([this] { run_timer(); });
@@ -142,7 +163,8 @@ void Engine::State::run_timer() {
   std::unique_lock lock(recorder.mutex);
   while (!recorder.stopping) {
     const auto now = std::chrono::steady_clock::now();
-    if (recorder.chain.empty()) {
+    auto& chains = recorder.chains;
+    if (chains.empty()) {
       if (now - recorder.first_recorded < Recorder::kIdleAfter) {  // the last chain's first launch
         recorder.wake.wait_for(lock, Recorder::kDelay);
       } else {
@@ -152,27 +174,26 @@ void Engine::State::run_timer() {
       }
       continue;
     }
-    const auto deadline = recorder.first_recorded + Recorder::kDelay;
+    const auto deadline = chains.front().first_recorded + Recorder::kDelay;  // the oldest's
     if (now < deadline) {
       recorder.wake.wait_until(lock, deadline);
       continue;
     }
     std::shared_lock tree_lock(tree_mutex);
-    start_chain();
+    while (!chains.empty() && chains.front().first_recorded + Recorder::kDelay <= now) start_chain(0);
   }
 }
 
 void Engine::State::start_recorded() {
   std::unique_lock lock(recorder.mutex);
-  if (recorder.chain.empty()) return;
+  if (recorder.chains.empty()) return;
   std::shared_lock tree_lock(tree_mutex);
-  start_chain();
+  while (!recorder.chains.empty()) start_chain(0);
 }
 
-void Engine::State::start_chain() {
-  if (recorder.chain.empty()) return;
-  std::vector<RecordedRegion> chain;
-  chain.swap(recorder.chain);
+void Engine::State::start_chain(std::size_t index) {
+  std::vector<RecordedRegion> chain = std::move(recorder.chains[index].regions);
+  recorder.chains.erase(recorder.chains.begin() + static_cast<std::ptrdiff_t>(index));
   bool fused = false;
   if (chain.size() > 1) {
     ChainPlan plan = plan_chain(chain);

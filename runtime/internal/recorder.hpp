@@ -3,35 +3,40 @@
 //
 // Engine::submit checks, places and splits every region as it always did
 // (every refusal is still thrown by launch()); then, instead of queuing it,
-// it may hand it here. Consecutive regions that can run as one kernel wait
-// together as a chain:
+// it may hand it here. Regions that can run as one kernel wait together as a
+// chain:
 //  - every array access of each kernel is at the point's own index
 //    (ir::accesses_only_own_point), no array of it has a distance, a moving or
 //    per-region lifetime or a merge trait, and checked mode is off;
 //  - they have the same range, the same policy and the same location (the
 //    one given with .at(), and the one it resolved to);
 //  - a region with a reduction ends its chain (reduce() waits for it).
-// A region that cannot wait (a stencil, a gather, an atomic, ...) and passes
-// an array the chain passes runs after the chain, which starts first. One
-// that passes none of them runs at once, and the chain keeps waiting: two
-// regions depend on each other only through an array they share (the
-// runtime orders regions by array identity, runtime/array.hpp), so the
-// program is a graph whose independent regions need no order, and an
-// unrelated region launched between two of a chain no longer splits it. Its
-// statistics then come before the chain's, as it ran first.
+// The recorded program is a graph: two regions depend on each other only
+// through an array they both pass (the runtime orders regions by array
+// identity, runtime/array.hpp), and regions that share none need no order.
+// So up to kMaxChains chains wait at once, one per range, policy and
+// location, no two of them passing an array in common:
+//  - a region that could wait joins the chain over its range, policy and
+//    location, or begins one; every other waiting chain it shares an array
+//    with starts first;
+//  - a region that cannot wait (a stencil, a gather, an atomic, ...) starts
+//    the chains it shares an array with, then runs; the others keep waiting.
+// Two pipelines over different ranges launched in turn thus fuse each, and
+// an unrelated region launched between two regions of a chain does not split
+// it. What runs first is also what the statistics list first.
 //
 // When a recorded chain starts:
 //  - something waits: pause(), pause(location), host() and host_read() of an
 //    array it uses (ArrayStorage::wait_idle), MPI transfers of such arrays,
-//    rt.copy and rt.move, tree changes, the Runtime's destruction;
-//  - the next launch cannot join it (a region that could wait, over another
-//    range, policy or location; or one that cannot wait and shares an array
-//    with it), or it reaches kMaxChain regions;
+//    rt.copy and rt.move, tree changes, the Runtime's destruction (each
+//    starts every chain);
+//  - a launch depends on it or it on the launch (above), or it reaches
+//    kMaxChain regions, or a fifth chain begins (the oldest starts);
 //  - kDelay has passed since its first region was recorded (the thread that
 //    looks for it wakes every kDelay, so it starts 1 to 2 ms after): the leaves it
 //    needs would otherwise idle, and host work after a launch still overlaps
 //    the region as it did before (one short wait, not the whole host work).
-// stats() starts it too (without waiting), so that what was launched is in it.
+// stats() starts them too (without waiting), so that what was launched is in it.
 //
 // When it starts, a chain of one region runs as recorded. A longer chain runs
 // as one kernel (ir::fuse_kernels), named after its kernels joined by '.':
@@ -81,7 +86,17 @@ struct Recorder {
   /// Taken before tree_mutex. Recursive: starting a chain may wait on an
   /// array, which asks for the (then empty) chain to start.
   std::recursive_mutex mutex;
-  std::vector<RecordedRegion> chain;
+  /// A chain waiting, and when its first region was recorded.
+  struct Chain {
+    std::vector<RecordedRegion> regions;
+    std::chrono::steady_clock::time_point first_recorded;
+  };
+  /// The chains waiting, oldest first. No two pass an array in common, so
+  /// they may start in any order.
+  std::vector<Chain> chains;
+  static constexpr std::size_t kMaxChains = 4;
+  /// When the newest chain's first region was recorded (the thread sleeps
+  /// kIdleAfter after it).
   std::chrono::steady_clock::time_point first_recorded;
   bool enabled = true;  ///< CANOPY_FUSE=off, Runtime::fuse(false)
   /// CANOPY_FUSE=eager: a chain seen for the first time waits for its fused

@@ -264,6 +264,29 @@ TEST_CASE("fusion: a region that cannot join runs at once; the chain waits on un
   for (std::int64_t i = 1; i < n; ++i) REQUIRE(wv[i] == static_cast<double>((i - 1) % 13));
 }
 
+TEST_CASE("fusion: two pipelines over different ranges launched in turn fuse each") {
+  canopy::testing::ScopedSetting eager("CANOPY_FUSE", "eager");
+  Runtime rt;
+  const std::int64_t n = 3001, m = 1703;
+  auto a = rt.array<double>(n), b = rt.array<double>(n), c = rt.array<double>(m), d = rt.array<double>(m);
+  rt.region(init()).over(n).launch(a, b);
+  rt.region(init()).over(m).launch(c, d);
+  rt.region(add_into()).over(n).launch(a, b);
+  rt.region(add_into()).over(m).launch(c, d);
+  rt.region(add_into()).over(n).launch(a, b);
+  rt.pause();
+  const Stats stats = rt.stats();
+  REQUIRE(stats.recent.size() == 2);
+  CHECK(stats.recent[0].fused == std::vector<std::string>{"fu_init", "fu_add_into", "fu_add_into"});
+  CHECK(stats.recent[0].range == Shape(n));
+  CHECK(stats.recent[1].fused == std::vector<std::string>{"fu_init", "fu_add_into"});
+  CHECK(stats.recent[1].range == Shape(m));
+  auto av = a.host_read(), cv = c.host_read();
+  for (std::int64_t i = 0; i < n; ++i)
+    REQUIRE(av[i] == static_cast<double>(i % 13) + 2 * (static_cast<double>(i % 7) - 3.0));
+  for (std::int64_t i = 0; i < m; ++i) REQUIRE(cv[i] == static_cast<double>(i % 13) + static_cast<double>(i % 7) - 3.0);
+}
+
 TEST_CASE("fusion: a recorded region starts on its own soon after its launch, without a pause") {
   Runtime rt;
   const std::int64_t n = 1000;
