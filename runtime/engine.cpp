@@ -518,6 +518,13 @@ std::string Engine::program_record() const {
         << " policy " << region.policy << ":";
     for (auto& piece : region.pieces) out << " " << piece.leaf << "[" << piece.begin << "," << piece.end << ")";
     out << "\n";
+    // Its edges: a region depends on the earlier ones that pass an array it passes.
+    if (!region.arrays.empty()) {
+      out << "  arrays:";
+      for (std::size_t i = 0; i < region.arrays.size(); ++i) out << (i ? ", " : " ") << region.arrays[i];
+      out << "\n";
+    }
+    if (!region.follows.empty()) out << "  split as " << region.follows << " left its inputs\n";
     // The recorder's rewrite: the regions as launched, and what ran instead.
     if (!region.fused.empty()) {
       out << "  fused: launched as";

@@ -54,6 +54,11 @@ struct RegionStats {
   /// imbalance (runtime/internal/sequence_placement.hpp): the kernel of the
   /// region that left them so. Empty otherwise.
   std::string follows;
+  /// The arrays it passed, each as "in", "out" or "inout" and the array
+  /// ("in grid#3": its name, if it has one, and its number): regions depend
+  /// on each other only through the arrays they share, so these are the
+  /// edges of the program's graph (CANOPY_DUMP=program prints them).
+  std::vector<std::string> arrays;
 };
 
 /// One leaf's totals.

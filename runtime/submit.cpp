@@ -356,7 +356,10 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
     // still in use).
     if (pieces.empty()) continue;
     if (traits.lifetime == Lifetime::PerRegion) run.per_region_arrays.push_back(*storage);
-    auto deps = (*storage)->add_use(run.completion, kernel.params[p].reads(), kernel.params[p].writes());
+    const bool reads = kernel.params[p].reads(), writes = kernel.params[p].writes();
+    run.record->arrays.push_back(std::string(reads && writes ? "inout " : reads ? "in " : "out ") + traits.name + "#" +
+                                 std::to_string((*storage)->id()));
+    auto deps = (*storage)->add_use(run.completion, reads, writes);
     run.deps.insert(run.deps.end(), deps.begin(), deps.end());
   }
   run.args = std::move(request.args);

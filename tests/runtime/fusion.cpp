@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -285,6 +287,32 @@ TEST_CASE("fusion: two pipelines over different ranges launched in turn fuse eac
   for (std::int64_t i = 0; i < n; ++i)
     REQUIRE(av[i] == static_cast<double>(i % 13) + 2 * (static_cast<double>(i % 7) - 3.0));
   for (std::int64_t i = 0; i < m; ++i) REQUIRE(cv[i] == static_cast<double>(i % 13) + static_cast<double>(i % 7) - 3.0);
+}
+
+TEST_CASE("fusion: CANOPY_DUMP=program shows each region's arrays and the regions a fused kernel ran") {
+  const auto dir = std::filesystem::temp_directory_path() / ("canopy-fusion-dump-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  {
+    canopy::testing::ScopedSetting dump("CANOPY_DUMP", "program"), where("CANOPY_DUMP_DIR", dir.c_str()),
+        eager("CANOPY_FUSE", "eager");
+    Runtime rt;
+    const std::int64_t n = 2048;
+    auto a = rt.array<double>(n, named("a")), b = rt.array<double>(n);
+    rt.region(init()).over(n).launch(a, b);
+    rt.region(add_into()).over(n).launch(a, b);
+    rt.pause();
+  }  // the record is written when the Runtime ends
+  std::ifstream in(dir / "canopy.program");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove_all(dir);
+  CHECK(text.find("region 1 fu_init.fu_add_into over") != std::string::npos);
+  CHECK(text.find("  fused: launched as fu_init fu_add_into; one kernel, 0 array(s) kept in registers") !=
+        std::string::npos);
+  // init writes a and b, add_into reads them back: the fused kernel only
+  // writes them (the values read come from its stores).
+  CHECK(text.find("  arrays: out a#") != std::string::npos);
+  CHECK(text.find(", out #") != std::string::npos);
+  MESSAGE(text);
 }
 
 TEST_CASE("fusion: a recorded region starts on its own soon after its launch, without a pause") {
