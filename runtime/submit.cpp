@@ -357,8 +357,10 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
     if (pieces.empty()) continue;
     if (traits.lifetime == Lifetime::PerRegion) run.per_region_arrays.push_back(*storage);
     const bool reads = kernel.params[p].reads(), writes = kernel.params[p].writes();
-    run.record->arrays.push_back(std::string(reads && writes ? "inout " : reads ? "in " : "out ") + traits.name + "#" +
-                                 std::to_string((*storage)->id()));
+    run.record->arrays.push_back(std::string(reads && writes ? "inout "
+                                             : reads         ? "in "
+                                                             : "out ") +
+                                 traits.name + "#" + std::to_string((*storage)->id()));
     auto deps = (*storage)->add_use(run.completion, reads, writes);
     run.deps.insert(run.deps.end(), deps.begin(), deps.end());
   }
