@@ -62,7 +62,8 @@ std::string leaf_signature(const Location& leaf) {
 /// Piece rows per leaf of `plan`, and each leaf's summed run time, from the record.
 struct Measured {
   std::vector<std::int64_t> rows;
-  std::vector<double> seconds;
+  std::vector<double> seconds;      // when each leaf finished, from the launch
+  std::vector<double> run_seconds;  // each leaf's kernel runs alone (no copies, no waiting)
   std::int64_t total_rows = 0;
 };
 
@@ -71,6 +72,7 @@ Measured measured_of(const AdaptivePlan& plan, const RegionStats& record,
   Measured m;
   m.rows.assign(plan.leaves.size(), 0);
   m.seconds.assign(plan.leaves.size(), 0.0);
+  m.run_seconds.assign(plan.leaves.size(), 0.0);
   for (const PieceStats& piece : record.pieces) {
     const auto it = std::find(plan.leaves.begin(), plan.leaves.end(), piece.leaf);
     if (it == plan.leaves.end()) continue;
@@ -78,6 +80,7 @@ Measured measured_of(const AdaptivePlan& plan, const RegionStats& record,
     m.rows[index] += piece.end - piece.begin;
     const double own = piece.finished_seconds > 0 ? piece.finished_seconds : piece.run_seconds;
     m.seconds[index] = std::max(m.seconds[index], time_source ? time_source(piece) : own);
+    m.run_seconds[index] += time_source ? time_source(piece) : piece.run_seconds;
     m.total_rows += piece.end - piece.begin;
   }
   return m;
@@ -338,7 +341,7 @@ std::vector<double> AdaptivePlacement::row_seconds(const AdaptivePlan& plan) con
   const auto points = static_cast<double>(plan.inner_points);
   for (std::size_t i = 0; i < plan.leaves.size(); ++i) {
     const std::string history_key = rate_key(plan.kernel_hash, plan.leaves[i], plan.extents_class);
-    if (auto it = history_.find(history_key); it != history_.end())
+    if (auto it = run_history_.find(history_key); it != run_history_.end())
       seconds[i] = it->second * points;
     else if (i < plan.rates.size() && plan.rates[i] > 0)
       seconds[i] = points / plan.rates[i];
@@ -368,6 +371,11 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
     const std::string history_key = rate_key(plan.kernel_hash, plan.leaves[i], plan.extents_class);
     auto [it, fresh] = history_.emplace(history_key, per_point);
     if (!fresh) it->second = kHistoryWeight * per_point + (1 - kHistoryWeight) * it->second;
+    if (!(m.run_seconds[i] > 0)) continue;
+    const double run_per_point =
+        m.run_seconds[i] / (static_cast<double>(m.rows[i]) * static_cast<double>(plan.inner_points));
+    auto [run, first] = run_history_.emplace(history_key, run_per_point);
+    if (!first) run->second = kHistoryWeight * run_per_point + (1 - kHistoryWeight) * run->second;
   }
   if (!plan.learns_split || plan.leaves.size() < 2) return;
   auto found = entries_.find(plan.key);

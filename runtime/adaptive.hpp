@@ -221,8 +221,10 @@ class AdaptivePlacement {
   /// Predicted seconds for the whole of `range` on `leaf`: history first,
   /// else the model; NaN when neither knows.
   double predict_seconds(const AdaptiveKernel& kernel, const Location& leaf, const Shape& range);
-  /// Predicted seconds per row of the plan's range on each of its leaves:
-  /// history first, else the model's rate; NaN where neither knows.
+  /// Predicted seconds per row of the plan's range on each of its leaves for
+  /// the kernel alone (no copies, no waiting for earlier regions): measured
+  /// on earlier launches (PieceStats::run_seconds), else the model's rate;
+  /// NaN where neither knows.
   std::vector<double> row_seconds(const AdaptivePlan& plan) const;
 
   /// Learns from a finished launch (AdaptivePlan::finished calls it).
@@ -230,9 +232,9 @@ class AdaptivePlacement {
 
   /// Every split learned or read so far, ordered by key.
   std::vector<AdaptiveSplit> splits() const;
-  /// Replaces the time learn() takes for each piece (PieceStats::finished_seconds)
-  /// by `source(piece)`: for tests and experiments that need leaves of a
-  /// known, noiseless speed. Empty: the measured time again.
+  /// Replaces the times learn() takes for each piece (PieceStats::finished_seconds
+  /// and run_seconds) by `source(piece)`: for tests and experiments that need
+  /// leaves of a known, noiseless speed. Empty: the measured times again.
   void set_time_source(std::function<double(const PieceStats&)> source);
   const FeedbackOptions& options() const { return options_; }
 
@@ -305,6 +307,9 @@ class AdaptivePlacement {
   std::map<std::string, LeafRate> model_rates_;
   /// By kernel hash, leaf and extents class: measured seconds per point.
   std::map<std::string, double> history_;
+  /// Seconds per point of the kernel alone (PieceStats::run_seconds, or the
+  /// time source), per kernel, leaf and extents class: row_seconds().
+  std::map<std::string, double> run_history_;
   std::function<double(const PieceStats&)> time_source_;
 };
 

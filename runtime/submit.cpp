@@ -258,6 +258,7 @@ void Engine::State::follow_placed_inputs(RegionRun& run, const std::vector<Place
   };
   region.seconds_per_byte = seconds_per_byte_moved();
   region.rows = rows;
+  region.margin = adaptive.options().dead_band;
   auto followed = follow_inputs(inputs, region);
   if (!followed) return;
   auto plan = std::make_shared<AdaptivePlan>(*run.adaptive);

@@ -25,31 +25,48 @@ std::vector<PlacedInput> placed_inputs(const ir::Kernel& kernel, std::uint64_t k
   return inputs;
 }
 
-double bytes_to_move(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
-                     const std::vector<std::int64_t>& bounds) {
-  double bytes = 0;
+std::vector<double> bytes_into(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
+                               const std::vector<std::int64_t>& bounds) {
+  std::vector<double> bytes(places.size(), 0.0);
   for (const auto& input : inputs)
     for (std::size_t leaf = 0; leaf < places.size() && leaf + 1 < bounds.size(); ++leaf)
       for (const auto& piece : input.placed->pieces) {
         if (piece.place == places[leaf]) continue;  // its rows are in this leaf's memory
         const std::int64_t overlap = std::min(piece.end, bounds[leaf + 1]) - std::max(piece.begin, bounds[leaf]);
-        if (overlap > 0) bytes += static_cast<double>(overlap) * input.bytes_per_row;
+        if (overlap > 0) bytes[leaf] += static_cast<double>(overlap) * input.bytes_per_row;
       }
   return bytes;
 }
 
+double bytes_to_move(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
+                     const std::vector<std::int64_t>& bounds) {
+  double total = 0;
+  for (double bytes : bytes_into(inputs, places, bounds)) total += bytes;
+  return total;
+}
+
 namespace {
 
-// The slowest leaf's time for the split `bounds`; NaN when a leaf with rows has no rate.
-double compute_seconds(const std::vector<std::int64_t>& bounds, const std::vector<double>& row_seconds) {
+// The slowest leaf's time for the split `bounds`: its rows, and the seconds
+// of its copies in (`copy_seconds`, per leaf; empty: none), which delay that
+// leaf alone, since each leaf's worker makes its own. NaN when a leaf with
+// rows has no rate.
+double split_seconds(const std::vector<std::int64_t>& bounds, const std::vector<double>& row_seconds,
+                     const std::vector<double>& copy_seconds = {}) {
   double slowest = 0;
   for (std::size_t leaf = 0; leaf + 1 < bounds.size(); ++leaf) {
     const std::int64_t rows = bounds[leaf + 1] - bounds[leaf];
     if (rows == 0) continue;
     if (leaf >= row_seconds.size() || !(row_seconds[leaf] > 0)) return std::numeric_limits<double>::quiet_NaN();
-    slowest = std::max(slowest, static_cast<double>(rows) * row_seconds[leaf]);
+    const double copies = leaf < copy_seconds.size() ? copy_seconds[leaf] : 0.0;
+    slowest = std::max(slowest, static_cast<double>(rows) * row_seconds[leaf] + copies);
   }
   return slowest;
+}
+
+std::vector<double> times(std::vector<double> bytes, double seconds_per_byte) {
+  for (double& b : bytes) b *= seconds_per_byte;
+  return bytes;
 }
 
 // The rows each of `leaves` takes in `placed`, when its pieces lie in the
@@ -94,21 +111,22 @@ std::optional<FollowedSplit> follow_inputs(const std::vector<PlacedInput>& input
   const auto own = share_boundaries(region.own_shares, region.rows);
   const auto follow = share_boundaries(*follow_rows, region.rows);
   if (own == follow) return std::nullopt;
-  const double own_compute = compute_seconds(own, region.row_seconds);
-  const double follow_compute = compute_seconds(follow, region.row_seconds);
+  const double spb = region.seconds_per_byte;
   FollowedSplit split;
-  split.own_seconds = own_compute + bytes_to_move(inputs, region.places, own) * region.seconds_per_byte;
-  split.follow_seconds = follow_compute + bytes_to_move(inputs, region.places, follow) * region.seconds_per_byte;
+  split.own_seconds = split_seconds(own, region.row_seconds, times(bytes_into(inputs, region.places, own), spb));
+  split.follow_seconds =
+      split_seconds(follow, region.row_seconds, times(bytes_into(inputs, region.places, follow), spb));
   if (!std::isfinite(split.own_seconds) || !std::isfinite(split.follow_seconds) ||
-      split.follow_seconds >= split.own_seconds)
+      split.follow_seconds >= split.own_seconds * (1 - region.margin))
     return std::nullopt;
   // Copies are paid once where the kernels that share the arrays settle on
   // one split, an imbalance at every launch: the kernel that loses less by
   // taking the other's split follows.
   if (region.leader_row_seconds) {
     const auto leader = region.leader_row_seconds(candidate.leader);
-    const double leader_loss = compute_seconds(own, leader) - compute_seconds(follow, leader);
-    if (std::isfinite(leader_loss) && leader_loss < follow_compute - own_compute) return std::nullopt;
+    const double leader_loss = split_seconds(own, leader) - split_seconds(follow, leader);
+    const double region_loss = split_seconds(follow, region.row_seconds) - split_seconds(own, region.row_seconds);
+    if (std::isfinite(leader_loss) && leader_loss < region_loss) return std::nullopt;
   }
   split.shares = *follow_rows;
   split.follows = candidate.kernel;

@@ -16,13 +16,21 @@
 // program runs:
 //  - adaptive: the candidate is the placement that left the most bytes the
 //    region reads (arrays whose first extent is the region's rows), when its
-//    leaves are the region's own. Each split is priced at the slowest leaf's
-//    rows times its seconds per row (the adaptive history, else the machine
-//    model) plus the bytes every leaf must receive from another memory times
-//    the seconds per byte that the transfers so far took (before a MiB has
-//    moved: a copy at the host's memory bandwidth from the model). The
-//    cheaper split runs; a region that follows teaches the history its
-//    leaves' rates but not its own split, which stays what it learned.
+//    leaves are the region's own. Each split is priced at its slowest leaf:
+//    the leaf's rows times its seconds per row (measured, else the machine
+//    model) plus the bytes it must receive from another memory times the
+//    seconds per byte that the transfers so far took (before a MiB has
+//    moved: a copy at the host's memory bandwidth from the model); a leaf's
+//    worker makes its own copies, so they delay that leaf alone. Seconds
+//    per row are the kernel's own runs (PieceStats::run_seconds): the time
+//    a piece waited for earlier regions or for its copies is not the
+//    kernel's. The inputs' split runs when it is predicted faster by more
+//    than the adaptive policy's dead band (8%), and unless the kernel that
+//    leads it would lose less by taking the region's split (then the region
+//    keeps its own, and that kernel follows it at its next launch): copies
+//    are paid once where kernels settle on one split, an imbalance at every
+//    launch. A region that follows still moves its own split by the rates
+//    it measured (not in a probe), so that the choice stays informed.
 //  - any: each idle leaf's predicted time gets the same price of the bytes
 //    it would have to receive, so the data's leaf wins while the others are
 //    not faster by more than the copy.
@@ -56,8 +64,11 @@ struct PlacedInput {
 std::vector<PlacedInput> placed_inputs(const ir::Kernel& kernel, std::uint64_t kernel_hash,
                                        const std::vector<ArgRef>& args, std::int64_t rows);
 
-/// Bytes the leaves must receive from other memories when leaf i, in memory
+/// Bytes each leaf must receive from other memories when leaf i, in memory
 /// places[i], runs rows [bounds[i], bounds[i + 1]) of the inputs.
+std::vector<double> bytes_into(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
+                               const std::vector<std::int64_t>& bounds);
+/// Their sum.
 double bytes_to_move(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
                      const std::vector<std::int64_t>& bounds);
 
@@ -83,11 +94,14 @@ struct SplitQuestion {
   std::function<std::vector<double>(std::uint64_t leader)> leader_row_seconds;
   double seconds_per_byte = 0;  ///< the price of a byte moved between memories
   std::int64_t rows = 0;        ///< of its range
+  /// The inputs' split is taken only when predicted faster by more than
+  /// this fraction (the adaptive policy's dead band: less is noise here).
+  double margin = 0;
 };
 
 /// The adaptive choice (see the top of this file): the split the inputs
-/// were left in when following it is predicted faster than the region's own
-/// split with the copies that needs, and the kernel that leads that split
+/// were left in when following it is predicted faster (by more than the
+/// margin) than the region's own split with the copies that needs, and the kernel that leads that split
 /// would not lose less by taking the region's split instead (else the
 /// region keeps its own, and that kernel follows it at its next launch);
 /// nothing otherwise.

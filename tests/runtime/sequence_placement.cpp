@@ -83,9 +83,11 @@ TEST_CASE("sequence placement: the inputs' split is taken only where it is predi
   REQUIRE(followed);
   CHECK(followed->follows == "ahead");
   CHECK(share_boundaries(followed->shares, rows) == std::vector<std::int64_t>{0, cut, rows});
-  const double own_compute = 0.6 * double(rows) * 1e-10;
-  const double own_copies = double(cut - share_boundaries(own, rows)[1]) * 8.0 * 1e-10;
-  CHECK(followed->own_seconds == doctest::Approx(own_compute + own_copies));
+  // The own split's slowest leaf is the device: its rows, after the rows it
+  // must first receive from the host (a leaf's copies delay that leaf alone).
+  const std::int64_t own_cut = share_boundaries(own, rows)[1];
+  CHECK(followed->own_seconds ==
+        doctest::Approx(double(rows - own_cut) * 1.5e-10 + double(cut - own_cut) * 8.0 * 1e-10));
   CHECK(followed->follow_seconds == doctest::Approx(double(cut) * 1e-10));
 
   // Free copies: the balanced split wins.
@@ -113,10 +115,12 @@ TEST_CASE("sequence placement: of inputs left by different regions, the one hold
   const auto followed = follow_inputs({{small, 4.0}, {large, 8.0}}, question({0.6, 0.4}, {1e-9, 1e-9}, 1e-8, rows));
   REQUIRE(followed);
   CHECK(followed->follows == "large");
-  // Equal bytes: the first parameter's.
-  const auto first = follow_inputs({{small, 8.0}, {large, 8.0}}, question({0.6, 0.4}, {1e-9, 1e-9}, 1e-8, rows));
-  REQUIRE(first);
-  CHECK(first->follows == "small");
+  // Equal bytes: the first parameter's (following either would win here).
+  const auto first = placed("first", rows, {{"cpu0", 0, 0, 700}, {"opencl0", kDevice, 700, rows}});
+  const auto second = placed("second", rows, {{"cpu0", 0, 0, 710}, {"opencl0", kDevice, 710, rows}});
+  const auto taken = follow_inputs({{first, 8.0}, {second, 8.0}}, question({0.4, 0.6}, {1e-9, 1e-9}, 1e-8, rows));
+  REQUIRE(taken);
+  CHECK(taken->follows == "first");
 }
 
 TEST_CASE("sequence placement: of two kernels over the same arrays, the one that loses less by it follows") {
