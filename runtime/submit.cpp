@@ -213,7 +213,8 @@ std::vector<Piece> Engine::State::choose_pieces(RegionRun& run, const RegionRequ
     context.predicted_seconds = [&](const Location& leaf) {
       double seconds = adaptive.predict_seconds(run.kernel->adaptive, leaf, request.range);
       if (!inputs.empty())
-        seconds += bytes_to_move(inputs, {place_of(leaf)}, {0, request.range[0]}) * seconds_per_byte_moved();
+        seconds += copy_seconds(inputs, {place_of(leaf)}, {0, request.range[0]},
+                                [&](int place) { return seconds_per_byte_moved(place); })[0];
       return seconds;
     };
   std::vector<Piece> pieces;
@@ -256,7 +257,7 @@ void Engine::State::follow_placed_inputs(RegionRun& run, const std::vector<Place
     theirs.inner_points = own.inner_points;
     return adaptive.row_seconds(theirs);
   };
-  region.seconds_per_byte = seconds_per_byte_moved();
+  region.link_price = [&](int place) { return seconds_per_byte_moved(place); };
   region.rows = rows;
   region.margin = adaptive.options().dead_band;
   auto followed = follow_inputs(inputs, region);
@@ -298,10 +299,11 @@ int Engine::State::place_of(const Location& leaf) const {
   return worker == workers.end() ? Coherence::kHost : worker->second->place();
 }
 
-// What a byte moved between memories costs: as the transfers so far took,
-// else a copy (a read and a write) at the host's memory bandwidth.
-double Engine::State::seconds_per_byte_moved() const {
-  const double measured = totals->seconds_per_byte();
+// What a byte moved between the host and the memory at `place` costs: as
+// the transfers so far took (TransferTotals::seconds_per_byte), else a copy
+// (a read and a write) at the host's memory bandwidth.
+double Engine::State::seconds_per_byte_moved(int place) const {
+  const double measured = totals->seconds_per_byte(place);
   if (std::isfinite(measured)) return measured;
   if (const MachineModel* model = adaptive.model())
     for (const auto& leaf : model->leaves)

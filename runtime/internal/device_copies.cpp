@@ -300,9 +300,8 @@ void DeviceCopies::transfer(const Transfer& t) {
   }
   if (totals_) {
     const auto took = std::chrono::steady_clock::now() - start;
-    totals_->timed_bytes.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
-    totals_->timed_nanoseconds.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count(),
-                                         std::memory_order_relaxed);
+    totals_->timed(t.from == Coherence::kHost ? t.to : t.from, static_cast<std::int64_t>(bytes),
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
   }
 }
 

@@ -39,16 +39,36 @@ struct TransferTotals {
   std::atomic<std::int64_t> avoided{0};
   /// Transfers that failed once and succeeded when tried again.
   std::atomic<std::int64_t> copies_retried{0};
-  /// Bytes of the transfers made, between the host and devices, and the
-  /// nanoseconds they took: what sequence placement prices a row moved at.
-  std::atomic<std::int64_t> timed_bytes{0};
-  std::atomic<std::int64_t> timed_nanoseconds{0};
+  /// Bytes of the transfers made between the host and each device memory,
+  /// by the device's place (places from kTimedPlaces - 1 on share the last
+  /// entry), and the nanoseconds they took: what sequence placement prices a
+  /// row moved over that device's link at.
+  static constexpr int kTimedPlaces = 16;
+  std::array<std::atomic<std::int64_t>, kTimedPlaces> timed_bytes{};
+  std::array<std::atomic<std::int64_t>, kTimedPlaces> timed_nanoseconds{};
 
-  /// Seconds per byte moved between memories so far; NaN before a MiB has moved.
-  double seconds_per_byte() const {
-    const auto bytes = timed_bytes.load(std::memory_order_relaxed);
-    if (bytes < (std::int64_t{1} << 20)) return std::numeric_limits<double>::quiet_NaN();
-    return 1e-9 * static_cast<double>(timed_nanoseconds.load(std::memory_order_relaxed)) / static_cast<double>(bytes);
+  void timed(int place, std::int64_t bytes, std::int64_t nanoseconds) {
+    const auto slot = static_cast<std::size_t>(std::clamp(place, 0, kTimedPlaces - 1));
+    timed_bytes[slot].fetch_add(bytes, std::memory_order_relaxed);
+    timed_nanoseconds[slot].fetch_add(nanoseconds, std::memory_order_relaxed);
+  }
+  /// Seconds per byte moved between the host and the memory at `place`: as
+  /// its transfers took once a MiB has moved over that link, else as all
+  /// transfers took; NaN before a MiB has moved at all.
+  double seconds_per_byte(int place) const {
+    constexpr std::int64_t kEnough = std::int64_t{1} << 20;
+    const auto slot = static_cast<std::size_t>(std::clamp(place, 0, kTimedPlaces - 1));
+    std::int64_t bytes = timed_bytes[slot].load(std::memory_order_relaxed);
+    std::int64_t nanoseconds = timed_nanoseconds[slot].load(std::memory_order_relaxed);
+    if (bytes < kEnough) {
+      bytes = nanoseconds = 0;
+      for (std::size_t i = 0; i < timed_bytes.size(); ++i) {
+        bytes += timed_bytes[i].load(std::memory_order_relaxed);
+        nanoseconds += timed_nanoseconds[i].load(std::memory_order_relaxed);
+      }
+    }
+    if (bytes < kEnough) return std::numeric_limits<double>::quiet_NaN();
+    return 1e-9 * static_cast<double>(nanoseconds) / static_cast<double>(bytes);
   }
 
   /// What a device memory holds of the arrays' copies: bytes now and at

@@ -190,7 +190,7 @@ struct Engine::State {
                             const std::vector<const Location*>& leaves, std::int64_t rows);
   void leave_placement(const RegionRun& run, const RegionRequest& request, const std::vector<Piece>& pieces);
   int place_of(const Location& leaf) const;
-  double seconds_per_byte_moved() const;
+  double seconds_per_byte_moved(int place) const;
 
   // --- internal/recorder.cpp
   /// Launched regions waiting to run as chains (recorder.hpp).

@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "../coherence.hpp"
 #include "../policy.hpp"
 
 namespace canopy::runtime {
@@ -38,6 +39,22 @@ std::vector<double> bytes_into(const std::vector<PlacedInput>& inputs, const std
   return bytes;
 }
 
+std::vector<double> copy_seconds(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
+                                 const std::vector<std::int64_t>& bounds, const LinkPrice& price) {
+  auto link = [&](int place) { return place == Coherence::kHost ? 0.0 : price(place); };
+  std::vector<double> seconds(places.size(), 0.0);
+  for (const auto& input : inputs)
+    for (std::size_t leaf = 0; leaf < places.size() && leaf + 1 < bounds.size(); ++leaf)
+      for (const auto& piece : input.placed->pieces) {
+        if (piece.place == places[leaf]) continue;
+        const std::int64_t overlap = std::min(piece.end, bounds[leaf + 1]) - std::max(piece.begin, bounds[leaf]);
+        if (overlap > 0)
+          seconds[leaf] +=
+              static_cast<double>(overlap) * input.bytes_per_row * (link(piece.place) + link(places[leaf]));
+      }
+  return seconds;
+}
+
 double bytes_to_move(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
                      const std::vector<std::int64_t>& bounds) {
   double total = 0;
@@ -64,11 +81,6 @@ double split_seconds(const std::vector<std::int64_t>& bounds, const std::vector<
   return slowest;
 }
 
-std::vector<double> times(std::vector<double> bytes, double seconds_per_byte) {
-  for (double& b : bytes) b *= seconds_per_byte;
-  return bytes;
-}
-
 // The rows each of `leaves` takes in `placed`, when its pieces lie in the
 // leaves' order (as split() would make them); nothing otherwise.
 std::optional<std::vector<double>> rows_per_leaf(const RowPlacement& placed, const std::vector<std::string>& leaves) {
@@ -91,7 +103,7 @@ std::optional<std::vector<double>> rows_per_leaf(const RowPlacement& placed, con
 std::optional<FollowedSplit> follow_inputs(const std::vector<PlacedInput>& inputs, const SplitQuestion& region) {
   const auto& leaves = region.leaves;
   if (inputs.empty() || leaves.size() < 2 || region.own_shares.size() != leaves.size() ||
-      region.places.size() != leaves.size() || !(region.seconds_per_byte >= 0))
+      region.places.size() != leaves.size() || !region.link_price)
     return std::nullopt;
   // The placement that holds the most of what the region reads (the first
   // parameter's among equals).
@@ -111,11 +123,11 @@ std::optional<FollowedSplit> follow_inputs(const std::vector<PlacedInput>& input
   const auto own = share_boundaries(region.own_shares, region.rows);
   const auto follow = share_boundaries(*follow_rows, region.rows);
   if (own == follow) return std::nullopt;
-  const double spb = region.seconds_per_byte;
   FollowedSplit split;
-  split.own_seconds = split_seconds(own, region.row_seconds, times(bytes_into(inputs, region.places, own), spb));
+  split.own_seconds =
+      split_seconds(own, region.row_seconds, copy_seconds(inputs, region.places, own, region.link_price));
   split.follow_seconds =
-      split_seconds(follow, region.row_seconds, times(bytes_into(inputs, region.places, follow), spb));
+      split_seconds(follow, region.row_seconds, copy_seconds(inputs, region.places, follow, region.link_price));
   if (!std::isfinite(split.own_seconds) || !std::isfinite(split.follow_seconds) ||
       split.follow_seconds >= split.own_seconds * (1 - region.margin))
     return std::nullopt;

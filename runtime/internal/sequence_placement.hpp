@@ -19,9 +19,11 @@
 //    leaves are the region's own. Each split is priced at its slowest leaf:
 //    the leaf's rows times its seconds per row (measured, else the machine
 //    model) plus the bytes it must receive from another memory times the
-//    seconds per byte that the transfers so far took (before a MiB has
-//    moved: a copy at the host's memory bandwidth from the model); a leaf's
-//    worker makes its own copies, so they delay that leaf alone. Seconds
+//    seconds per byte that the transfers so far took over the links they
+//    cross (each device's own once a MiB has moved over it, else all
+//    devices' together; before a MiB has moved at all, a copy at the host's
+//    memory bandwidth from the model); a leaf's worker makes its own copies,
+//    so they delay that leaf alone. Seconds
 //    per row are the kernel's own runs (PieceStats::run_seconds): the time
 //    a piece waited for earlier regions or for its copies is not the
 //    kernel's. The inputs' split runs when it is predicted faster by more
@@ -72,6 +74,16 @@ std::vector<double> bytes_into(const std::vector<PlacedInput>& inputs, const std
 double bytes_to_move(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
                      const std::vector<std::int64_t>& bounds);
 
+/// Seconds per byte moved between the host and the memory at a place (its
+/// device's link); what the host's own place (0) is asked is never used.
+using LinkPrice = std::function<double(int place)>;
+
+/// The seconds each leaf spends receiving what bytes_into() counts: a byte
+/// from the host or to the host crosses the device's link, a byte from one
+/// device to another crosses both (the runtime routes it through the host).
+std::vector<double> copy_seconds(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
+                                 const std::vector<std::int64_t>& bounds, const LinkPrice& price);
+
 /// A split that follows the inputs, and what both were priced at.
 struct FollowedSplit {
   std::vector<double> shares;  ///< rows per leaf (share_boundaries gives them back exactly)
@@ -92,8 +104,8 @@ struct SplitQuestion {
   /// The same for the kernel whose split the inputs are in (by its hash);
   /// empty or NaN where unknown.
   std::function<std::vector<double>(std::uint64_t leader)> leader_row_seconds;
-  double seconds_per_byte = 0;  ///< the price of a byte moved between memories
-  std::int64_t rows = 0;        ///< of its range
+  LinkPrice link_price;   ///< the price of a byte moved over each device's link
+  std::int64_t rows = 0;  ///< of its range
   /// The inputs' split is taken only when predicted faster by more than
   /// this fraction (the adaptive policy's dead band: less is noise here).
   double margin = 0;

@@ -44,7 +44,7 @@ SplitQuestion question(std::vector<double> own, std::vector<double> row_seconds,
   q.leaves = std::move(leaves);
   q.own_shares = std::move(own);
   q.row_seconds = std::move(row_seconds);
-  q.seconds_per_byte = seconds_per_byte;
+  q.link_price = [seconds_per_byte](int) { return seconds_per_byte; };
   q.rows = rows;
   return q;
 }
@@ -68,6 +68,26 @@ TEST_CASE("sequence placement: the bytes a split receives are the rows placed in
   CHECK(bytes_to_move({{on_cpus, 8.0}}, {0, 0}, {0, 70, 100}) == 0);
   // The whole range on one leaf (the any policy's question).
   CHECK(bytes_to_move(inputs, {kDevice}, {0, 1000}) == 750 * 12);
+}
+
+TEST_CASE("sequence placement: a byte crosses the links of the memories it leaves and enters") {
+  // cpu0 in the host's memory; gpu0 behind a slow link, ocl0 behind a fast one.
+  constexpr int kGpu = 1, kOcl = 2;
+  const LinkPrice price = [](int place) { return place == kGpu ? 1e-8 : place == kOcl ? 1e-10 : 1e3; };
+  const auto left = placed("k", 300, {{"cpu0", 0, 0, 100}, {"gpu0", kGpu, 100, 200}, {"ocl0", kOcl, 200, 300}});
+  const std::vector<PlacedInput> inputs{{left, 8.0}};
+  const std::vector<int> places{0, kGpu, kOcl};
+  // Each leaf takes 10 rows more at its start: cpu0 none, gpu0 10 from the host, ocl0 10 from gpu0.
+  const auto seconds = copy_seconds(inputs, places, {0, 90, 190, 300}, price);
+  REQUIRE(seconds.size() == 3);
+  CHECK(seconds[0] == 0.0);
+  CHECK(seconds[1] == doctest::Approx(10 * 8.0 * 1e-8));
+  CHECK(seconds[2] == doctest::Approx(10 * 8.0 * (1e-8 + 1e-10)));
+  // Rows back to the host cross the sender's link.
+  const auto back = copy_seconds(inputs, places, {0, 110, 210, 300}, price);
+  CHECK(back[0] == doctest::Approx(10 * 8.0 * 1e-8));
+  CHECK(back[1] == doctest::Approx(10 * 8.0 * (1e-10 + 1e-8)));
+  CHECK(back[2] == 0.0);
 }
 
 TEST_CASE("sequence placement: the inputs' split is taken only where it is predicted faster, copies included") {
