@@ -112,7 +112,8 @@ Settings Settings::from_environment() {
   s.split_writes = word_of("CANOPY_SPLIT_WRITES", {"auto", "merge", "one"},
                            "auto (merge where it pays), merge (always merge what each memory wrote) or one (run such "
                            "regions on one memory)");
-  s.sequence_placement = word_of("CANOPY_SEQUENCE_PLACEMENT", {"on", "off"}, "on or off");
+  s.sequence_placement = word_of("CANOPY_SEQUENCE_PLACEMENT", {"on", "off", "always"},
+                                 "on, off or always (follow wherever the inputs' split differs: for tests)");
   s.fault = variable("CANOPY_FAULT");
   s.test_rank_time = variable("CANOPY_TEST_RANK_TIME");
   s.trace = value_if_set("CANOPY_TRACE");

@@ -55,7 +55,7 @@ struct Settings {
   std::string home;                               ///< HOME: where the default cache directory is
   std::string check;                              ///< CANOPY_CHECK: "", "off" or "bounds"
   std::string split_writes;                       ///< CANOPY_SPLIT_WRITES: "", "auto", "merge" or "one"
-  std::string sequence_placement;                 ///< CANOPY_SEQUENCE_PLACEMENT: "", "on" or "off"
+  std::string sequence_placement;                 ///< CANOPY_SEQUENCE_PLACEMENT: "", "on", "off" or "always"
   std::string fault;                              ///< CANOPY_FAULT: faults to inject (checked by the backends)
   std::string test_rank_time;  ///< CANOPY_TEST_RANK_TIME: modelled step times (checked by mpi::Partition)
   /// CANOPY_TRACE: the file a trace of the run goes to (checked by the

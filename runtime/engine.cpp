@@ -241,6 +241,7 @@ Engine::Engine(const RuntimeOptions& options) : state_((read_settings(), std::ma
     state_->tree = default_hierarchy(state_->inventory, DiscoveryOptions::from_environment());
   state_->recorder.enabled = settings().fuse != "off";
   state_->place_sequences = settings().sequence_placement != "off";
+  state_->always_follow = settings().sequence_placement == "always";
   state_->recorder.eager = settings().fuse == "eager";
   std::unique_lock lock(state_->tree_mutex);
   state_->sync_workers();

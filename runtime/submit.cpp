@@ -260,6 +260,7 @@ void Engine::State::follow_placed_inputs(RegionRun& run, const std::vector<Place
   region.link_price = [&](int place) { return seconds_per_byte_moved(place); };
   region.rows = rows;
   region.margin = adaptive.options().dead_band;
+  region.always = always_follow;
   auto followed = follow_inputs(inputs, region);
   if (!followed) return;
   auto plan = std::make_shared<AdaptivePlan>(*run.adaptive);

@@ -186,6 +186,9 @@ struct Engine::State {
   /// recorder.mutex and tree_mutex (shared) held. On unless
   /// CANOPY_SEQUENCE_PLACEMENT=off when the engine was made.
   bool place_sequences = true;
+  /// CANOPY_SEQUENCE_PLACEMENT=always: follow wherever the inputs' split
+  /// differs, whatever it costs (so that tests exercise every following).
+  bool always_follow = false;
   void follow_placed_inputs(RegionRun& run, const std::vector<PlacedInput>& inputs,
                             const std::vector<const Location*>& leaves, std::int64_t rows);
   void leave_placement(const RegionRun& run, const RegionRequest& request, const std::vector<Piece>& pieces);

@@ -124,6 +124,10 @@ std::optional<FollowedSplit> follow_inputs(const std::vector<PlacedInput>& input
   const auto follow = share_boundaries(*follow_rows, region.rows);
   if (own == follow) return std::nullopt;
   FollowedSplit split;
+  split.shares = *follow_rows;
+  split.follows = candidate.kernel;
+  split.leader = candidate.leader;
+  if (region.always) return split;
   split.own_seconds =
       split_seconds(own, region.row_seconds, copy_seconds(inputs, region.places, own, region.link_price));
   split.follow_seconds =
@@ -140,9 +144,6 @@ std::optional<FollowedSplit> follow_inputs(const std::vector<PlacedInput>& input
     const double region_loss = split_seconds(follow, region.row_seconds) - split_seconds(own, region.row_seconds);
     if (std::isfinite(leader_loss) && leader_loss < region_loss) return std::nullopt;
   }
-  split.shares = *follow_rows;
-  split.follows = candidate.kernel;
-  split.leader = candidate.leader;
   return split;
 }
 

@@ -109,6 +109,9 @@ struct SplitQuestion {
   /// The inputs' split is taken only when predicted faster by more than
   /// this fraction (the adaptive policy's dead band: less is noise here).
   double margin = 0;
+  /// Follow wherever the inputs' split differs and its leaves are the
+  /// region's, unpriced (CANOPY_SEQUENCE_PLACEMENT=always, for tests).
+  bool always = false;
 };
 
 /// The adaptive choice (see the top of this file): the split the inputs

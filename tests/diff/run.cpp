@@ -260,8 +260,11 @@ std::unique_ptr<Runtime> runtime_with(const char* name, const char* value) {
 // so that regions put on one memory are too.
 // Fused chains are made when first seen (CANOPY_FUSE=eager), not when their
 // kernel happens to be compiled, so that every program's chains run fused.
+// An adaptive region follows the split its inputs were left in wherever it
+// differs (CANOPY_SEQUENCE_PLACEMENT=always), not only where that pays on
+// this machine, so that following is exercised.
 std::unique_ptr<Runtime> unchecked_runtime() {
-  canopy::testing::ScopedSetting eager("CANOPY_FUSE", "eager");
+  canopy::testing::ScopedSetting eager("CANOPY_FUSE", "eager"), follow("CANOPY_SEQUENCE_PLACEMENT", "always");
   return runtime_with("CANOPY_SPLIT_WRITES", "merge");
 }
 

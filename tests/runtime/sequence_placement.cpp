@@ -122,6 +122,19 @@ TEST_CASE("sequence placement: the inputs' split is taken only where it is predi
   // Pieces out of the leaves' tree order cannot be made by the adaptive split.
   const auto swapped = placed("swapped", rows, {{"opencl0", kDevice, 0, cut}, {"cpu0", 0, cut, rows}});
   CHECK_FALSE(follow_inputs({{swapped, 8.0}}, question(own, row_seconds, 1e-10, rows)));
+  // always (CANOPY_SEQUENCE_PLACEMENT=always): follows even where copies are free...
+  auto unpriced = question(own, row_seconds, 0.0, rows);
+  unpriced.always = true;
+  const auto forced = follow_inputs(inputs, unpriced);
+  REQUIRE(forced);
+  CHECK(share_boundaries(forced->shares, rows) == std::vector<std::int64_t>{0, cut, rows});
+  // ...but never where nothing differs, or on leaves the inputs were not left on.
+  auto same = question({double(cut), double(rows - cut)}, row_seconds, 0.0, rows);
+  same.always = true;
+  CHECK_FALSE(follow_inputs(inputs, same));
+  auto foreign = question(own, row_seconds, 0.0, rows, {"cpu0", "opencl1"});
+  foreign.always = true;
+  CHECK_FALSE(follow_inputs(inputs, foreign));
   // No inputs placed, one leaf: nothing to follow.
   CHECK_FALSE(follow_inputs({}, question(own, row_seconds, 1e-10, rows)));
   CHECK_FALSE(follow_inputs(inputs, question({1.0}, {1e-10}, 1e-10, rows, {"cpu0"})));
