@@ -367,15 +367,15 @@ void AdaptivePlacement::learn(const AdaptivePlan& plan, const RegionStats& recor
   if (m.total_rows <= 0) return;
   for (std::size_t i = 0; i < plan.leaves.size(); ++i) {
     if (m.rows[i] <= 0 || !(m.seconds[i] > 0)) continue;
-    const double per_point = m.seconds[i] / (static_cast<double>(m.rows[i]) * static_cast<double>(plan.inner_points));
-    const std::string history_key = rate_key(plan.kernel_hash, plan.leaves[i], plan.extents_class);
-    auto [it, fresh] = history_.emplace(history_key, per_point);
-    if (!fresh) it->second = kHistoryWeight * per_point + (1 - kHistoryWeight) * it->second;
-    if (!(m.run_seconds[i] > 0)) continue;
-    const double run_per_point =
-        m.run_seconds[i] / (static_cast<double>(m.rows[i]) * static_cast<double>(plan.inner_points));
-    auto [run, first] = run_history_.emplace(history_key, run_per_point);
-    if (!first) run->second = kHistoryWeight * run_per_point + (1 - kHistoryWeight) * run->second;
+    const double points = static_cast<double>(m.rows[i]) * static_cast<double>(plan.inner_points);
+    const std::string key = rate_key(plan.kernel_hash, plan.leaves[i], plan.extents_class);
+    // Seconds per point, blended into what earlier launches measured.
+    auto blend = [&](std::map<std::string, double>& into, double seconds) {
+      auto [it, fresh] = into.emplace(key, seconds / points);
+      if (!fresh) it->second = kHistoryWeight * seconds / points + (1 - kHistoryWeight) * it->second;
+    };
+    blend(history_, m.seconds[i]);
+    if (m.run_seconds[i] > 0) blend(run_history_, m.run_seconds[i]);
   }
   if (!plan.learns_split || plan.leaves.size() < 2) return;
   auto found = entries_.find(plan.key);

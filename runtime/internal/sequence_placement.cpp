@@ -26,19 +26,6 @@ std::vector<PlacedInput> placed_inputs(const ir::Kernel& kernel, std::uint64_t k
   return inputs;
 }
 
-std::vector<double> bytes_into(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
-                               const std::vector<std::int64_t>& bounds) {
-  std::vector<double> bytes(places.size(), 0.0);
-  for (const auto& input : inputs)
-    for (std::size_t leaf = 0; leaf < places.size() && leaf + 1 < bounds.size(); ++leaf)
-      for (const auto& piece : input.placed->pieces) {
-        if (piece.place == places[leaf]) continue;  // its rows are in this leaf's memory
-        const std::int64_t overlap = std::min(piece.end, bounds[leaf + 1]) - std::max(piece.begin, bounds[leaf]);
-        if (overlap > 0) bytes[leaf] += static_cast<double>(overlap) * input.bytes_per_row;
-      }
-  return bytes;
-}
-
 std::vector<double> copy_seconds(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
                                  const std::vector<std::int64_t>& bounds, const LinkPrice& price) {
   auto link = [&](int place) { return place == Coherence::kHost ? 0.0 : price(place); };
@@ -46,20 +33,13 @@ std::vector<double> copy_seconds(const std::vector<PlacedInput>& inputs, const s
   for (const auto& input : inputs)
     for (std::size_t leaf = 0; leaf < places.size() && leaf + 1 < bounds.size(); ++leaf)
       for (const auto& piece : input.placed->pieces) {
-        if (piece.place == places[leaf]) continue;
+        if (piece.place == places[leaf]) continue;  // its rows are in this leaf's memory
         const std::int64_t overlap = std::min(piece.end, bounds[leaf + 1]) - std::max(piece.begin, bounds[leaf]);
         if (overlap > 0)
           seconds[leaf] +=
               static_cast<double>(overlap) * input.bytes_per_row * (link(piece.place) + link(places[leaf]));
       }
   return seconds;
-}
-
-double bytes_to_move(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
-                     const std::vector<std::int64_t>& bounds) {
-  double total = 0;
-  for (double bytes : bytes_into(inputs, places, bounds)) total += bytes;
-  return total;
 }
 
 namespace {

@@ -66,21 +66,15 @@ struct PlacedInput {
 std::vector<PlacedInput> placed_inputs(const ir::Kernel& kernel, std::uint64_t kernel_hash,
                                        const std::vector<ArgRef>& args, std::int64_t rows);
 
-/// Bytes each leaf must receive from other memories when leaf i, in memory
-/// places[i], runs rows [bounds[i], bounds[i + 1]) of the inputs.
-std::vector<double> bytes_into(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
-                               const std::vector<std::int64_t>& bounds);
-/// Their sum.
-double bytes_to_move(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
-                     const std::vector<std::int64_t>& bounds);
-
 /// Seconds per byte moved between the host and the memory at a place (its
 /// device's link); what the host's own place (0) is asked is never used.
 using LinkPrice = std::function<double(int place)>;
 
-/// The seconds each leaf spends receiving what bytes_into() counts: a byte
-/// from the host or to the host crosses the device's link, a byte from one
-/// device to another crosses both (the runtime routes it through the host).
+/// The seconds each leaf spends receiving the rows of the inputs that are in
+/// other memories when leaf i, in memory places[i], runs rows
+/// [bounds[i], bounds[i + 1]): a byte from or to the host crosses the
+/// device's link, a byte from one device to another crosses both (the
+/// runtime routes it through the host).
 std::vector<double> copy_seconds(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
                                  const std::vector<std::int64_t>& bounds, const LinkPrice& price);
 

@@ -49,6 +49,15 @@ SplitQuestion question(std::vector<double> own, std::vector<double> row_seconds,
   return q;
 }
 
+/// The bytes the leaves receive: copy_seconds at one second per byte over
+/// every link (these placements move nothing between two devices).
+double bytes_to_move(const std::vector<PlacedInput>& inputs, const std::vector<int>& places,
+                     const std::vector<std::int64_t>& bounds) {
+  double total = 0;
+  for (double s : copy_seconds(inputs, places, bounds, [](int) { return 1.0; })) total += s;
+  return total;
+}
+
 }  // namespace
 
 TEST_CASE("sequence placement: the bytes a split receives are the rows placed in other memories") {
