@@ -6,6 +6,7 @@
 // loads but whose cuInit fails. Where a real driver with a GPU is present,
 // the device's traits are checked instead of its absence.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <string>
 
@@ -117,7 +118,7 @@ TEST_CASE("cuda discovery: the toolkit's stub libcuda loads, but cuInit fails an
   const auto& driver = backends::cuda::load_driver(stub);
   REQUIRE_MESSAGE(driver.api != nullptr, driver.absent_reason);
   const std::string reason = absent_reason({stub, "", "off"});
-  CHECK(contains(reason, std::string("cuInit failed in the CUDA driver library '") + stub + "'"));
+  CHECK(contains(reason, fmt::format("cuInit failed in the CUDA driver library '{}'", stub)));
   CHECK(contains(reason, "CUDA_ERROR_STUB_LIBRARY (34)"));
   CHECK(contains(reason, "not a driver: install the NVIDIA driver"));
 }
