@@ -757,6 +757,17 @@ const ArrayFootprint* Footprint::of(int param) const {
   return nullptr;
 }
 
+bool at_own_point(const AccessFootprint& access, int dims) {
+  if (!access.present || access.atomic || access.dims.size() != static_cast<std::size_t>(dims)) return false;
+  for (std::size_t d = 0; d < access.dims.size(); ++d) {
+    const DimFootprint& dim = access.dims[d];
+    if (!dim.is_affine() || dim.lo != 0 || dim.hi != 0) return false;
+    for (std::size_t k = 0; k < dim.coeff.size(); ++k)
+      if (dim.coeff[k] != (k == d ? 1 : 0)) return false;
+  }
+  return true;
+}
+
 Footprint footprint_of(const Kernel& kernel) {
   Footprint footprint;
   for (std::size_t p = 0; p < kernel.params.size(); ++p)

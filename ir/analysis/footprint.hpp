@@ -113,6 +113,12 @@ struct Footprint {
   const ArrayFootprint* of(int param) const;
 };
 
+/// True when `access` is present and every one of its sites is at the
+/// point's own element: one dimension per index dim, index(d) in dimension d,
+/// offset 0, and none an atomic add. Only the point itself then touches that
+/// element this way.
+bool at_own_point(const AccessFootprint& access, int dims);
+
 /// Analyses every array parameter of `kernel`. Never throws for a kernel that
 /// verifies; malformed pieces of one that does not are treated as Whole.
 Footprint footprint_of(const Kernel& kernel);

@@ -113,24 +113,15 @@ class PartRewriter final : public Mutator {
   const std::set<int>& forwarded_;
 };
 
-bool own_point(const std::vector<DimFootprint>& dims) {
-  for (std::size_t d = 0; d < dims.size(); ++d) {
-    if (!dims[d].is_affine() || dims[d].lo != 0 || dims[d].hi != 0) return false;
-    for (std::size_t k = 0; k < dims[d].coeff.size(); ++k)
-      if (dims[d].coeff[k] != (k == d ? 1 : 0)) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 bool accesses_only_own_point(const Kernel& kernel, const Footprint& footprint) {
   for (const auto& array : footprint.arrays) {
     const auto& param = kernel.params.at(static_cast<std::size_t>(array.param));
     if (!array.reads.present && !array.writes.present) continue;
-    if (param.rank != kernel.dims || array.writes.atomic) return false;
-    if (array.reads.present && !own_point(array.reads.dims)) return false;
-    if (array.writes.present && !own_point(array.writes.dims)) return false;
+    if (param.rank != kernel.dims) return false;
+    if (array.reads.present && !at_own_point(array.reads, kernel.dims)) return false;
+    if (array.writes.present && !at_own_point(array.writes, kernel.dims)) return false;
   }
   return true;
 }

@@ -155,6 +155,11 @@ bool HostTarget::converts_int64_lanes() const {
   return !x86 || ("," + features_ + ",").find(",+avx512dq,") != std::string::npos;
 }
 
+bool HostTarget::fuses_multiply_add() const {
+  const bool x86 = triple_.rfind("x86_64", 0) == 0 || triple_.rfind("i686", 0) == 0 || triple_.rfind("i386", 0) == 0;
+  return !x86 || ("," + features_ + ",").find(",+fma,") != std::string::npos;
+}
+
 const HostTarget& HostTarget::get() {
   static const HostTarget host;
   return host;
@@ -181,6 +186,7 @@ std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol
   if (plan.lanes > 0) {
     SimdLowering lowering(module, kernel, plan.lanes);
     lowering.set_int64_lanes_native(HostTarget::get().converts_int64_lanes());
+    lowering.set_fused_multiply_add(HostTarget::get().fuses_multiply_add());
     function = lowering.lower(symbol);
     // In auto mode a kernel whose inner loop would gather goes back to the scalar loop.
     if (std::string refusal = lowering.refusal(); !refusal.empty() && settings().simd != "on") {

@@ -4,6 +4,7 @@
 
 #include <llvm/IR/Intrinsics.h>
 
+#include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/settings.hpp>
 #include <canopy/ir/visitor.hpp>
@@ -123,6 +124,10 @@ SimdLowering::SimdLowering(llvm::Module& module, const ir::Kernel& kernel, int l
   RowWalks walks(kernel);
   walks.walk(kernel.body);
   for (int param : walks.params) row_blocks_[param] = {};
+  const ir::Footprint footprint = ir::footprint_of(kernel);
+  own_point_stores_.assign(kernel.params.size(), false);
+  for (const auto& array : footprint.arrays)
+    own_point_stores_[static_cast<std::size_t>(array.param)] = ir::at_own_point(array.writes, kernel.dims);
 }
 
 void SimdLowering::load_params() {
@@ -257,7 +262,9 @@ void SimdLowering::emit_index_space(const std::function<void()>& body) {
       indices_[last] = linear(i, one);
       mask_ = nullptr;
       fill_row_blocks(i, llvm::ConstantInt::get(i64, lanes_));
+      whole_vector_ = true;
       body();
+      whole_vector_ = false;
     });
     llvm::Value* rest = builder_.CreateSub(count, whole, "rest");
     auto* tail = llvm::BasicBlock::Create(context_, "tail", function_);
@@ -650,8 +657,8 @@ void SimdLowering::visit(const ir::Call& node) {
     return;
   }
   if (node.type == ScalarType::F32 && (node.fn == ir::MathFn::Sin || node.fn == ir::MathFn::Cos)) {
-    llvm::Value* lanes =
-        node.fn == ir::MathFn::Sin ? emit_vector_sin(builder_, args[0]) : emit_vector_cos(builder_, args[0]);
+    llvm::Value* lanes = node.fn == ir::MathFn::Sin ? emit_vector_sin(builder_, args[0], fused_multiply_add_)
+                                                    : emit_vector_cos(builder_, args[0], fused_multiply_add_);
     // Lanes too large for the vector code's reduction (rare) go to the C
     // library, one call per such lane, and only where one is active.
     llvm::Value* unreduced = vector_trig_unreduced(builder_, args[0]);
@@ -757,7 +764,7 @@ void SimdLowering::visit(const ir::Store& node) {
   llvm::Value* value = to_memory(vector_of(shaped), node.value->type);
   if (is_consecutive(number)) {
     if (mask_)
-      builder_.CreateMaskedStore(value, pointer, align, mask_);
+      store_under_mask(node.param, value, pointer, align);
     else
       builder_.CreateAlignedStore(value, pointer, align);
     return;
@@ -765,6 +772,37 @@ void SimdLowering::visit(const ir::Store& node) {
   // A scatter writes its lanes in order, so the last point that stores to an
   // element wins, as in the scalar loop.
   builder_.CreateMaskedScatter(value, is_scattered(number) ? pointer : splat(pointer), align, active_lanes());
+}
+
+void SimdLowering::store_under_mask(int param, llvm::Value* value, llvm::Value* pointer, llvm::Align align) {
+  if (!whole_vector_ || !own_point_stores_[static_cast<std::size_t>(param)]) {
+    builder_.CreateMaskedStore(value, pointer, align, mask_);
+    return;
+  }
+  // The store is at the point's own element, so the vector's elements are
+  // its points' (index d in dimension d): inside the array when every index
+  // but the last is below its extent and the last lane's is too. Then the
+  // inactive lanes' elements belong to no other point, and storing their old
+  // values back leaves them as they were. Otherwise (a kernel whose range
+  // passes its array, guarding the store), the masked store.
+  const std::vector<llvm::Value*>& extents = params_.at(param).extents;
+  const int last = kernel_.dims - 1;
+  llvm::Value* inside =
+      builder_.CreateICmpSLT(builder_.CreateAdd(indices_[last].value, builder_.getInt64(lanes_ - 1)), extents[last]);
+  for (int d = 0; d < last; ++d)
+    inside = builder_.CreateAnd(inside, builder_.CreateICmpSLT(indices_[d].value, extents[d]));
+  auto* blend = llvm::BasicBlock::Create(context_, "store.blend", function_);
+  auto* masked = llvm::BasicBlock::Create(context_, "store.masked", function_);
+  auto* done = llvm::BasicBlock::Create(context_, "store.done", function_);
+  builder_.CreateCondBr(inside, blend, masked);
+  builder_.SetInsertPoint(blend);
+  llvm::Value* old = builder_.CreateAlignedLoad(value->getType(), pointer, align);
+  builder_.CreateAlignedStore(builder_.CreateSelect(mask_, value, old), pointer, align);
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(masked);
+  builder_.CreateMaskedStore(value, pointer, align, mask_);
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(done);
 }
 
 void SimdLowering::visit(const ir::AtomicAdd& node) {

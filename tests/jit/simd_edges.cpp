@@ -3,8 +3,12 @@
 // take runs without masks; where they part, each lane goes its own way; and
 // where the lanes' values wrap within a vector, the shortcut is not taken.
 // Checked against plain loops in C++ at several widths, over ranges that
-// start and end inside a vector.
+// start and end inside a vector. And stores under a mask: at the point's own
+// element, a whole vector's store keeps the other lanes' elements, and where
+// the range passes the array, nothing past it is touched.
 #include <doctest/doctest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <limits>
@@ -91,5 +95,106 @@ TEST_CASE("If on the lanes' own index: lanes whose values wrap within a vector e
       const auto product = static_cast<std::int64_t>(static_cast<std::uint64_t>(e) * static_cast<std::uint64_t>(s));
       REQUIRE(out[e] == (product < 0 ? 1 : 0));
     }
+  }
+}
+
+namespace {
+
+// `count` int64 elements that end where an inaccessible page begins: a store
+// or load past them faults.
+class BeforeGuardPage {
+ public:
+  explicit BeforeGuardPage(std::int64_t count) {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(std::int64_t);
+    size_ = (bytes + page - 1) / page * page + page;
+    memory_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(memory_ != MAP_FAILED);
+    char* guard = static_cast<char*>(memory_) + size_ - page;
+    REQUIRE(mprotect(guard, page, PROT_NONE) == 0);
+    data_ = reinterpret_cast<std::int64_t*>(guard) - count;
+  }
+  ~BeforeGuardPage() { munmap(memory_, size_); }
+  BeforeGuardPage(const BeforeGuardPage&) = delete;
+  BeforeGuardPage& operator=(const BeforeGuardPage&) = delete;
+  std::int64_t* data() const { return data_; }
+
+ private:
+  void* memory_ = nullptr;
+  std::size_t size_ = 0;
+  std::int64_t* data_ = nullptr;
+};
+
+}  // namespace
+
+TEST_CASE("a store under a mask at the point's own element keeps the other lanes' elements") {
+  // y[i] = 2 x[i] where x[i] % 3 == 0, nothing where it is 1, -x[i] where it
+  // is 2: each vector stores under masks, and the lanes a branch leaves out
+  // keep what y held.
+  const Expr i = make_index(0);
+  const Expr x = make_load(I64, 1, {i});
+  const Expr rem = make_binary(BinaryOp::Rem, x, make_int(I64, 3));
+  const Kernel kernel = make_kernel(
+      "masked.own_point", {Param::array("y", I64, 1, Access::InOut), Param::array("x", I64, 1, Access::In)}, 1,
+      {make_if(
+          make_compare(CompareOp::Eq, rem, make_int(I64, 0)),
+          make_block({make_store(0, {i}, make_binary(BinaryOp::Mul, x, make_int(I64, 2)))}),
+          make_block({make_if(make_compare(CompareOp::Eq, rem, make_int(I64, 2)),
+                              make_block({make_store(0, {i}, make_binary(BinaryOp::Sub, make_int(I64, 0), x))}))}))});
+  const std::int64_t count = 203;
+  std::vector<std::int64_t> xs(count);
+  for (std::int64_t e = 0; e < count; ++e) xs[e] = (e * 7919) % 1000;
+  for (const char* lanes : {"8", "5", "32"}) {
+    const CpuEntry entry = compile_with_lanes(kernel, lanes);
+    for (auto [begin, end] : {std::pair{0, 203}, {3, 200}, {0, 7}}) {
+      CAPTURE(lanes);
+      CAPTURE(begin);
+      std::vector<std::int64_t> y(count);
+      for (std::int64_t e = 0; e < count; ++e) y[e] = 100000 + e;
+      ArgBlock args(kernel);
+      args.array(0, y.data(), {count}).array(1, xs.data(), {count});
+      entry(begin, end, args.data());
+      for (std::int64_t e = 0; e < count; ++e) {
+        CAPTURE(e);
+        const std::int64_t old = 100000 + e;
+        const bool inside = e >= begin && e < end;
+        REQUIRE(y[e] == (!inside || xs[e] % 3 == 1 ? old : xs[e] % 3 == 0 ? 2 * xs[e] : -xs[e]));
+      }
+    }
+  }
+}
+
+TEST_CASE("a store under a mask never touches elements past the array where the range passes it") {
+  // The range is longer than y, and the store is guarded by y's extent: the
+  // vectors that straddle the end store under a mask, not whole, so nothing
+  // past y is read or written (y ends where an inaccessible page begins).
+  const Expr i = make_index(0);
+  const Kernel one_d =
+      make_kernel("masked.guarded", {Param::array("y", I64, 1, Access::Out)}, 1,
+                  {make_if(make_compare(CompareOp::Lt, i, make_extent(0, 0)), make_block({make_store(0, {i}, i)}))});
+  // The same in two dimensions, where passing the last extent would reach
+  // the next row's elements (another point's) and, in the last row, the page.
+  const Expr j = make_index(1);
+  const Kernel two_d = make_kernel(
+      "masked.guarded_rows", {Param::array("y", I64, 2, Access::Out)}, 2,
+      {make_if(make_compare(CompareOp::Lt, j, make_extent(0, 1)),
+               make_block({make_store(0, {i, j}, add(make_binary(BinaryOp::Mul, i, make_int(I64, 1000)), j))}))});
+  for (const char* lanes : {"8", "5"}) {
+    CAPTURE(lanes);
+    const std::int64_t count = 45;
+    BeforeGuardPage y(count);
+    ArgBlock args(one_d);
+    args.array(0, y.data(), {count});
+    compile_with_lanes(one_d, lanes)(0, count + 13, args.data());
+    for (std::int64_t e = 0; e < count; ++e) REQUIRE(y.data()[e] == e);
+
+    const std::int64_t rows = 4, cols = 21;
+    BeforeGuardPage grid(rows * cols);
+    ArgBlock grid_args(two_d);
+    grid_args.array(0, grid.data(), {rows, cols}).range(1, 0, cols + 6);
+    const CpuEntry entry = compile_with_lanes(two_d, lanes);
+    entry(0, rows, grid_args.data());
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) REQUIRE(grid.data()[r * cols + c] == r * 1000 + c);
   }
 }

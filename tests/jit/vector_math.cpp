@@ -3,7 +3,8 @@
 // double's expl, logl, sinl and cosl: the error in ulps over the whole range
 // of each type, and exact results where the answer is exact (0, 1, infinity,
 // NaN). The IR allows exp and log 3 ulp, sin and cos 4 (docs/ir-semantics.md);
-// the code claims 1.
+// the code claims 1 for exp on doubles and log on floats, 1.5 for exp, sin and
+// cos on floats (computed in float lanes).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -155,8 +156,9 @@ std::vector<float> log_arguments() {
 }
 
 // Zeros, near multiples of pi/2 (where the reduction cancels most), either
-// side of the vector code's limit 2^19 and far past it (the C library's
-// lanes), infinities, NaN, and random floats near zero, in the reduced range
+// side of the float lanes' limit 2^12 (past it, double lanes), of the double
+// lanes' limit 2^19 and far past it (the C library's lanes), vectors that mix
+// them, infinities, NaN, and random floats near zero, in the reduced range
 // and over all magnitudes.
 std::vector<float> trig_arguments() {
   const float inf = std::numeric_limits<float>::infinity();
@@ -172,7 +174,11 @@ std::vector<float> trig_arguments() {
                            524288.0f,
                            -524288.0f,
                            std::nextafter(524288.0f, 0.0f),
-                           std::nextafter(524288.0f, inf)};
+                           std::nextafter(524288.0f, inf),
+                           4096.0f,
+                           -4096.0f,
+                           std::nextafter(4096.0f, 0.0f),
+                           std::nextafter(-4096.0f, 0.0f)};
   for (int k = -2000; k <= 2000; ++k) {
     const float near = static_cast<float>(k * 1.5707963267948966);
     xs.insert(xs.end(), {near, std::nextafter(near, inf), std::nextafter(near, -inf)});
@@ -192,18 +198,18 @@ TEST_CASE("the SIMD lowering's exp on doubles is within 1 ulp everywhere, and ex
   check_exp<double>(-750.0, 712.0, 1.0);
 }
 
-TEST_CASE("the SIMD lowering's exp on floats is within 1 ulp everywhere, and exact where exp is") {
-  check_exp<float>(-110.0f, 90.0f, 1.0);
+TEST_CASE("the SIMD lowering's exp on floats is within 1.5 ulp everywhere, and exact where exp is") {
+  check_exp<float>(-110.0f, 90.0f, 1.5);
 }
 
 TEST_CASE("the SIMD lowering's log on floats is within 1 ulp everywhere, and exact where log is") {
   check_against(MathFn::Log, exact_log, log_arguments(), 1.0);
 }
 
-TEST_CASE("the SIMD lowering's sin and cos on floats are within 1 ulp everywhere, large arguments included") {
+TEST_CASE("the SIMD lowering's sin and cos on floats are within 1.5 ulp everywhere, large arguments included") {
   const std::vector<float> xs = trig_arguments();
-  check_against(MathFn::Sin, exact_sin, xs, 1.0);
-  check_against(MathFn::Cos, exact_cos, xs, 1.0);
+  check_against(MathFn::Sin, exact_sin, xs, 1.5);
+  check_against(MathFn::Cos, exact_cos, xs, 1.5);
 }
 
 TEST_CASE("int64 lanes to double: correctly rounded over the whole range, as C++ converts them") {

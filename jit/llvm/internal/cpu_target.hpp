@@ -41,6 +41,9 @@ class HostTarget {
   /// instruction (AVX-512DQ, or any CPU that is not x86); AVX2 has none, and
   /// LLVM converts such a vector one lane at a time.
   bool converts_int64_lanes() const;
+  /// True when the CPU has a fused multiply-add (FMA on x86, where CPUs
+  /// before 2013 lack it; every other target Canopy runs on has one).
+  bool fuses_multiply_add() const;
 
   /// A new TargetMachine for the host at the aggressive codegen level. Each
   /// compilation makes its own: a TargetMachine is not safe to share between

@@ -69,6 +69,11 @@ class SimdLowering final : public LlvmLowering {
   /// exact vector code instead of LLVM's lane-by-lane one. Default: true.
   void set_int64_lanes_native(bool native) { int64_lanes_native_ = native; }
 
+  /// Whether the CPU has a fused multiply-add (HostTarget::
+  /// fuses_multiply_add): `sin` and `cos` of floats are computed in float
+  /// lanes only with one (emit_vector_sin). Default: true.
+  void set_fused_multiply_add(bool fused) { fused_multiply_add_ = fused; }
+
  private:
   enum class Shape { Uniform, Linear, Varying };
   /// A lowered value and its shape. Linear: `value` is lane 0's value and
@@ -180,8 +185,23 @@ class SimdLowering final : public LlvmLowering {
   /// uniform, a vector load when consecutive (masked in the tail), else a gather.
   Shaped load_elements(const ir::Load& node, const Shaped& number);
 
+  /// A consecutive store under a mask, as a masked store or, where the
+  /// whole vector's points are inside the array and only each point itself
+  /// stores to its element (own_point_stores_), as a load, a blend and a
+  /// whole store: a masked store is many times slower on some CPUs (AMD's),
+  /// and LLVM merges the blends of the branches of an If into one store.
+  void store_under_mask(int param, llvm::Value* value, llvm::Value* pointer, llvm::Align align);
+
   const int lanes_;
   bool int64_lanes_native_ = true;
+  bool fused_multiply_add_ = true;
+  /// Per parameter: an array whose every store is at the storing point's own
+  /// element (ir::at_own_point), so that no other point writes the elements
+  /// of a vector's points.
+  std::vector<bool> own_point_stores_;
+  /// True while the body is lowered for a whole vector of points (not the
+  /// last, partial one under a mask).
+  bool whole_vector_ = false;
   /// int64 lanes to double, correctly rounded, without a conversion
   /// instruction: x = hi * 2^32 + lo, each half made exact through a
   /// double's significand, summed with one rounding.
