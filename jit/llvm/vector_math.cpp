@@ -196,9 +196,15 @@ llvm::Value* sin_cos_of(VectorFunction& v, bool cosine) {
   const bool wide = v.in_double;
   llvm::Value* k = b.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b.CreateFMul(v.x, v.constant(kTwoOverPi)));
   llvm::Value* minus_k = b.CreateFNeg(k);
-  llvm::Value* r = v.multiply_add(minus_k, v.constant(wide ? kPiOver2Hi : kPiOver2HiF), v.x);
-  r = v.multiply_add(minus_k, v.constant(wide ? kPiOver2Mid : kPiOver2MidF), r);
-  r = v.multiply_add(minus_k, v.constant(wide ? kPiOver2Lo : kPiOver2LoF), r);
+  // x - k part: in double either way (the product is exact); in float it
+  // must be fused, so llvm.fma rather than fmuladd, which LLVM may split.
+  auto reduce = [&](double part, llvm::Value* from) -> llvm::Value* {
+    if (wide) return v.multiply_add(minus_k, v.constant(part), from);
+    return b.CreateIntrinsic(llvm::Intrinsic::fma, {v.work}, {minus_k, v.constant(part), from});
+  };
+  llvm::Value* r = reduce(wide ? kPiOver2Hi : kPiOver2HiF, v.x);
+  r = reduce(wide ? kPiOver2Mid : kPiOver2MidF, r);
+  r = reduce(wide ? kPiOver2Lo : kPiOver2LoF, r);
   // Taylor polynomials on |r| <= pi/4: the first term left out is below
   // 2^-36 of the result for both in double, 2^-28 in float.
   std::vector<double> sin_terms = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880};
