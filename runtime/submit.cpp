@@ -212,9 +212,7 @@ std::vector<Piece> Engine::State::choose_pieces(RegionRun& run, const RegionRequ
   if (policy.kind == Policy::Kind::Any)
     context.predicted_seconds = [&](const Location& leaf) {
       double seconds = adaptive.predict_seconds(run.kernel->adaptive, leaf, request.range);
-      if (!inputs.empty())
-        seconds += copy_seconds(inputs, {place_of(leaf)}, {0, request.range[0]},
-                                [&](int place) { return seconds_per_byte_moved(place); })[0];
+      if (!inputs.empty()) seconds += copy_seconds(inputs, {place_of(leaf)}, {0, request.range[0]}, link_price())[0];
       return seconds;
     };
   std::vector<Piece> pieces;
@@ -257,7 +255,7 @@ void Engine::State::follow_placed_inputs(RegionRun& run, const std::vector<Place
     theirs.inner_points = own.inner_points;
     return adaptive.row_seconds(theirs);
   };
-  region.link_price = [&](int place) { return seconds_per_byte_moved(place); };
+  region.link_price = link_price();
   region.rows = rows;
   region.margin = adaptive.options().dead_band;
   region.always = always_follow;
@@ -300,16 +298,18 @@ int Engine::State::place_of(const Location& leaf) const {
   return worker == workers.end() ? Coherence::kHost : worker->second->place();
 }
 
-// What a byte moved between the host and the memory at `place` costs: as
+// What a byte moved between the host and the memory at a place costs: as
 // the transfers so far took (TransferTotals::seconds_per_byte), else a copy
 // (a read and a write) at the host's memory bandwidth.
-double Engine::State::seconds_per_byte_moved(int place) const {
-  const double measured = totals->seconds_per_byte(place);
-  if (std::isfinite(measured)) return measured;
-  if (const MachineModel* model = adaptive.model())
-    for (const auto& leaf : model->leaves)
-      if (leaf.kind == LocationKind::Cpu && leaf.bandwidth_gbs > 0) return 2 / (leaf.bandwidth_gbs * 1e9);
-  return 2 / 10e9;  // 10 GB/s: a host's memory bandwidth of the order of today's
+std::function<double(int place)> Engine::State::link_price() const {
+  return [this](int place) {
+    const double measured = totals->seconds_per_byte(place);
+    if (std::isfinite(measured)) return measured;
+    if (const MachineModel* model = adaptive.model())
+      for (const auto& leaf : model->leaves)
+        if (leaf.kind == LocationKind::Cpu && leaf.bandwidth_gbs > 0) return 2 / (leaf.bandwidth_gbs * 1e9);
+    return 2 / 10e9;  // 10 GB/s: a host's memory bandwidth of the order of today's
+  };
 }
 
 // How the pieces write each array when they run in different memories

@@ -141,24 +141,23 @@ HostTarget::HostTarget() {
   description_ = triple_ + ";" + cpu_ + ";" + features_;
 }
 
+bool HostTarget::has(const char* feature) const {
+  return ("," + features_ + ",").find(std::string(",+") + feature + ",") != std::string::npos;
+}
+
+bool HostTarget::is_x86() const {
+  return triple_.rfind("x86_64", 0) == 0 || triple_.rfind("i686", 0) == 0 || triple_.rfind("i386", 0) == 0;
+}
+
 int HostTarget::vector_bits() const {
-  auto has = [&](const char* feature) {
-    return ("," + features_ + ",").find(std::string(",+") + feature + ",") != std::string::npos;
-  };
   if (has("avx512f")) return 512;
   if (has("avx")) return 256;
   return 128;
 }
 
-bool HostTarget::converts_int64_lanes() const {
-  const bool x86 = triple_.rfind("x86_64", 0) == 0 || triple_.rfind("i686", 0) == 0 || triple_.rfind("i386", 0) == 0;
-  return !x86 || ("," + features_ + ",").find(",+avx512dq,") != std::string::npos;
-}
+bool HostTarget::converts_int64_lanes() const { return !is_x86() || has("avx512dq"); }
 
-bool HostTarget::fuses_multiply_add() const {
-  const bool x86 = triple_.rfind("x86_64", 0) == 0 || triple_.rfind("i686", 0) == 0 || triple_.rfind("i386", 0) == 0;
-  return !x86 || ("," + features_ + ",").find(",+fma,") != std::string::npos;
-}
+bool HostTarget::fuses_multiply_add() const { return !is_x86() || has("fma"); }
 
 const HostTarget& HostTarget::get() {
   static const HostTarget host;

@@ -47,8 +47,9 @@ struct TransferTotals {
   std::array<std::atomic<std::int64_t>, kTimedPlaces> timed_bytes{};
   std::array<std::atomic<std::int64_t>, kTimedPlaces> timed_nanoseconds{};
 
+  static std::size_t timed_slot(int place) { return static_cast<std::size_t>(std::clamp(place, 0, kTimedPlaces - 1)); }
   void timed(int place, std::int64_t bytes, std::int64_t nanoseconds) {
-    const auto slot = static_cast<std::size_t>(std::clamp(place, 0, kTimedPlaces - 1));
+    const std::size_t slot = timed_slot(place);
     timed_bytes[slot].fetch_add(bytes, std::memory_order_relaxed);
     timed_nanoseconds[slot].fetch_add(nanoseconds, std::memory_order_relaxed);
   }
@@ -57,7 +58,7 @@ struct TransferTotals {
   /// transfers took; NaN before a MiB has moved at all.
   double seconds_per_byte(int place) const {
     constexpr std::int64_t kEnough = std::int64_t{1} << 20;
-    const auto slot = static_cast<std::size_t>(std::clamp(place, 0, kTimedPlaces - 1));
+    const std::size_t slot = timed_slot(place);
     std::int64_t bytes = timed_bytes[slot].load(std::memory_order_relaxed);
     std::int64_t nanoseconds = timed_nanoseconds[slot].load(std::memory_order_relaxed);
     if (bytes < kEnough) {

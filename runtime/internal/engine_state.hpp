@@ -193,7 +193,9 @@ struct Engine::State {
                             const std::vector<const Location*>& leaves, std::int64_t rows);
   void leave_placement(const RegionRun& run, const RegionRequest& request, const std::vector<Piece>& pieces);
   int place_of(const Location& leaf) const;
-  double seconds_per_byte_moved(int place) const;
+  /// Seconds per byte moved between the host and the memory at a place
+  /// (sequence_placement.hpp's LinkPrice).
+  std::function<double(int place)> link_price() const;
 
   // --- internal/recorder.cpp
   /// Launched regions waiting to run as chains (recorder.hpp).

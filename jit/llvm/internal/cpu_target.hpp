@@ -52,6 +52,9 @@ class HostTarget {
 
  private:
   HostTarget();
+  /// Whether `feature` (as LLVM names it, without the +) is enabled.
+  bool has(const char* feature) const;
+  bool is_x86() const;
   std::string triple_, cpu_, features_, description_;
 };
 
