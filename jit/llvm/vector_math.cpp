@@ -19,7 +19,6 @@ constexpr double kInvLn2 = 1.44269504088896338700e+00;
 // Past these, e^x is infinity or below half the smallest denormal double,
 // and the scaling below stays within the exponent range of its two halves.
 constexpr double kLowest = -746.0, kHighest = 710.0;
-constexpr double kLn2 = 6.93147180559945286227e-01;
 // The same for float lanes: ln 2 as a float of 15 significant bits (k * hi is
 // exact for |k| < 2^9) and the float nearest the rest (ln 2 - hi - lo is
 // 5.5e-14), and the range past which e^x is a float infinity or rounds to 0.
