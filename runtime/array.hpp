@@ -135,6 +135,7 @@ class ArrayStorage {
   std::shared_ptr<const RowPlacement> placed_rows_;  ///< guarded by mutex_
   CompletionPtr last_writer_;
   std::vector<CompletionPtr> readers_;  ///< since the last writer
+  std::size_t prune_readers_at_ = 0;    ///< see prune_when_doubled
 };
 
 }  // namespace runtime

@@ -4,10 +4,12 @@
 // waits.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <vector>
 
 namespace canopy::runtime {
 
@@ -28,5 +30,20 @@ class Completion {
 };
 
 using CompletionPtr = std::shared_ptr<Completion>;
+
+/// Drops the entries of `list` that `finished` says are over, but only once
+/// the list has doubled since the last time (`next_prune` keeps that size).
+/// Lists that grow by one per launch (the regions in flight, an array's
+/// readers) would otherwise be scanned whole at every launch: a program that
+/// launches thousands of regions ahead of the workers pays quadratic time in
+/// the launching thread, on a core the workers need. This way a launch costs
+/// O(1) amortized, and a list holds at most twice its unfinished entries
+/// (and 16 more).
+template <class T, class Finished>
+void prune_when_doubled(std::vector<T>& list, std::size_t& next_prune, const Finished& finished) {
+  if (list.size() < next_prune) return;
+  std::erase_if(list, finished);
+  next_prune = std::max<std::size_t>(16, 2 * list.size());
+}
 
 }  // namespace canopy::runtime

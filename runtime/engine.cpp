@@ -189,7 +189,8 @@ void Engine::State::bind_pages_to_location(ArrayStorage& array) {
 
 void Engine::State::track(const CompletionPtr& completion, std::shared_ptr<RegionStats> record) {
   std::lock_guard lock(flight_mutex);
-  std::erase_if(in_flight, [](const InFlight& f) { return f.completion->done() && !f.completion->error(); });
+  prune_when_doubled(in_flight, prune_in_flight_at,
+                     [](const InFlight& f) { return f.completion->done() && !f.completion->error(); });
   in_flight.push_back({completion, std::move(record)});
 }
 
@@ -305,6 +306,7 @@ void Engine::pause() {
   {
     std::lock_guard lock(state_->flight_mutex);
     pending.swap(state_->in_flight);
+    state_->prune_in_flight_at = 0;
   }
   // The newest first: in a chain of dependent regions it ends last, so the
   // caller sleeps once instead of polling through every region in turn (and

@@ -257,9 +257,10 @@ std::vector<CompletionPtr> ArrayStorage::add_use(const CompletionPtr& use, bool 
     for (auto& r : readers_)
       if (!r->done()) deps.push_back(r);
     readers_.clear();
+    prune_readers_at_ = 0;
     last_writer_ = use;
   } else if (reads) {
-    std::erase_if(readers_, [](const CompletionPtr& r) { return r->done(); });
+    prune_when_doubled(readers_, prune_readers_at_, [](const CompletionPtr& r) { return r->done(); });
     readers_.push_back(use);
   }
   // A region that passes one array twice must not wait for itself.

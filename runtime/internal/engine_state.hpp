@@ -112,6 +112,7 @@ struct Engine::State {
     std::shared_ptr<RegionStats> record;
   };
   std::vector<InFlight> in_flight;
+  std::size_t prune_in_flight_at = 0;  ///< see prune_when_doubled
 
   // Held from a region's (or copy's) first add_use to its last push: queues
   // then hold work in the order its dependencies were recorded, so a piece

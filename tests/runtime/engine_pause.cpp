@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <canopy/runtime/completion.hpp>
+
 #include "engine_trees.hpp"
 #include "scoped_setting.hpp"
 
@@ -46,7 +48,70 @@ const Kernel<void(Out<std::int64_t>, Val<std::int64_t>)>& fill_scaled() {
 
 using ScopedEnvironment = canopy::testing::ScopedSetting;
 
+// next = from + shift, over every point.
+const Kernel<void(Out<std::int64_t>, In<std::int64_t>, In<std::int64_t>)>& add_shift() {
+  static const Kernel kernel("add_shift",
+                             [](Out<std::int64_t> next, In<std::int64_t> from, In<std::int64_t> shift) {
+                               next[index(0)] = from[index(0)] + shift[index(0)];
+                             },
+                             {"next", "from", "shift"});
+  return kernel;
+}
+
 }  // namespace
+
+TEST_CASE("prune_when_doubled: finished entries go once the list has doubled, unfinished ones never") {
+  // Entries are numbers; the even ones are finished.
+  std::vector<int> list;
+  std::size_t next_prune = 0;
+  const auto finished = [](int v) { return v % 2 == 0; };
+  std::size_t largest = 0;
+  for (int v = 1; v <= 1001; ++v) {
+    runtime::prune_when_doubled(list, next_prune, finished);
+    list.push_back(v);
+    largest = std::max(largest, list.size());
+  }
+  // 501 odd numbers were pushed and none was dropped, in their order.
+  std::vector<int> odd;
+  for (int v : list)
+    if (v % 2) odd.push_back(v);
+  REQUIRE(odd.size() == 501);
+  for (std::size_t k = 0; k < odd.size(); ++k) CHECK(odd[k] == int(2 * k + 1));
+  // At most twice the unfinished entries, and 16 more, at any time.
+  CHECK(largest <= 2 * 501 + 16);
+  CHECK(list.size() < 1001);
+}
+
+TEST_CASE("engine: a thousand queued regions reading one array, then a region elsewhere that writes it") {
+  // A thousand regions on cpuB and then twenty on cpuA read `shift`, so its
+  // readers pile up while the workers are behind; the region on cpuA that
+  // rewrites it must wait for every one of them, the old ones on cpuB too
+  // (cpuA's queue orders it after cpuA's readers only).
+  Runtime rt;
+  use_tree(rt, two_leaf_tree());
+  constexpr int kSteps = 1000, kOthers = 20;
+  std::vector<std::int64_t> a(kQueued), b(kQueued, -1), c(kQueued, 0), d(kQueued, -1), shift(kQueued);
+  for (std::int64_t i = 0; i < kQueued; ++i) a[std::size_t(i)] = i, shift[std::size_t(i)] = i % 7 + 1;
+  auto a_array = rt.wrap(a.data(), kQueued), b_array = rt.wrap(b.data(), kQueued);
+  auto c_array = rt.wrap(c.data(), kQueued), d_array = rt.wrap(d.data(), kQueued);
+  auto shift_array = rt.wrap(shift.data(), kQueued);
+  auto step = [&](const std::string& leaf, Array<std::int64_t>& x, Array<std::int64_t>& y, int k) {
+    rt.region(add_shift()).over(kQueued).at(leaf).launch(k % 2 ? x : y, k % 2 ? y : x, shift_array);
+  };
+  for (int k = 0; k < kSteps; ++k) step("cpuB", a_array, b_array, k);
+  for (int k = 0; k < kOthers; ++k) step("cpuA", c_array, d_array, k);
+  rt.region(fill_scaled()).over(kQueued).at("cpuA").launch(shift_array, 0);
+  rt.pause();
+  // After an even number of steps the values are back in a and c: each
+  // point grew by its shift once per step.
+  bool right = true;
+  for (std::int64_t i = 0; i < kQueued; ++i) right = right && a[std::size_t(i)] == i + kSteps * (i % 7 + 1);
+  CHECK(right);
+  for (std::int64_t i = 0; i < kQueued; ++i) right = right && c[std::size_t(i)] == kOthers * (i % 7 + 1);
+  CHECK(right);
+  for (std::int64_t i = 0; i < kQueued; ++i) right = right && shift[std::size_t(i)] == 0;
+  CHECK(right);
+}
 
 TEST_CASE("engine: pause(location) waits for that subtree only") {
   Runtime rt;
