@@ -89,6 +89,7 @@ TEST_CASE("engine: a thousand queued regions reading one array, then a region el
   // (cpuA's queue orders it after cpuA's readers only).
   Runtime rt;
   use_tree(rt, two_leaf_tree());
+  rt.fuse(false);  // fused, a chain of these regions is one region and one reader
   constexpr int kSteps = 1000, kOthers = 20;
   std::vector<std::int64_t> a(kQueued), b(kQueued, -1), c(kQueued, 0), d(kQueued, -1), shift(kQueued);
   for (std::int64_t i = 0; i < kQueued; ++i) a[std::size_t(i)] = i, shift[std::size_t(i)] = i % 7 + 1;
