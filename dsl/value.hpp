@@ -140,6 +140,17 @@ using common_value_t = typename common_value<A, B>::type;
 template <class A, class B>
 concept Operands = !std::is_void_v<common_value_t<A, B>>;
 
+/// The kernel type of a symbolic operand among three, taken from the first
+/// pair that has one (void when none is symbolic or two disagree).
+template <class A, class B, class C>
+using common_value3_t = std::conditional_t<
+    !std::is_void_v<common_value_t<A, B>>, common_value_t<A, B>,
+    std::conditional_t<!std::is_void_v<common_value_t<A, C>>, common_value_t<A, C>, common_value_t<B, C>>>;
+
+/// True when a, b and c all have (or, as literals, adapt to) one kernel type.
+template <class A, class B, class C, class T = common_value3_t<A, B, C>>
+concept Operands3 = !std::is_void_v<T> && Operands<Value<T>, A> && Operands<Value<T>, B> && Operands<Value<T>, C>;
+
 /// The expression of an operand as type T.
 template <class T, class X>
 ir::Expr expr_of(const X& x) {
@@ -258,6 +269,15 @@ requires dsl::Operands<A, B> && std::floating_point<dsl::common_value_t<A, B>> V
     const A& x, const B& y) {
   using T = dsl::common_value_t<A, B>;
   return Value<T>(ir::make_call(ir::MathFn::Pow, {dsl::expr_of<T>(x), dsl::expr_of<T>(y)}));
+}
+
+/// a * b + c with one rounding (C's fma): the same bits on every backend,
+/// and one instruction where the hardware has it. Floats only.
+template <class A, class B, class C>
+requires dsl::Operands3<A, B, C> && std::floating_point<dsl::common_value3_t<A, B, C>>
+    Value<dsl::common_value3_t<A, B, C>> fma(const A& a, const B& b, const C& c) {
+  using T = dsl::common_value3_t<A, B, C>;
+  return Value<T>(ir::make_call(ir::MathFn::Fma, {dsl::expr_of<T>(a), dsl::expr_of<T>(b), dsl::expr_of<T>(c)}));
 }
 
 /// The smaller / larger operand; for floats a NaN operand is ignored (C's fmin / fmax).

@@ -334,6 +334,24 @@ RefValue float_math(MathFn fn, const RefValue& x, const RefValue& y) {
   return float_operation(type, value, op, x, y);
 }
 
+// fma(a, b, c): rounded once on every backend, so exact on exact operands.
+// Over a box, a * b is bilinear (its extremes are at the corners of a and b)
+// and c adds its own tolerance.
+RefValue float_fused_multiply_add(const RefValue& a, const RefValue& b, const RefValue& c) {
+  const ScalarType type = a.type;
+  const double value =
+      type == ScalarType::F32
+          ? static_cast<double>(std::fma(static_cast<float>(a.f), static_cast<float>(b.f), static_cast<float>(c.f)))
+          : std::fma(a.f, b.f, c.f);
+  if (!inexact(a) && !inexact(b) && !inexact(c)) return exact_float(type, value);
+  if (!std::isfinite(value)) return unsure_value(type);
+  const auto product = [](long double x, long double y) { return x * y; };
+  const long double spread = corner_spread(product, a, b) + c.tolerance;
+  if (!std::isfinite(spread)) return unsure_value(type);
+  const double reach = std::fabs(value) + static_cast<double>(spread);
+  return float_within(type, value, static_cast<double>(spread) + ulp_of(type, reach));
+}
+
 template <class Number>
 bool compare_exactly(CompareOp op, Number a, Number b) {
   switch (op) {
@@ -456,6 +474,7 @@ RefValue apply_call(MathFn fn, const std::vector<RefValue>& args) {
     case MathFn::Abs: return apply_abs(args[0]);
     case MathFn::Floor: return float_floor(args[0]);
     case MathFn::Pow: return float_math(fn, args[0], args[1]);
+    case MathFn::Fma: return float_fused_multiply_add(args[0], args[1], args[2]);
     default: return float_math(fn, args[0], exact_float(type, 0));
   }
 }
@@ -985,7 +1004,8 @@ double ulps_allowed(MathFn fn, ScalarType type) {
     case MathFn::Cos: return 4;
     case MathFn::Pow: return 16;
     case MathFn::Floor:
-    case MathFn::Abs: return 0;
+    case MathFn::Abs:
+    case MathFn::Fma: return 0;
   }
   return 0;
 }

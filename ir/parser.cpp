@@ -138,8 +138,8 @@ std::string describe(const Token& token) {
 }
 
 std::optional<MathFn> math_fn_named(std::string_view name) {
-  for (auto fn :
-       {MathFn::Sqrt, MathFn::Exp, MathFn::Log, MathFn::Sin, MathFn::Cos, MathFn::Floor, MathFn::Pow, MathFn::Abs})
+  for (auto fn : {MathFn::Sqrt, MathFn::Exp, MathFn::Log, MathFn::Sin, MathFn::Cos, MathFn::Floor, MathFn::Pow,
+                  MathFn::Abs, MathFn::Fma})
     if (name_of(fn) == name) return fn;
   return std::nullopt;
 }

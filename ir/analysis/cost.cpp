@@ -273,6 +273,7 @@ class Counter {
       case MathFn::Floor: return w.floor;
       case MathFn::Pow: return w.pow;
       case MathFn::Abs: return w.abs;
+      case MathFn::Fma: return w.fma;
     }
     return 1.0;
   }

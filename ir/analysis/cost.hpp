@@ -108,6 +108,7 @@ struct OpWeights {
   double pow = 25;
   double abs = 1;
   double floor = 1;
+  double fma = 1;  ///< one fused multiply-add
 };
 
 /// What the caller knows about a launch; everything is optional.

@@ -82,7 +82,7 @@ std::optional<Float> evaluate_float(BinaryOp op, Float a, Float b) {
   }
 }
 
-std::optional<double> evaluate_call_f64(MathFn fn, double a, double b) {
+std::optional<double> evaluate_call_f64(MathFn fn, double a, double b, double c) {
   switch (fn) {
     case MathFn::Sqrt: return std::sqrt(a);
     case MathFn::Exp: return std::exp(a);
@@ -92,12 +92,13 @@ std::optional<double> evaluate_call_f64(MathFn fn, double a, double b) {
     case MathFn::Floor: return std::floor(a);
     case MathFn::Pow: return std::pow(a, b);
     case MathFn::Abs: return std::fabs(a);
+    case MathFn::Fma: return std::fma(a, b, c);
   }
   return std::nullopt;
 }
 
 // The C library's single-precision functions, as a CPU kernel on f32 calls them.
-std::optional<float> evaluate_call_f32(MathFn fn, float a, float b) {
+std::optional<float> evaluate_call_f32(MathFn fn, float a, float b, float c) {
   switch (fn) {
     case MathFn::Sqrt: return ::sqrtf(a);
     case MathFn::Exp: return ::expf(a);
@@ -107,6 +108,7 @@ std::optional<float> evaluate_call_f32(MathFn fn, float a, float b) {
     case MathFn::Floor: return ::floorf(a);
     case MathFn::Pow: return ::powf(a, b);
     case MathFn::Abs: return ::fabsf(a);
+    case MathFn::Fma: return ::fmaf(a, b, c);
   }
   return std::nullopt;
 }
@@ -231,12 +233,14 @@ Expr evaluate_call(MathFn fn, const std::vector<Expr>& args) {
                : make_int(type, *evaluate_int<std::int64_t>(BinaryOp::Sub, 0, v));
   }
   const double second = args.size() > 1 ? float_of(args[1]) : 0.0;
+  const double third = args.size() > 2 ? float_of(args[2]) : 0.0;
   if (type == ScalarType::F64) {
-    auto r = evaluate_call_f64(fn, float_of(args[0]), second);
+    auto r = evaluate_call_f64(fn, float_of(args[0]), second, third);
     return r ? make_const(type, *r) : nullptr;
   }
   if (type == ScalarType::F32) {
-    auto r = evaluate_call_f32(fn, static_cast<float>(float_of(args[0])), static_cast<float>(second));
+    auto r = evaluate_call_f32(fn, static_cast<float>(float_of(args[0])), static_cast<float>(second),
+                               static_cast<float>(third));
     return r ? f32_literal(*r) : nullptr;
   }
   return nullptr;

@@ -158,6 +158,8 @@ llvm::Value* LlvmLowering::emit_math(ir::MathFn fn, ScalarType type, const std::
     case ir::MathFn::Cos: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, args[0]);
     case ir::MathFn::Floor: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, args[0]);
     case ir::MathFn::Pow: return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
+    case ir::MathFn::Fma:
+      return builder_.CreateIntrinsic(llvm::Intrinsic::fma, {args[0]->getType()}, {args[0], args[1], args[2]});
     case ir::MathFn::Abs: break;
   }
   fail("unknown math function");

@@ -209,6 +209,7 @@ llvm::Value* SpirLowering::emit_math(ir::MathFn fn, ScalarType type, const std::
     case ir::MathFn::Cos: return call_builtin(mangled("cos", s), result, args);
     case ir::MathFn::Floor: return call_builtin(mangled("floor", s), result, args);
     case ir::MathFn::Pow: return call_builtin(mangled("pow", s + s), result, args);
+    case ir::MathFn::Fma: return call_builtin(mangled("fma", s + s + s), result, args);
     case ir::MathFn::Abs: break;
   }
   fail("unknown math function");

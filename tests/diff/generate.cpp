@@ -538,7 +538,7 @@ class KernelBuilder {
     Expr x = value(type, depth - 1);
     const bool tame = rng_.chance(0.75);
     auto abs = [&](const Expr& e) { return ir::make_call(ir::MathFn::Abs, {e}); };
-    switch (rng_.below(8)) {
+    switch (rng_.below(9)) {
       case 0: return ir::make_call(ir::MathFn::Sqrt, {tame ? abs(x) : x});
       case 1: return ir::make_call(ir::MathFn::Exp, {tame ? ir::make_binary(BinaryOp::Min, x, c(20)) : x});
       case 2: return ir::make_call(ir::MathFn::Log, {tame ? ir::make_binary(BinaryOp::Add, abs(x), c(0.5)) : x});
@@ -546,6 +546,7 @@ class KernelBuilder {
       case 4: return ir::make_call(ir::MathFn::Cos, {x});
       case 5: return ir::make_call(ir::MathFn::Floor, {x});
       case 6: return abs(x);
+      case 7: return ir::make_call(ir::MathFn::Fma, {x, value(type, depth - 1), value(type, depth - 1)});
       default: {
         Expr y = value(type, depth - 1);
         if (tame) {

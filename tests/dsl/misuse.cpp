@@ -80,6 +80,10 @@ template <class A, class B>
 concept CanPow = requires(const A& a, const B& b) {
   pow(a, b);
 };
+template <class A, class B, class C>
+concept CanFma = requires(const A& a, const B& b, const C& c) {
+  fma(a, b, c);
+};
 template <class A, class B>
 concept CanMin = requires(const A& a, const B& b) {
   min(a, b);
@@ -191,6 +195,10 @@ static_assert(CanComplement<Value<std::int32_t>>);
 static_assert(!CanComplement<Value<double>>);
 static_assert(!CanSqrt<Value<std::int32_t>>, "sqrt, exp, log, sin, cos, floor, pow are on floats");
 static_assert(CanAbs<Value<std::int32_t>>);
+static_assert(!CanFma<Value<std::int32_t>, Value<std::int32_t>, Value<std::int32_t>>, "fma is on floats");
+static_assert(!CanFma<Value<float>, Value<double>, Value<float>>, "fma's operands share one type");
+static_assert(CanFma<Value<float>, double, Value<float>>);
+static_assert(CanFma<double, double, Value<double>>);
 static_assert(!CanAbs<Value<bool>>);
 static_assert(!CanRemAssign<Var<bool>, bool>, "%= is on numbers");
 static_assert(!CanOrAssign<Var<double>, double>, "|= is on integers and bools");

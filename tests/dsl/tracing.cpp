@@ -347,6 +347,20 @@ TEST_CASE("dsl: math functions under their C names") {
         "}\n");
 }
 
+TEST_CASE("dsl: fma takes its type from whichever operand is symbolic") {
+  Kernel k("fused",
+           [](Out<float> dst, In<float> x) {
+             Idx i = index(0);
+             dst[i] = fma(x[i], 2, 1.5) + fma(0.5, x[i], x[i]) + fma(2, 3, x[i]);
+           },
+           {"dst", "x"});
+  CHECK(text(k) ==
+        "kernel fused(out f32[1] dst, in f32[1] x) dims 1 {\n"
+        "  dst[index(0)] = ((fma(x[index(0)], 2:f32, 1.5:f32) + fma(0.5:f32, x[index(0)], x[index(0)])) + fma(2:f32, "
+        "3:f32, x[index(0)]))\n"
+        "}\n");
+}
+
 TEST_CASE("dsl: C++ literals adapt to the symbolic operand's type") {
   Kernel k("literals",
            [](Out<float> f, Out<double> d, Out<std::int32_t> n, Out<std::int64_t> l, In<float> x) {

@@ -247,7 +247,7 @@ TEST_CASE("interpreter: f32 is computed in float, and never contracted into a fu
   CHECK(value_of("f32", "(0.1:f32 * 3:f32)").f == static_cast<double>(tenth * three));
   // (1 + 2^-30) * (1 - 2^-30) = 1 - 2^-60 rounds to 1; a fused multiply-add would give -2^-60.
   const Kernel kernel = parse(
-      "kernel fma(out f64[1] o, val f64 a, val f64 b) dims 1 {\n"
+      "kernel unfused(out f64[1] o, val f64 a, val f64 b) dims 1 {\n"
       "  o[0:i64] = ((a * b) + -1:f64)\n"
       "}\n");
   RefArray out = RefArray::zeros(F64, {1});
@@ -282,6 +282,21 @@ TEST_CASE("interpreter: math functions are the long double result rounded, withi
   CHECK(value_of("f32", "cos(0.5:f32)").tolerance == 4 * two_to(-24));
   CHECK(value_of("f32", "pow(2:f32, 10:f32)").f == 1024.0);
   CHECK(value_of("f32", "pow(2:f32, 10:f32)").tolerance == 16 * two_to(10 - 23));
+  // fma rounds once, on every backend: (1 + 2^-30)^2 - (1 + 2^-29) is
+  // exactly 2^-60, where the product rounded first leaves 0 (f32: with 2^-12
+  // and 2^-11, 2^-24).
+  const std::string a64 = "1.000000000931322574615478515625:f64", c64 = "-1.00000000186264514923095703125:f64";
+  CHECK(value_of("f64", "fma(" + a64 + ", " + a64 + ", " + c64 + ")").f == two_to(-60));
+  CHECK(value_of("f64", "fma(" + a64 + ", " + a64 + ", " + c64 + ")").tolerance == 0);
+  CHECK(value_of("f64", "((" + a64 + " * " + a64 + ") + " + c64 + ")").f == 0.0);
+  CHECK(value_of("f32", "fma(1.000244140625:f32, 1.000244140625:f32, -1.00048828125:f32)").f == two_to(-24));
+  CHECK(value_of("f32", "((1.000244140625:f32 * 1.000244140625:f32) + -1.00048828125:f32)").f == 0.0);
+  // With an inexact operand: e within 3 ulps (2^-51 each) doubled is within
+  // 6 * 2^-51, and 2e + 1 (in [4, 8)) adds a rounding of 2^-50.
+  CHECK(value_of("f64", "fma(exp(1:f64), 2:f64, 1:f64)").f == 2 * std::numbers::e + 1);
+  CHECK(value_of("f64", "fma(exp(1:f64), 2:f64, 1:f64)").tolerance == 6 * two_to(-51) + two_to(-50));
+  CHECK(value_of("f64", "fma(2:f64, 3:f64, exp(1:f64))").tolerance ==
+        3 * two_to(-51) + two_to(-49));  // 6 + e in [8, 16)
   // floor and abs are exact.
   CHECK(value_of("f64", "floor(-2.5:f64)").f == -3.0);
   CHECK(value_of("f32", "floor(2.5:f32)").f == 2.0);
@@ -745,6 +760,7 @@ TEST_CASE("interpreter: ulps, values and their descriptions") {
   CHECK(ulps_allowed(MathFn::Sin, F32) == 4);
   CHECK(ulps_allowed(MathFn::Cos, F64) == 4);
   CHECK(ulps_allowed(MathFn::Pow, F64) == 16);
+  CHECK(ulps_allowed(MathFn::Fma, F32) == 0);
   CHECK(ulps_allowed(MathFn::Floor, F32) == 0);
   CHECK(division_ulps_allowed(F32) == 3);
   CHECK(division_ulps_allowed(F64) == 0);

@@ -111,6 +111,13 @@ TEST_CASE("fold: f64 arithmetic follows IEEE") {
   CHECK(folded("f64", "floor(-1.5:f64)") == "-2:f64");
   CHECK(folded("f64", "abs(-0:f64)") == "0:f64");
   CHECK(folded("f64", "pow(2:f64, 10:f64)") == "1024:f64");
+  CHECK(folded("f64", "fma(2:f64, 3:f64, 1:f64)") == "7:f64");
+  // Rounded once: (1 + 2^-30)^2 - (1 + 2^-29) is 2^-60, where a rounded product leaves 0.
+  CHECK(folded("f64",
+               "fma(1.000000000931322574615478515625:f64, 1.000000000931322574615478515625:f64, "
+               "-1.00000000186264514923095703125:f64)") == folded("f64", "(1:f64 / 1152921504606846976:f64)"));
+  CHECK(folded("f32", "fma(1.000244140625:f32, 1.000244140625:f32, -1.00048828125:f32)") ==
+        folded("f32", "(1:f32 / 16777216:f32)"));
   CHECK(folded("f64", "exp(0:f64)") == "1:f64");
   CHECK(folded("f64", "log(1:f64)") == "0:f64");
 }

@@ -208,6 +208,7 @@ TEST_CASE("parser: every operator on every type it allows round-trips") {
     for (std::string_view fn : {"sqrt", "exp", "log", "sin", "cos", "floor"})
       line(type, fmt::format("{}(s_{})", fn, type));
     line(type, fmt::format("pow(s_{0}, s_{0})", type));
+    line(type, fmt::format("fma(s_{0}, s_{0}, s_{0})", type));
   }
   line("bool", "(s_bool == s_bool)");
   line("bool", "(s_bool != true)");

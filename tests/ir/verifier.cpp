@@ -144,6 +144,9 @@ TEST_CASE("verifier: operator and type rules of expressions") {
   CHECK(expr_error(make_unary(UnaryOp::Not, s())) ==
         "kernel 'k': not of f64; not needs a bool or integer operand in `not(s)`");
   CHECK(expr_error(make_call(MathFn::Pow, {s()})) == "kernel 'k': pow takes 2 arguments, given 1 in `pow(s)`");
+  CHECK(expr_error(make_call(MathFn::Fma, {s(), s()})) == "kernel 'k': fma takes 3 arguments, given 2 in `fma(s, s)`");
+  CHECK(expr_error(make_cast(F64, make_call(MathFn::Fma, {n(), n(), n()}))) ==
+        "kernel 'k': fma of i32; fma needs f32 or f64 arguments; cast them in `fma(n, n, n)`");
   CHECK(expr_error(make_call(MathFn::Sqrt, {s(), s()})) ==
         "kernel 'k': sqrt takes 1 argument, given 2 in `sqrt(s, s)`");
   CHECK(expr_error(make_cast(F64, make_call(MathFn::Sqrt, {n()}))) ==

@@ -5,9 +5,11 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
 #include <utility>
 
 #include <canopy/ir/kernel.hpp>
+#include <canopy/ir/settings.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
 #include "jit_test_support.hpp"
@@ -17,6 +19,8 @@ namespace canopy::jit::testing {
 
 inline CpuEntry compile_with_lanes(const ir::Kernel& kernel, const char* lanes) {
   canopy::testing::ScopedSetting simd("CANOPY_SIMD", "on"), width("CANOPY_SIMD_WIDTH", lanes);
+  // A width the setting refuses would leave the default in place, unnoticed.
+  REQUIRE(canopy::settings().simd_width == std::stoi(lanes));
   static TempDir dir;
   static CpuCompiler compiler(CpuCompiler::Options{dir.str()});
   const CpuEntry entry = compiler.compile(kernel).entry;
