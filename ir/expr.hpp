@@ -49,9 +49,7 @@ struct ExprNode {
 
   /// The node as its concrete class; the caller has checked `kind`.
   template <class T>
-  const T& as() const {
-    return static_cast<const T&>(*this);
-  }
+  const T& as() const { return static_cast<const T&>(*this); }
 
  protected:
   ExprNode(ExprKind k, ScalarType t) : kind(k), type(t) {}
@@ -111,26 +109,17 @@ struct Unary final : ExprNode {
 };
 
 enum class BinaryOp : std::uint8_t {
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Rem,  ///< numeric types
-  Min,
-  Max,  ///< numeric types
-  And,
-  Or,
-  Xor,  ///< bool (logical) or integers (bitwise)
-  Shl,
-  Shr,  ///< integers
+  Add, Sub, Mul, Div, Rem,  ///< numeric types
+  Min, Max,                 ///< numeric types
+  And, Or, Xor,             ///< bool (logical) or integers (bitwise)
+  Shl, Shr,                 ///< integers
 };
 
 /// lhs op rhs; both operands have the same type, which is the result type.
 struct Binary final : ExprNode {
   BinaryOp op;
   Expr lhs, rhs;
-  Binary(BinaryOp o, Expr a, Expr b)
-      : ExprNode(ExprKind::Binary, a->type), op(o), lhs(std::move(a)), rhs(std::move(b)) {}
+  Binary(BinaryOp o, Expr a, Expr b) : ExprNode(ExprKind::Binary, a->type), op(o), lhs(std::move(a)), rhs(std::move(b)) {}
 };
 
 enum class CompareOp : std::uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
@@ -150,15 +139,10 @@ struct Cast final : ExprNode {
 };
 
 enum class MathFn : std::uint8_t {
-  Sqrt,
-  Exp,
-  Log,
-  Sin,
-  Cos,
-  Floor,  ///< one float argument
-  Pow,    ///< two float arguments
-  Abs,    ///< one numeric argument
-  Fma,    ///< three float arguments: a * b + c rounded once
+  Sqrt, Exp, Log, Sin, Cos, Floor,  ///< one float argument
+  Pow,                              ///< two float arguments
+  Abs,                              ///< one numeric argument
+  Fma,                              ///< three float arguments: a * b + c rounded once
 };
 
 /// fn(args...): the result has the type of the arguments.
@@ -177,7 +161,7 @@ struct Select final : ExprNode {
 
 // ---- construction -------------------------------------------------------
 
-Expr make_const(ScalarType type, double value);      ///< any type; value converted as a C++ cast would
+Expr make_const(ScalarType type, double value);     ///< any type; value converted as a C++ cast would
 Expr make_int(ScalarType type, std::int64_t value);  ///< bool, i32 or i64
 Expr make_bool(bool value);
 Expr make_index(int dim);

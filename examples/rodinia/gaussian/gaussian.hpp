@@ -171,10 +171,12 @@ class Eliminator {
                         // straddle cache lines (the CPU compiler does not peel loops
                         // to align them).
                         Idx aligned = min((t + 15) & -16, n);
-                        auto update = [&](Idx c) { a(row, c) = a(row, c) - multiplier * a(t, c); };
+                        // Each multiply-subtract rounds once (fma), as a C compiler
+                        // contracts `row[c] - multiplier * pivot[c]` with -march=native.
+                        auto update = [&](Idx c) { a(row, c) = fma(-multiplier, a(t, c), a(row, c)); };
                         For(t, aligned, update);
                         For(aligned, n, update);
-                        b[row] = b[row] - multiplier * b[t];
+                        b[row] = fma(-multiplier, b[t], b[row]);
                       },
                       {"a", "b", "m", "t"});
   }
