@@ -50,7 +50,9 @@ Expr make_load(ScalarType type, int param, std::vector<Expr> indices) {
   return std::make_shared<Load>(type, param, std::move(indices));
 }
 Expr make_unary(UnaryOp op, Expr operand) { return std::make_shared<Unary>(op, std::move(operand)); }
-Expr make_binary(BinaryOp op, Expr lhs, Expr rhs) { return std::make_shared<Binary>(op, std::move(lhs), std::move(rhs)); }
+Expr make_binary(BinaryOp op, Expr lhs, Expr rhs) {
+  return std::make_shared<Binary>(op, std::move(lhs), std::move(rhs));
+}
 Expr make_compare(CompareOp op, Expr lhs, Expr rhs) {
   return std::make_shared<Compare>(op, std::move(lhs), std::move(rhs));
 }
@@ -112,8 +114,6 @@ int arity_of(MathFn fn) {
   return fn == MathFn::Pow ? 2 : 1;
 }
 
-bool is_const_value(const Expr& e, double value) {
-  return is_const(e) && e->as<Const>().as_double() == value;
-}
+bool is_const_value(const Expr& e, double value) { return is_const(e) && e->as<Const>().as_double() == value; }
 
 }  // namespace canopy::ir

@@ -49,7 +49,9 @@ struct ExprNode {
 
   /// The node as its concrete class; the caller has checked `kind`.
   template <class T>
-  const T& as() const { return static_cast<const T&>(*this); }
+  const T& as() const {
+    return static_cast<const T&>(*this);
+  }
 
  protected:
   ExprNode(ExprKind k, ScalarType t) : kind(k), type(t) {}
@@ -108,18 +110,22 @@ struct Unary final : ExprNode {
   Unary(UnaryOp o, Expr x) : ExprNode(ExprKind::Unary, x->type), op(o), operand(std::move(x)) {}
 };
 
+// One line per group of operands.
+// clang-format off
 enum class BinaryOp : std::uint8_t {
   Add, Sub, Mul, Div, Rem,  ///< numeric types
   Min, Max,                 ///< numeric types
   And, Or, Xor,             ///< bool (logical) or integers (bitwise)
   Shl, Shr,                 ///< integers
 };
+// clang-format on
 
 /// lhs op rhs; both operands have the same type, which is the result type.
 struct Binary final : ExprNode {
   BinaryOp op;
   Expr lhs, rhs;
-  Binary(BinaryOp o, Expr a, Expr b) : ExprNode(ExprKind::Binary, a->type), op(o), lhs(std::move(a)), rhs(std::move(b)) {}
+  Binary(BinaryOp o, Expr a, Expr b)
+      : ExprNode(ExprKind::Binary, a->type), op(o), lhs(std::move(a)), rhs(std::move(b)) {}
 };
 
 enum class CompareOp : std::uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
@@ -138,12 +144,15 @@ struct Cast final : ExprNode {
   Cast(ScalarType to, Expr x) : ExprNode(ExprKind::Cast, to), operand(std::move(x)) {}
 };
 
+// One line per group of operands.
+// clang-format off
 enum class MathFn : std::uint8_t {
   Sqrt, Exp, Log, Sin, Cos, Floor,  ///< one float argument
   Pow,                              ///< two float arguments
   Abs,                              ///< one numeric argument
   Fma,                              ///< three float arguments: a * b + c rounded once
 };
+// clang-format on
 
 /// fn(args...): the result has the type of the arguments.
 struct Call final : ExprNode {
@@ -161,7 +170,7 @@ struct Select final : ExprNode {
 
 // ---- construction -------------------------------------------------------
 
-Expr make_const(ScalarType type, double value);     ///< any type; value converted as a C++ cast would
+Expr make_const(ScalarType type, double value);      ///< any type; value converted as a C++ cast would
 Expr make_int(ScalarType type, std::int64_t value);  ///< bool, i32 or i64
 Expr make_bool(bool value);
 Expr make_index(int dim);

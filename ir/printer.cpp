@@ -287,10 +287,9 @@ void print_param(std::string& out, const Param& param) {
 }
 
 constexpr std::string_view kKeywords[] = {
-    "kernel", "dims", "var",   "if",  "else", "for", "in",    "step",   "atomic", "reduce", "true", "false",
-    "val",    "out",  "inout", "sum", "min",  "max", "index", "extent", "select", "neg",    "not",  "bool",
-    "i32",    "i64",  "f32",   "f64", "sqrt", "exp", "log",   "sin",    "cos",    "floor",  "abs",  "pow",
-    "fma",
+    "kernel", "dims",  "var",  "if",  "else", "for",   "in",     "step",   "atomic", "reduce", "true", "false", "val",
+    "out",    "inout", "sum",  "min", "max",  "index", "extent", "select", "neg",    "not",    "bool", "i32",   "i64",
+    "f32",    "f64",   "sqrt", "exp", "log",  "sin",   "cos",    "floor",  "abs",    "pow",    "fma",
 };
 
 }  // namespace
