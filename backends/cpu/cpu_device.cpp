@@ -176,8 +176,15 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
 
   const std::int64_t rows = std::max<std::int64_t>(0, range.end[0] - range.begin[0]);
   const std::int64_t points = range.points();
-  int chunks =
-      points < program.inline_below || rows < 2 ? 1 : static_cast<int>(std::min<std::int64_t>(threads(), rows));
+  // Several chunks per thread, so that threads that finish early help the
+  // others (see ThreadPool). A long one-dimensional range splits on whole
+  // vectors of every type (16 points: 64 bytes of floats).
+  constexpr int kChunksPerThread = 8;
+  constexpr std::int64_t kPointGrain = 16;
+  const int chunks = points < program.inline_below || rows < 2 || threads() == 1
+                         ? 1
+                         : static_cast<int>(std::min<std::int64_t>(threads() * kChunksPerThread, rows));
+  const std::int64_t grain = kernel.dims == 1 && rows >= kPointGrain * chunks ? kPointGrain : 1;
 
   // Streaming stores for launches that write far more than the caches hold.
   // Each chunk runs its first rows, up to a 64-byte boundary, with the plain
@@ -224,7 +231,7 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   if (chunks == 1)
     run_chunk(0, range.begin[0], range.end[0]);
   else
-    pool_.run(range.begin[0], range.end[0], chunks, run_chunk);
+    pool_.run(range.begin[0], range.end[0], chunks, grain, run_chunk);
 
   std::vector<ReductionValue> results;
   for (std::size_t r = 0; r < reductions.size(); ++r) {

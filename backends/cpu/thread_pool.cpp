@@ -75,7 +75,7 @@ std::size_t last_level_cache_bytes(const std::vector<unsigned>& pus) {
   return bytes;
 }
 
-ThreadPool::ThreadPool(std::vector<unsigned> pus) : pus_(std::move(pus)) {
+ThreadPool::ThreadPool(std::vector<unsigned> pus) : pus_(std::move(pus)), blocks_(new Block[std::size_t(size())]) {
   for (int member = 1; member < size(); ++member) threads_.emplace_back([this, member] { worker(member); });
 }
 
@@ -87,18 +87,45 @@ ThreadPool::~ThreadPool() {
 }
 
 std::pair<std::int64_t, std::int64_t> ThreadPool::chunk_bounds(std::int64_t begin, std::int64_t end, int chunks,
-                                                               int chunk) {
+                                                               int chunk, std::int64_t grain) {
   const std::int64_t n = end - begin;
   const std::int64_t base = n / chunks, extra = n % chunks;
-  const std::int64_t b = begin + chunk * base + std::min<std::int64_t>(chunk, extra);
-  return {b, b + base + (chunk < extra ? 1 : 0)};
+  auto bound = [&](int k) {
+    if (k <= 0) return begin;
+    if (k >= chunks) return end;
+    const std::int64_t even = begin + k * base + std::min<std::int64_t>(k, extra);
+    if (grain <= 1) return even;
+    // Rounded down to a multiple of the grain in absolute index, not from
+    // begin, so that rounding keeps bounds ordered and never below begin.
+    const std::int64_t rounded = even - (((even % grain) + grain) % grain);
+    return std::max(begin, rounded);
+  };
+  return {bound(chunk), bound(chunk + 1)};
+}
+
+int ThreadPool::take(int member, bool own) {
+  auto& block = blocks_[static_cast<std::size_t>(member)].chunks;
+  std::uint64_t packed = block.load(std::memory_order_acquire);
+  for (;;) {
+    const std::uint64_t front = packed >> 32, back = packed & 0xffffffffu;
+    if (front >= back) return -1;
+    const std::uint64_t next = own ? (front + 1) << 32 | back : front << 32 | (back - 1);
+    if (block.compare_exchange_weak(packed, next, std::memory_order_acq_rel, std::memory_order_acquire))
+      return static_cast<int>(own ? front : back - 1);
+  }
+}
+
+void ThreadPool::run_chunk(int chunk) {
+  auto [b, e] = chunk_bounds(begin_, end_, chunks_, chunk, grain_);
+  if (b < e) fn_(task_, chunk, b, e);
 }
 
 void ThreadPool::run_member(int member) {
   try {
-    for (int c = member; c < chunks_; c += size()) {
-      auto [b, e] = chunk_bounds(begin_, end_, chunks_, c);
-      fn_(task_, c, b, e);
+    for (int c = take(member, true); c >= 0; c = take(member, true)) run_chunk(c);
+    for (int k = 1; k < size(); ++k) {
+      const int other = (member + k) % size();
+      for (int c = take(other, false); c >= 0; c = take(other, false)) run_chunk(c);
     }
   } catch (...) {
     std::lock_guard lock(error_mutex_);
@@ -106,15 +133,23 @@ void ThreadPool::run_member(int member) {
   }
 }
 
-void ThreadPool::run_erased(std::int64_t begin, std::int64_t end, int chunks, Erased fn, void* task) {
+void ThreadPool::run_erased(std::int64_t begin, std::int64_t end, int chunks, std::int64_t grain, Erased fn,
+                            void* task) {
   if (chunks < 1) chunks = 1;
   std::lock_guard lock(run_mutex_);
   fn_ = fn;
   task_ = task;
   begin_ = begin;
   end_ = end;
+  grain_ = grain;
   chunks_ = chunks;
   error_ = nullptr;
+  // Member m's block: chunks [m * chunks / size, (m + 1) * chunks / size).
+  for (int m = 0; m < size(); ++m) {
+    auto [front, back] = chunk_bounds(0, chunks, size(), m);
+    blocks_[static_cast<std::size_t>(m)].chunks.store(
+        static_cast<std::uint64_t>(front) << 32 | static_cast<std::uint64_t>(back), std::memory_order_relaxed);
+  }
   const int helpers = std::min(size(), chunks) - 1;
   if (helpers > 0) {
     remaining_.store(static_cast<std::uint32_t>(size() - 1), std::memory_order_relaxed);

@@ -3,15 +3,22 @@
 // a pool of n cores starts n-1 threads; the runtime gives each CPU leaf a
 // worker thread, bound to the leaf's first core, that is that member 0.
 //
-// run() splits a range into contiguous chunks assigned to members by a fixed
-// rule (chunk c runs on member c % size), so the same range and pool size
-// always produce the same chunks: reductions combine their per-chunk partial
-// results in chunk order and give the same result on every run.
+// run() splits a range into contiguous chunks by a fixed rule, so the same
+// range and chunk count always produce the same chunks: reductions combine
+// their per-chunk partial results in chunk order and give the same result on
+// every run, whichever member ran which chunk. Each member owns a contiguous
+// block of the chunks (the same block on every run, so a thread keeps its
+// rows in its caches from one launch to the next) and runs them in order;
+// a member whose block is done takes chunks from the far end of another's.
+// With several chunks per member, a core that is slower this time (an
+// interrupt, a neighbour on the host, a helper late to wake) is helped by the
+// others instead of holding every member up at the end of the launch.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -33,17 +40,20 @@ class ThreadPool {
   const std::vector<unsigned>& pus() const { return pus_; }
 
   /// Calls task(chunk, chunk_begin, chunk_end) for the `chunks` contiguous,
-  /// nearly equal chunks of [begin, end), spread over the members, and returns
-  /// when all are done. Rethrows the first exception a task threw. Calls from
-  /// several threads at once are serialized.
+  /// nearly equal chunks of [begin, end) (see chunk_bounds; a chunk may be
+  /// empty), spread over the members, and returns when all are done. Rethrows
+  /// the first exception a task threw. Calls from several threads at once are
+  /// serialized.
   template <class Task>
-  void run(std::int64_t begin, std::int64_t end, int chunks, Task&& task) {
-    run_erased(begin, end, chunks, &call<std::remove_reference_t<Task>>, &task);
+  void run(std::int64_t begin, std::int64_t end, int chunks, std::int64_t grain, Task&& task) {
+    run_erased(begin, end, chunks, grain, &call<std::remove_reference_t<Task>>, &task);
   }
 
-  /// [begin, end) of chunk `chunk` of `chunks` over [begin, end).
-  static std::pair<std::int64_t, std::int64_t> chunk_bounds(std::int64_t begin, std::int64_t end, int chunks,
-                                                            int chunk);
+  /// [begin, end) of chunk `chunk` of `chunks` over [begin, end): nearly
+  /// equal parts whose inner bounds are rounded down to multiples of `grain`
+  /// (so that chunks of a one-dimensional range start on whole vectors).
+  static std::pair<std::int64_t, std::int64_t> chunk_bounds(std::int64_t begin, std::int64_t end, int chunks, int chunk,
+                                                            std::int64_t grain = 1);
 
  private:
   using Erased = void (*)(void* task, int chunk, std::int64_t begin, std::int64_t end);
@@ -51,8 +61,18 @@ class ThreadPool {
   static void call(void* task, int chunk, std::int64_t b, std::int64_t e) {
     (*static_cast<Task*>(task))(chunk, b, e);
   }
-  void run_erased(std::int64_t begin, std::int64_t end, int chunks, Erased fn, void* task);
+  void run_erased(std::int64_t begin, std::int64_t end, int chunks, std::int64_t grain, Erased fn, void* task);
   void run_member(int member);
+  void run_chunk(int chunk);
+  /// The next chunk of `member`'s block, from its front (`own`) or, for a
+  /// member helping, from its back; -1 when the block is done.
+  int take(int member, bool own);
+
+  /// A member's block of chunks still to run, [front, back) packed as
+  /// front << 32 | back, on a cache line of its own.
+  struct alignas(64) Block {
+    std::atomic<std::uint64_t> chunks{0};
+  };
   void worker(int member);
 
   std::vector<unsigned> pus_;
@@ -62,8 +82,9 @@ class ThreadPool {
   // The job being run; written by run() before generation_ is bumped.
   Erased fn_ = nullptr;
   void* task_ = nullptr;
-  std::int64_t begin_ = 0, end_ = 0;
+  std::int64_t begin_ = 0, end_ = 0, grain_ = 1;
   int chunks_ = 0;
+  std::unique_ptr<Block[]> blocks_;  ///< one per member
   std::exception_ptr error_;
   std::mutex error_mutex_;
 

@@ -171,11 +171,17 @@ std::unique_ptr<llvm::TargetMachine> HostTarget::create_target_machine() const {
   return std::move(*machine);
 }
 
+llvm::TargetMachine& HostTarget::thread_machine() const {
+  thread_local std::unique_ptr<llvm::TargetMachine> machine;
+  if (!machine) machine = create_target_machine();
+  return *machine;
+}
+
 std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
                              const std::vector<int>& streaming_stores) {
   llvm::LLVMContext context;
   context.setOpaquePointers(true);
-  auto machine = HostTarget::get().create_target_machine();
+  llvm::TargetMachine* machine = &HostTarget::get().thread_machine();
   llvm::Module module(symbol, context);
   module.setTargetTriple(machine->getTargetTriple().str());
   module.setDataLayout(machine->createDataLayout());

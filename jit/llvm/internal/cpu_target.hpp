@@ -45,13 +45,16 @@ class HostTarget {
   /// before 2013 lack it; every other target Canopy runs on has one).
   bool fuses_multiply_add() const;
 
-  /// A new TargetMachine for the host at the aggressive codegen level. Each
-  /// compilation makes its own: a TargetMachine is not safe to share between
-  /// threads that generate code at once.
-  std::unique_ptr<llvm::TargetMachine> create_target_machine() const;
+  /// The calling thread's TargetMachine, made at its first compile and kept
+  /// for the next: a TargetMachine is not safe to share between threads that
+  /// generate code at once, and making one (with its subtarget's lowering
+  /// tables) is a fixed cost of every compile otherwise.
+  llvm::TargetMachine& thread_machine() const;
 
  private:
   HostTarget();
+  /// A new TargetMachine for the host at the aggressive codegen level.
+  std::unique_ptr<llvm::TargetMachine> create_target_machine() const;
   /// Whether `feature` (as LLVM names it, without the +) is enabled.
   bool has(const char* feature) const;
   bool is_x86() const;

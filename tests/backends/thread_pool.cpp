@@ -1,0 +1,127 @@
+// The CPU thread pool: how a range is cut into chunks, and that every chunk
+// runs exactly once even when a member is held up and the others take over
+// the rest of its block.
+#include <doctest/doctest.h>
+
+#include <canopy/backends/cpu/thread_pool.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using canopy::backends::cpu::ThreadPool;
+
+namespace {
+
+// Every chunk of [begin, end), in order.
+std::vector<std::pair<std::int64_t, std::int64_t>> all_chunks(std::int64_t begin, std::int64_t end, int chunks,
+                                                              std::int64_t grain) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (int c = 0; c < chunks; ++c) out.push_back(ThreadPool::chunk_bounds(begin, end, chunks, c, grain));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("chunk_bounds: chunks tile the range in order, nearly equal, inner bounds on the grain") {
+  struct Case {
+    std::int64_t begin, end;
+    int chunks;
+    std::int64_t grain;
+  };
+  const std::vector<Case> cases = {{0, 1024, 16, 1}, {0, 1000, 16, 16}, {5, 1003, 16, 16}, {-37, 4099, 7, 16},
+                                   {0, 3, 16, 1},    {0, 15, 4, 16},    {100, 100, 4, 1},  {0, 1 << 20, 16, 16},
+                                   {17, 18, 2, 16},  {0, 33, 2, 16}};
+  for (const auto& c : cases) {
+    CAPTURE(c.begin);
+    CAPTURE(c.end);
+    CAPTURE(c.chunks);
+    CAPTURE(c.grain);
+    const auto chunks = all_chunks(c.begin, c.end, c.chunks, c.grain);
+    REQUIRE(chunks.size() == std::size_t(c.chunks));
+    CHECK(chunks.front().first == c.begin);
+    CHECK(chunks.back().second == c.end);
+    std::int64_t smallest = c.end - c.begin, largest = 0;
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      CHECK(chunks[k].first <= chunks[k].second);
+      if (k > 0) CHECK(chunks[k].first == chunks[k - 1].second);
+      if (k > 0 && chunks[k].first != c.begin) CHECK(((chunks[k].first % c.grain) + c.grain) % c.grain == 0);
+      smallest = std::min(smallest, chunks[k].second - chunks[k].first);
+      largest = std::max(largest, chunks[k].second - chunks[k].first);
+    }
+    // Without a grain the sizes differ by one at most; with one, by less
+    // than two grains (each bound moves down by less than one).
+    CHECK(largest - smallest <= (c.grain <= 1 ? 1 : 2 * c.grain - 1));
+  }
+  // The exact cut of a range that divides evenly.
+  CHECK(ThreadPool::chunk_bounds(0, 1024, 16, 3) == std::pair<std::int64_t, std::int64_t>{192, 256});
+  // 1000 / 16 = 62.5 points each: the bound after chunk 0 (62) rounds down to 48.
+  CHECK(ThreadPool::chunk_bounds(0, 1000, 16, 0, 16) == std::pair<std::int64_t, std::int64_t>{0, 48});
+}
+
+TEST_CASE("thread pool: every chunk runs once, with its bounds, however many chunks per member") {
+  ThreadPool pool({0, 0, 0});  // three members; all on processing unit 0, which every machine has
+  REQUIRE(pool.size() == 3);
+  for (int chunks : {1, 2, 3, 5, 24, 97}) {
+    CAPTURE(chunks);
+    std::vector<std::atomic<int>> runs(static_cast<std::size_t>(chunks));
+    std::vector<std::pair<std::int64_t, std::int64_t>> seen(static_cast<std::size_t>(chunks));
+    pool.run(10, 10 + 1000, chunks, 1, [&](int chunk, std::int64_t b, std::int64_t e) {
+      runs[static_cast<std::size_t>(chunk)].fetch_add(1);
+      seen[static_cast<std::size_t>(chunk)] = {b, e};
+    });
+    const auto expected = all_chunks(10, 1010, chunks, 1);
+    for (int c = 0; c < chunks; ++c) {
+      CAPTURE(c);
+      CHECK(runs[static_cast<std::size_t>(c)].load() == 1);
+      CHECK(seen[static_cast<std::size_t>(c)] == expected[static_cast<std::size_t>(c)]);
+    }
+  }
+}
+
+TEST_CASE("thread pool: a member held up in its first chunk has the rest of its block run by the others") {
+  ThreadPool pool({0, 0});
+  const int chunks = 16;  // member 0 owns chunks 0..7, member 1 chunks 8..15
+  std::mutex mutex;
+  std::vector<std::thread::id> ran_on(chunks);
+  std::atomic<int> done{0};
+  const auto caller = std::this_thread::get_id();
+  pool.run(0, 1600, chunks, 1, [&](int chunk, std::int64_t, std::int64_t) {
+    // Member 0 (the calling thread) stalls in its first chunk until member 1
+    // has run everything else (or 10 s have passed: a pool that does not
+    // take over fails the checks below rather than hanging); member 1 must
+    // take chunks 1..7 from it.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    if (chunk == 0)
+      while (done.load() < chunks - 1 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::lock_guard lock(mutex);
+    ran_on[chunk] = std::this_thread::get_id();
+    done.fetch_add(1);
+  });
+  CHECK(done.load() == chunks);
+  CHECK(ran_on[0] == caller);
+  std::set<std::thread::id> helpers(ran_on.begin() + 1, ran_on.end());
+  CHECK(helpers.size() == 1);
+  CHECK(*helpers.begin() != caller);
+}
+
+TEST_CASE("thread pool: an exception from a chunk comes back from run, and the pool runs the next job") {
+  ThreadPool pool({0, 0});
+  std::atomic<int> ran{0};
+  CHECK_THROWS_WITH_AS(pool.run(0, 100, 8, 1,
+                                [&](int chunk, std::int64_t, std::int64_t) {
+                                  ran.fetch_add(1);
+                                  if (chunk == 5) throw std::runtime_error("chunk 5 failed");
+                                }),
+                       "chunk 5 failed", std::runtime_error);
+  CHECK(ran.load() >= 1);
+  std::atomic<std::int64_t> points{0};
+  pool.run(0, 100, 8, 1, [&](int, std::int64_t b, std::int64_t e) { points.fetch_add(e - b); });
+  CHECK(points.load() == 100);
+}
