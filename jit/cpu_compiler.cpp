@@ -1,10 +1,15 @@
 #include "cpu_compiler.hpp"
 
+#include <unistd.h>
+
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
 #include <future>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include <canopy/ir/analysis/footprint.hpp>
@@ -73,6 +78,77 @@ struct CpuCompiler::State {
     return key_prefix_text;
   }
 
+  /// Disk writes waiting for the writer thread (store_in_background).
+  struct Store {
+    std::string key, object;
+    bool unloadable = false;
+  };
+  bool in_background = false;
+  std::mutex store_mutex;
+  std::condition_variable store_changed;
+  std::deque<Store> stores;  ///< guarded by store_mutex
+  int storing = 0;           ///< stores taken by the writer and not done; guarded by store_mutex
+  bool stopping = false;     ///< guarded by store_mutex
+  std::thread writer;        ///< started by the first store
+  pid_t writer_process = 0;  ///< the process that started it (a forked child has no writer)
+
+  /// Keeps `object` on disk: as a shared object where the system linker
+  /// makes one that loads, else as the object file.
+  void store(const Store& entry) {
+    std::string why;
+    const auto shared = entry.unloadable ? std::nullopt : link_shared_object(entry.object, why);
+    if (shared)
+      disk->put_loadable(entry.key, *shared);
+    else
+      disk->put(entry.key, entry.object);
+  }
+
+  void store_soon(Store entry) {
+    if (!in_background) {
+      store(entry);
+      return;
+    }
+    std::lock_guard lock(store_mutex);
+    if (!writer.joinable()) {
+      writer_process = ::getpid();
+      writer = std::thread([this] { write_stores(); });
+    }
+    stores.push_back(std::move(entry));
+    store_changed.notify_all();
+  }
+
+  void write_stores() {
+    std::unique_lock lock(store_mutex);
+    for (;;) {
+      store_changed.wait(lock, [&] { return stopping || !stores.empty(); });
+      if (stores.empty()) return;  // stopping, and nothing left
+      Store entry = std::move(stores.front());
+      stores.pop_front();
+      ++storing;
+      lock.unlock();
+      store(entry);  // DiskCache is safe to use from several threads
+      lock.lock();
+      --storing;
+      store_changed.notify_all();
+    }
+  }
+
+  void flush() {
+    std::unique_lock lock(store_mutex);
+    if (!writer.joinable() || writer_process != ::getpid()) return;
+    store_changed.wait(lock, [&] { return stores.empty() && storing == 0; });
+  }
+
+  ~State() {
+    {
+      std::lock_guard lock(store_mutex);
+      stopping = true;
+      store_changed.notify_all();
+    }
+    if (writer.joinable() && writer_process == ::getpid()) writer.join();
+    if (writer.joinable()) writer.detach();  // a forked child's copy: no thread behind it
+  }
+
   CpuEntry link(std::string_view object, const std::string& symbol) {
     void* into = nullptr;
     {
@@ -116,22 +192,20 @@ struct CpuCompiler::State {
     const std::string object = llvm_plugin().compile_for_host(kernel, symbol, code.streaming_stores);
     source = Source::Compiled;
     CpuEntry entry = link(object, symbol);
-    if (disk) {
-      std::string why;
-      const auto shared = unloadable ? std::nullopt : link_shared_object(object, why);
-      if (shared)
-        disk->put_loadable(key, *shared);
-      else
-        disk->put(key, object);
-    }
+    if (disk) store_soon({key, object, unloadable});
     return entry;
   }
 };
 
+CpuCompiler::CpuCompiler() : CpuCompiler(Options{}) {}
+
 CpuCompiler::CpuCompiler(Options options) : state_(std::make_unique<State>()) {
   const std::string dir = cache_directory(options.cache_dir);
   if (dir != "off") state_->disk = std::make_unique<DiskCache>(dir);
+  state_->in_background = options.store_in_background;
 }
+
+void CpuCompiler::flush_disk_cache() { state_->flush(); }
 
 CpuCompiler::~CpuCompiler() = default;
 
@@ -204,7 +278,14 @@ std::vector<int> streaming_candidates(const ir::Kernel& kernel) {
 
 CpuCompiler& CpuCompiler::shared() {
   // Never destroyed, like the JIT it feeds: kernels may run until the process ends.
-  static CpuCompiler* const compiler = new CpuCompiler();
+  static CpuCompiler* const compiler = [] {
+    Options options;
+    options.store_in_background = true;
+    auto* made = new CpuCompiler(options);
+    // The kernels compiled last are on disk before the process ends.
+    std::atexit([] { shared().flush_disk_cache(); });
+    return made;
+  }();
   return *compiler;
 }
 

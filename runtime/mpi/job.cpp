@@ -174,6 +174,8 @@ LocalCompile compile_kind(const Kind& kind, const std::shared_ptr<const ir::Kern
   if (!kind.device) {
     auto& compiler = jit::CpuCompiler::shared();
     const auto compiled = compiler.compile(*optimized);
+    // The other ranks load it from the disk cache once this rank says so.
+    compiler.flush_disk_cache();
     LocalCompile result;
     result.key = compiled.key;
     result.built = compiled.source == jit::CpuCompiler::Source::Compiled;

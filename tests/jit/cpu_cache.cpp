@@ -93,6 +93,45 @@ TEST_CASE("the same kernel again comes from memory; a second compiler on the dir
   CHECK(runs_correctly(other, other_compiled.entry, 2.0));
 }
 
+TEST_CASE("stored in the background: the entry runs at once, and is on disk after a flush or the compiler's end") {
+  TempDir dir;
+  CpuCompiler::Options options{dir.str()};
+  options.store_in_background = true;
+  std::vector<std::string> keys;
+  {
+    CpuCompiler first(options);
+    // Without a disk cache there is nothing to wait for.
+    CpuCompiler::Options off{"off"};
+    off.store_in_background = true;
+    CpuCompiler without(off);
+    without.flush_disk_cache();
+
+    Kernel flushed = scaled_kernel("background_flushed");
+    auto compiled = first.compile(flushed);
+    CHECK(compiled.source == Source::Compiled);
+    CHECK(runs_correctly(flushed, compiled.entry));  // before the store is done
+    first.flush_disk_cache();
+    CHECK(std::filesystem::exists(first.disk_cache()->loadable_path_of(compiled.key)));
+    keys.push_back(compiled.key);
+    // Several at once, left to the destructor.
+    for (int k = 0; k < 3; ++k) {
+      Kernel kernel = scaled_kernel("background_" + std::to_string(k), k);
+      auto result = first.compile(kernel);
+      CHECK(runs_correctly(kernel, result.entry, k));
+      keys.push_back(result.key);
+    }
+  }
+  CpuCompiler second(CpuCompiler::Options{dir.str()});
+  for (const auto& key : keys) CHECK(std::filesystem::exists(second.disk_cache()->loadable_path_of(key)));
+  for (int k = 0; k < 3; ++k) {
+    Kernel kernel = scaled_kernel("background_" + std::to_string(k), k);
+    auto loaded = second.compile(kernel);
+    CHECK(loaded.source == Source::Disk);
+    CHECK(runs_correctly(kernel, loaded.entry, k));
+  }
+  CHECK(second.disk_cache()->counters().corrupt == 0);
+}
+
 TEST_CASE("a damaged cache entry is recompiled, counted, and replaced by a valid one") {
   struct Damage {
     const char* what;
