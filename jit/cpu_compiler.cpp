@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
@@ -90,7 +91,7 @@ struct CpuCompiler::State {
   int storing = 0;           ///< stores taken by the writer and not done; guarded by store_mutex
   bool stopping = false;     ///< guarded by store_mutex
   std::thread writer;        ///< started by the first store
-  pid_t writer_process = 0;  ///< the process that started it (a forked child has no writer)
+  std::atomic<pid_t> writer_process{0};  ///< the process that started it (a forked child has no writer)
 
   /// Keeps `object` on disk: as a shared object where the system linker
   /// makes one that loads, else as the object file.
@@ -104,7 +105,8 @@ struct CpuCompiler::State {
   }
 
   void store_soon(Store entry) {
-    if (!in_background) {
+    // A forked child has the parent's writer in its memory but not its thread.
+    if (!in_background || (writer_process != 0 && writer_process != ::getpid())) {
       store(entry);
       return;
     }
