@@ -87,10 +87,10 @@ struct CpuCompiler::State {
   bool in_background = false;
   std::mutex store_mutex;
   std::condition_variable store_changed;
-  std::deque<Store> stores;  ///< guarded by store_mutex
-  int storing = 0;           ///< stores taken by the writer and not done; guarded by store_mutex
-  bool stopping = false;     ///< guarded by store_mutex
-  std::thread writer;        ///< started by the first store
+  std::deque<Store> stores;              ///< guarded by store_mutex
+  int storing = 0;                       ///< stores taken by the writer and not done; guarded by store_mutex
+  bool stopping = false;                 ///< guarded by store_mutex
+  std::thread writer;                    ///< started by the first store
   std::atomic<pid_t> writer_process{0};  ///< the process that started it (a forked child has no writer)
 
   /// Keeps `object` on disk: as a shared object where the system linker
