@@ -91,7 +91,7 @@ struct CpuCompiler::State {
   int storing = 0;                       ///< stores taken by the writer and not done; guarded by store_mutex
   bool stopping = false;                 ///< guarded by store_mutex
   std::thread writer;                    ///< started by the first store
-  std::atomic<pid_t> writer_process{0};  ///< the process that started it (a forked child has no writer)
+  std::atomic<pid_t> writer_process{0};  ///< the process that started it, or 0 (a forked child has no writer)
 
   /// Keeps `object` on disk: as a shared object where the system linker
   /// makes one that loads, else as the object file.
@@ -106,12 +106,13 @@ struct CpuCompiler::State {
 
   void store_soon(Store entry) {
     // A forked child has the parent's writer in its memory but not its thread.
-    if (!in_background || (writer_process != 0 && writer_process != ::getpid())) {
+    const pid_t started_by = writer_process;
+    if (!in_background || (started_by != 0 && started_by != ::getpid())) {
       store(entry);
       return;
     }
     std::lock_guard lock(store_mutex);
-    if (!writer.joinable()) {
+    if (writer_process == 0) {
       writer_process = ::getpid();
       writer = std::thread([this] { write_stores(); });
     }
@@ -137,7 +138,7 @@ struct CpuCompiler::State {
 
   void flush() {
     std::unique_lock lock(store_mutex);
-    if (!writer.joinable() || writer_process != ::getpid()) return;
+    if (writer_process != ::getpid()) return;  // none started, or a forked child's copy
     store_changed.wait(lock, [&] { return stores.empty() && storing == 0; });
   }
 
@@ -147,8 +148,11 @@ struct CpuCompiler::State {
       stopping = true;
       store_changed.notify_all();
     }
-    if (writer.joinable() && writer_process == ::getpid()) writer.join();
-    if (writer.joinable()) writer.detach();  // a forked child's copy: no thread behind it
+    if (!writer.joinable()) return;
+    if (writer_process == ::getpid())
+      writer.join();
+    else
+      writer.detach();  // a forked child's copy: no thread behind it
   }
 
   CpuEntry link(std::string_view object, const std::string& symbol) {

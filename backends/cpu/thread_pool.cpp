@@ -122,11 +122,11 @@ void ThreadPool::run_chunk(int chunk) {
 
 void ThreadPool::run_member(int member) {
   try {
-    for (int c = take(member, true); c >= 0; c = take(member, true)) run_chunk(c);
-    for (int k = 1; k < size(); ++k) {
-      const int other = (member + k) % size();
-      for (int c = take(other, false); c >= 0; c = take(other, false)) run_chunk(c);
-    }
+    auto drain = [&](int of, bool own) {
+      for (int c = take(of, own); c >= 0; c = take(of, own)) run_chunk(c);
+    };
+    drain(member, true);
+    for (int k = 1; k < size(); ++k) drain((member + k) % size(), false);
   } catch (...) {
     std::lock_guard lock(error_mutex_);
     if (!error_) error_ = std::current_exception();
