@@ -1,6 +1,7 @@
 #include "checked_file.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -244,6 +245,23 @@ CheckedWrite write_checked_file(const std::string& path, std::string_view payloa
   }
   result.written = true;
   return result;
+}
+
+CacheLock::CacheLock(const std::string& path, CacheSharing sharing) {
+  const std::string directory = parent_of(path);
+  if (!make_directories(directory, sharing).empty() || !distrust_of_directory(directory, sharing).empty()) return;
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, sharing == CacheSharing::Group ? 0640 : 0600);
+  if (fd_ < 0) return;
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    ::close(fd_);
+    fd_ = -1;
+    return;
+  }
+}
+
+CacheLock::~CacheLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the file releases its lock
 }
 
 }  // namespace canopy::jit

@@ -78,6 +78,27 @@ struct CheckedWrite {
 /// parents) when needed. Never throws.
 CheckedWrite write_checked_file(const std::string& path, std::string_view payload, CacheSharing sharing);
 
+/// An exclusive advisory lock (flock) on the file `path` in a cache
+/// directory, for work that several processes of a node would otherwise all
+/// do at once (calibrating the machine model). The lock file is created like
+/// a checked file's directory and mode, never through a symbolic link, and
+/// kept (empty) after use. flock locks an open file, so Runtimes of one
+/// process wait for each other too. Where the directory is not trusted or
+/// the file cannot be made, the lock is not held and the work goes on
+/// unlocked: a lock only saves doing the work twice.
+class CacheLock {
+ public:
+  /// Waits for the lock; `held()` says whether it was taken.
+  CacheLock(const std::string& path, CacheSharing sharing);
+  ~CacheLock();  ///< releases it
+  CacheLock(const CacheLock&) = delete;
+  CacheLock& operator=(const CacheLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
 /// Why `directory` is not trusted, or empty when it is (or does not exist).
 std::string distrust_of_directory(const std::string& directory, CacheSharing sharing);
 

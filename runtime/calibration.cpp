@@ -15,11 +15,13 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <optional>
 
 #include <canopy/backends/launch.hpp>
 #include <canopy/dsl/dsl.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/jit/c_source.hpp>
+#include <canopy/jit/checked_file.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
 #include "internal/engine_access.hpp"
@@ -265,6 +267,21 @@ void on_each_leaf(std::vector<LeafModel>& leaves, Phase&& phase) {
   }
 }
 
+/// The most last-level cache a core holds on any processor made (a 3D V-Cache
+/// part has 12 MiB; 32 leaves room). A virtual machine may report the host's
+/// whole L3 for each virtual core (here: 508 MiB), which would size the
+/// calibration's arrays at gigabytes and make it take seconds.
+constexpr std::int64_t kMostCachePerCore = std::int64_t{32} << 20;
+
+/// The largest last-level cache share among `leaves`, at most
+/// kMostCachePerCore a core: what the bandwidth arrays must outgrow.
+std::int64_t largest_cache_share(const std::vector<LeafModel>& leaves) {
+  std::int64_t largest = 0;
+  for (const auto& leaf : leaves)
+    largest = std::max(largest, std::min(leaf.cache_bytes, std::max(1, leaf.cores) * kMostCachePerCore));
+  return largest;
+}
+
 /// Measures every leaf. The latency and triad launches go round the leaves
 /// in turn (a, b, a, b, ...), so that other work starting or stopping on the
 /// node disturbs all leaves alike and their ratio stays right.
@@ -335,12 +352,9 @@ MachineModel MachineModel::calibrate(Runtime& rt, const CalibrationOptions& opti
   }
   if (model.leaves.empty()) return model;
 
+  const std::int64_t largest = largest_cache_share(model.leaves);
   std::int64_t points = options.triad_points;
-  if (points <= 0) {
-    std::int64_t largest = 0;
-    for (const auto& leaf : model.leaves) largest = std::max(largest, leaf.cache_bytes);
-    points = std::clamp<std::int64_t>(3 * largest / 24, std::int64_t{1} << 21, std::int64_t{1} << 26);
-  }
+  if (points <= 0) points = std::clamp<std::int64_t>(3 * largest / 24, std::int64_t{1} << 21, std::int64_t{1} << 26);
   Arrays arrays;
   arrays.points = points;
   arrays.float_points = std::max<std::int64_t>(1, points / 2);
@@ -355,8 +369,6 @@ MachineModel MachineModel::calibrate(Runtime& rt, const CalibrationOptions& opti
   {
     // Each array of the big grid twice the largest leaf's cache share (at least 32 MiB, at most
     // 256 MiB): a launch streams four times the cache, so nothing of the last one is left in it.
-    std::int64_t largest = 0;
-    for (const auto& leaf : model.leaves) largest = std::max(largest, leaf.cache_bytes);
     const std::int64_t row_bytes = (kBigCols + 2) * std::int64_t{sizeof(double)};
     arrays.big_rows = std::clamp<std::int64_t>(2 * largest / row_bytes, (std::int64_t{32} << 20) / row_bytes,
                                                (std::int64_t{256} << 20) / row_bytes);
@@ -387,8 +399,13 @@ MachineModel MachineModel::load_or_calibrate(Runtime& rt, const CalibrationOptio
   const std::string directory = machine_model_directory(options.cache_dir);
   const std::string fingerprint = fingerprint_of(rt);
   std::string path;
+  std::optional<jit::CacheLock> lock;
   if (directory != "off") {
     path = machine_model_path(directory, fingerprint);
+    if (auto loaded = load(path); loaded && loaded->fingerprint == fingerprint) return std::move(*loaded);
+    // Another process of the node may be calibrating the same tree: wait for
+    // it and read its model, rather than measure while it measures.
+    lock.emplace(path + ".lock", jit::cache_sharing_from_environment());
     if (auto loaded = load(path); loaded && loaded->fingerprint == fingerprint) return std::move(*loaded);
   }
   MachineModel model = calibrate(rt, options);

@@ -122,7 +122,8 @@ struct LeafModel {
 /// How calibrate() measures.
 struct CalibrationOptions {
   /// Points of the triad (doubles per array); 0: 3x the largest last-level
-  /// cache over 24 bytes, at least 2 Mi and at most 64 Mi.
+  /// cache share (at most 32 MiB a core) over 24 bytes, at least 2 Mi and at
+  /// most 64 Mi.
   std::int64_t triad_points = 0;
   /// Timed launches of the triad per leaf (after one warm-up launch); the
   /// best counts. The compute kernels take two more (their launches are short).

@@ -2,15 +2,19 @@
 // found; directories are made 0700 and files 0600 whatever the umask; a
 // directory or file someone else could have written is neither read nor
 // written, with one warning naming it; a symbolic link is never followed;
-// CANOPY_CACHE_SHARED=group trusts the group, and a bad value is an error.
+// CANOPY_CACHE_SHARED=group trusts the group, and a bad value is an error;
+// a cache lock keeps a second holder waiting.
 #include <doctest/doctest.h>
 
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include <canopy/ir/error.hpp>
@@ -167,5 +171,55 @@ TEST_CASE("CANOPY_CACHE_SHARED: unset is private, 'group' is group, anything els
     const std::string message = e.what();
     CHECK(message.find("CANOPY_CACHE_SHARED='everyone'") != std::string::npos);
     CHECK(message.find("'group'") != std::string::npos);
+  }
+}
+
+TEST_CASE("cache lock: a second holder waits for the first; never taken through a link or in an untrusted place") {
+  TempDir dir;
+  const fs::path path = dir.path() / "made" / "work.lock";
+  std::optional<CacheLock> first(std::in_place, path.string(), CacheSharing::Private);
+  REQUIRE(first->held());
+  CHECK(mode_of(dir.path() / "made") == 0700);
+  CHECK(mode_of(path) == 0600);
+  // A child process asks for the same lock: it may not get it while the
+  // parent holds it, and gets it once the parent lets go.
+  int to_parent[2];
+  REQUIRE(::pipe(to_parent) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(to_parent[0]);
+    first.reset();  // the child's copy of the parent's file: the lock stays with the parent's
+    const CacheLock second(path.string(), CacheSharing::Private);
+    const char got = second.held() ? 'y' : 'n';
+    const bool sent = ::write(to_parent[1], &got, 1) == 1;
+    ::_exit(sent ? 0 : 1);
+  }
+  ::close(to_parent[1]);
+  pollfd waiting{to_parent[0], POLLIN, 0};
+  CHECK(::poll(&waiting, 1, 300) == 0);  // nothing within 0.3 s: the child waits
+  first.reset();
+  char got = 0;
+  CHECK(::read(to_parent[0], &got, 1) == 1);
+  CHECK(got == 'y');
+  ::close(to_parent[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+
+  SUBCASE("a symbolic link in its place is not followed") {
+    const fs::path target = dir.path() / "target", link = dir.path() / "link.lock";
+    fs::create_symlink(target, link);
+    const CacheLock lock(link.string(), CacheSharing::Private);
+    CHECK_FALSE(lock.held());
+    CHECK_FALSE(fs::exists(target));
+  }
+  SUBCASE("a directory others may write") {
+    fs::permissions(dir.path(), fs::perms::all);
+    StderrCapture captured;  // the warning, if any, is not the point here
+    const CacheLock lock((dir.path() / "other.lock").string(), CacheSharing::Private);
+    captured.finish();
+    CHECK_FALSE(lock.held());
+    CHECK_FALSE(fs::exists(dir.path() / "other.lock"));
   }
 }
