@@ -160,8 +160,10 @@ bool HostTarget::converts_int64_lanes() const { return !is_x86() || has("avx512d
 bool HostTarget::fuses_multiply_add() const { return !is_x86() || has("fma"); }
 
 const HostTarget& HostTarget::get() {
-  static const HostTarget host;
-  return host;
+  // Never destroyed: a compile still running in a background thread at exit
+  // gives its machine back to the pool.
+  static const HostTarget* const host = new HostTarget;
+  return *host;
 }
 
 std::unique_ptr<llvm::TargetMachine> HostTarget::create_target_machine() const {
@@ -171,17 +173,28 @@ std::unique_ptr<llvm::TargetMachine> HostTarget::create_target_machine() const {
   return std::move(*machine);
 }
 
-llvm::TargetMachine& HostTarget::thread_machine() const {
-  thread_local std::unique_ptr<llvm::TargetMachine> machine;
-  if (!machine) machine = create_target_machine();
-  return *machine;
+HostTarget::Lease::Lease(const HostTarget& host) : host_(host) {
+  {
+    std::lock_guard lock(host.pool_mutex_);
+    if (!host.pool_.empty()) {
+      machine_ = std::move(host.pool_.back());
+      host.pool_.pop_back();
+    }
+  }
+  if (!machine_) machine_ = host.create_target_machine();
+}
+
+HostTarget::Lease::~Lease() {
+  std::lock_guard lock(host_.pool_mutex_);
+  host_.pool_.push_back(std::move(machine_));
 }
 
 std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
                              const std::vector<int>& streaming_stores) {
   llvm::LLVMContext context;
   context.setOpaquePointers(true);
-  llvm::TargetMachine* machine = &HostTarget::get().thread_machine();
+  const HostTarget::Lease lease(HostTarget::get());
+  llvm::TargetMachine* machine = &lease.machine();
   llvm::Module module(symbol, context);
   module.setTargetTriple(machine->getTargetTriple().str());
   module.setDataLayout(machine->createDataLayout());

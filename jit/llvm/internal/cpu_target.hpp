@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -45,11 +46,26 @@ class HostTarget {
   /// before 2013 lack it; every other target Canopy runs on has one).
   bool fuses_multiply_add() const;
 
-  /// The calling thread's TargetMachine, made at its first compile and kept
-  /// for the next: a TargetMachine is not safe to share between threads that
-  /// generate code at once, and making one (with its subtarget's lowering
-  /// tables) is a fixed cost of every compile otherwise.
-  llvm::TargetMachine& thread_machine() const;
+  /// A TargetMachine lent to one compile and given back when the lease ends.
+  /// A TargetMachine is not safe to share between threads that generate code
+  /// at once, and making one (with its subtarget's lowering tables, about
+  /// 5 ms) is a fixed cost of every compile otherwise; so the machines wait
+  /// in a pool, and a new one is made only when every one is lent. Any thread
+  /// may take one that another thread used: a kernel compiled in the
+  /// background right after the program's first one does not pay for a
+  /// machine of its own.
+  class Lease {
+   public:
+    explicit Lease(const HostTarget& host);
+    ~Lease();
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    llvm::TargetMachine& machine() const { return *machine_; }
+
+   private:
+    const HostTarget& host_;
+    std::unique_ptr<llvm::TargetMachine> machine_;
+  };
 
  private:
   HostTarget();
@@ -59,6 +75,8 @@ class HostTarget {
   bool has(const char* feature) const;
   bool is_x86() const;
   std::string triple_, cpu_, features_, description_;
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<std::unique_ptr<llvm::TargetMachine>> pool_;  ///< machines not lent; guarded by pool_mutex_
 };
 
 /// Lowers `kernel` into a function `symbol`, optimizes it for the host (O3,
