@@ -321,8 +321,9 @@ SequenceRun run_sequence(int iterations) {
   const Hierarchy discovered = rt.hierarchy();
   if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return result;
   use_leaves(rt, discovered, {"cpu0", accelerator(0)});
-  canopy::runtime::engine_of(rt).set_machine_model_source(
-      [tree = rt.hierarchy()] { return even_model(tree, {"cpu0", accelerator(0)}); });
+  canopy::runtime::engine_of(rt).set_machine_model_source([tree = rt.hierarchy()] {
+    return even_model(tree, {"cpu0", accelerator(0)});
+  });
   canopy::runtime::engine_of(rt).adaptive().set_time_source(synthetic_seconds);
   constexpr std::int64_t n = std::int64_t{1} << 18;
   auto a = rt.array<double>(n, named("a"));
