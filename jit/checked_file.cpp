@@ -93,6 +93,18 @@ std::string make_directories(const std::string& directory, CacheSharing sharing)
   return {};
 }
 
+// Makes `directory` where it is missing and checks that it is trusted.
+// Empty when files may go there; else why not, with `*untrusted` set when
+// the reason is trust (warned about once per directory).
+std::string usable_directory(const std::string& directory, CacheSharing sharing, bool* untrusted) {
+  if (std::string why = make_directories(directory, sharing); !why.empty()) return why;
+  std::string why = distrust_of_directory(directory, sharing);
+  if (why.empty()) return why;
+  warn_once(directory, why);
+  *untrusted = true;
+  return directory + ": " + why;
+}
+
 // Writes all of `bytes` to the new file `path` with `mode`; empty on success.
 std::string write_new_file(const std::string& path, std::string_view bytes, mode_t mode) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -219,15 +231,8 @@ CheckedRead read_checked_file(const std::string& path, CacheSharing sharing) {
 
 CheckedWrite write_checked_file(const std::string& path, std::string_view payload, CacheSharing sharing) {
   CheckedWrite result;
-  const std::string directory = parent_of(path);
-  if (std::string why = make_directories(directory, sharing); !why.empty()) {
+  if (std::string why = usable_directory(parent_of(path), sharing, &result.untrusted); !why.empty()) {
     result.why = why;
-    return result;
-  }
-  if (std::string why = distrust_of_directory(directory, sharing); !why.empty()) {
-    warn_once(directory, why);
-    result.untrusted = true;
-    result.why = directory + ": " + why;
     return result;
   }
   const std::uint64_t thread_tag = std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0xffffffffull;
@@ -248,8 +253,8 @@ CheckedWrite write_checked_file(const std::string& path, std::string_view payloa
 }
 
 CacheLock::CacheLock(const std::string& path, CacheSharing sharing) {
-  const std::string directory = parent_of(path);
-  if (!make_directories(directory, sharing).empty() || !distrust_of_directory(directory, sharing).empty()) return;
+  bool untrusted = false;
+  if (!usable_directory(parent_of(path), sharing, &untrusted).empty()) return;
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, sharing == CacheSharing::Group ? 0640 : 0600);
   if (fd_ < 0) return;
   while (::flock(fd_, LOCK_EX) != 0) {

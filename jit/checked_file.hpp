@@ -83,9 +83,10 @@ CheckedWrite write_checked_file(const std::string& path, std::string_view payloa
 /// do at once (calibrating the machine model). The lock file is created like
 /// a checked file's directory and mode, never through a symbolic link, and
 /// kept (empty) after use. flock locks an open file, so Runtimes of one
-/// process wait for each other too. Where the directory is not trusted or
-/// the file cannot be made, the lock is not held and the work goes on
-/// unlocked: a lock only saves doing the work twice.
+/// process wait for each other too. Where the directory is not trusted
+/// (warned about once, as for checked files) or the file cannot be made, the
+/// lock is not held and the work goes on unlocked: a lock only saves doing
+/// the work twice.
 class CacheLock {
  public:
   /// Waits for the lock; `held()` says whether it was taken.
