@@ -440,6 +440,9 @@ TEST_CASE("a planted entry in a cache directory others may write is never loaded
 // of a read-only array (through a row block), the scalar loop for a point
 // that walks a row picked by data (a gather in the innermost loop) unless
 // CANOPY_SIMD=on, and the scalar loop for everything with CANOPY_SIMD=off.
+// It also names the LLVM pipeline: O3 for the scalar loop, O2 without the
+// vectorizers for lanes with a loop in the body, the light one for a
+// straight-line body.
 TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, and why not") {
   TempDir cache, dumps;
   canopy::testing::ScopedSetting dump("CANOPY_DUMP", "llvm,ir"), dump_dir("CANOPY_DUMP_DIR", dumps.str().c_str());
@@ -475,6 +478,10 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
                 make_block(
                     {make_assign("acc", make_binary(BinaryOp::Add, make_var(F64, "acc"), make_load(F64, 1, {i, k})))})),
        make_store(0, {i}, make_var(F64, "acc"))});
+  // out[i] = 2 in[i]: a straight-line body, which gets the light pipeline.
+  Kernel scaled =
+      make_kernel("simd.scaled", {Param::array("out", F64, 1, Access::Out), Param::array("in", F64, 1, Access::In)}, 1,
+                  {make_store(0, {i}, make_binary(BinaryOp::Mul, make_const(F64, 2.0), make_load(F64, 1, {i})))});
   auto first_line = [&](const std::string& name) {
     const std::string text = read_all((dumps.path() / (name + ".llvm")).string());
     return text.substr(0, text.find('\n'));
@@ -485,10 +492,18 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
     compiler.compile(all_pairs("simd.pairs"));
     compiler.compile(row_sums);
     compiler.compile(picked_rows);
-    CHECK(first_line("simd.pairs") == "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH)");
-    CHECK(first_line("simd.row_sums") == "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH)");
+    compiler.compile(scaled);
+    CHECK(first_line("simd.pairs") ==
+          "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH); LLVM pipeline: O2 without "
+          "vectorizers");
+    CHECK(first_line("simd.row_sums") ==
+          "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH); LLVM pipeline: O2 without "
+          "vectorizers");
+    CHECK(first_line("simd.scaled") ==
+          "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH); LLVM pipeline: light");
     CHECK(read_all((dumps.path() / "simd.row_sums.llvm").string()).find("m.rows") != std::string::npos);
     CHECK(first_line("simd.picked_rows").find("; canopy: scalar point loop: ") == 0);
+    CHECK(first_line("simd.picked_rows").find("; LLVM pipeline: O3") != std::string::npos);
     CHECK(first_line("simd.picked_rows").find("gathers or scatters in the innermost loop") != std::string::npos);
     const std::string pairs_ir = read_all((dumps.path() / "simd.pairs.llvm").string());
     CHECK(pairs_ir.find("x double>") != std::string::npos);
@@ -500,6 +515,6 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
     canopy::testing::ScopedSetting simd("CANOPY_SIMD", "off");
     CpuCompiler compiler(CpuCompiler::Options{cache.str()});
     compiler.compile(all_pairs("simd.pairs_off"));
-    CHECK(first_line("simd.pairs_off") == "; canopy: scalar point loop: CANOPY_SIMD=off");
+    CHECK(first_line("simd.pairs_off") == "; canopy: scalar point loop: CANOPY_SIMD=off; LLVM pipeline: O3");
   }
 }
