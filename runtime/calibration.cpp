@@ -17,6 +17,7 @@
 #include <limits>
 #include <optional>
 
+#include <canopy/backends/cpu/cpu_device.hpp>
 #include <canopy/backends/launch.hpp>
 #include <canopy/dsl/dsl.hpp>
 #include <canopy/ir/error.hpp>
@@ -97,6 +98,10 @@ LeafModel describe_leaf(const NodeInventory& node, const Location& leaf) {
         count = (std::max(1, m.cores) + std::max(1, llc->cores_sharing) - 1) / std::max(1, llc->cores_sharing);
       m.cache_bytes = llc->bytes * count;
     }
+    // The CPU backend's own rule (it reads the caches from sysfs; hwloc may
+    // say otherwise: a virtual machine here reports 508 MiB of L3 a core to
+    // hwloc and nothing in sysfs).
+    m.streaming_threshold = static_cast<std::int64_t>(backends::cpu::automatic_streaming_threshold(traits.pus));
     m.clock_ghz = clock_ghz_of(traits.pus.empty() ? 0u : traits.pus.front());
     if (m.clock_ghz > 0 && m.cores > 0 && m.vector_bytes > 0)
       m.peak_gflops = m.cores * (m.vector_bytes / 8.0) * 2.0 * m.clock_ghz;

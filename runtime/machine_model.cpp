@@ -309,15 +309,19 @@ ir::KernelCost MachineModel::cost_of(const ir::Kernel& kernel, std::string_view 
   options.range = range;
   bool reduces = false;
   for (const auto& p : kernel.params) reduces = reduces || p.is_reduction();
-  // The backend's rule for streaming stores: the CPU backend's
-  // (backends/cpu/cpu_device.cpp), or the threshold a device gave for the
-  // kernels that suit its streaming code.
+  // The backend's rule for streaming stores: the CPU backend's threshold
+  // (backends/cpu/cpu_device.cpp, kept by describe_leaf; twice cache_bytes in
+  // a model that has none) as CANOPY_STREAMING_STORES now says, or the
+  // threshold a device gave for the kernels that suit its streaming code.
   std::optional<double> threshold;
-  if (m.kind == LocationKind::Cpu)
-    threshold = static_cast<double>(backends::streaming_threshold_from_environment(
-        m.cache_bytes > 0 ? 2 * static_cast<std::size_t>(m.cache_bytes) : std::size_t{64} << 20));
-  else if (m.streaming_threshold >= 0 && jit::streaming_entry_type(kernel))
+  if (m.kind == LocationKind::Cpu) {
+    const std::size_t automatic = m.streaming_threshold >= 0 ? static_cast<std::size_t>(m.streaming_threshold)
+                                  : m.cache_bytes > 0        ? 2 * static_cast<std::size_t>(m.cache_bytes)
+                                                             : std::size_t{64} << 20;
+    threshold = static_cast<double>(backends::streaming_threshold_from_environment(automatic));
+  } else if (m.streaming_threshold >= 0 && jit::streaming_entry_type(kernel)) {
     threshold = static_cast<double>(m.streaming_threshold);
+  }
   if (threshold && !options.streaming_stores && !reduces && range[0] > 0) {
     double written = 0;
     for (int p : jit::streaming_candidates(kernel))

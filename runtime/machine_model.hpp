@@ -108,8 +108,11 @@ struct LeafModel {
   double stencil_bandwidth_gbs = 0;
   double launch_seconds = 0;  ///< measured: launch + pause of a one-point region
   /// Device leaves: the device's backends::DeviceInfo::streaming_threshold
-  /// (bytes; -1: it never uses streaming stores). CPU leaves follow the CPU
-  /// backend's rule (twice cache_bytes, or CANOPY_STREAMING_STORES).
+  /// (bytes; -1: it never uses streaming stores). CPU leaves: the CPU
+  /// backend's threshold before CANOPY_STREAMING_STORES
+  /// (backends::cpu::automatic_streaming_threshold; -1 in a model from
+  /// before it was kept: twice cache_bytes), which cost_of() applies the
+  /// variable to.
   std::int64_t streaming_threshold = -1;
   /// True when the measured numbers are there; false when the leaf could not
   /// run the calibration kernels (`note` says why) or was not measured.
@@ -194,9 +197,10 @@ class MachineModel {
   /// cost_options(leaf, base), the range, and streaming stores where the
   /// leaf's backend uses them. CPU leaves write the write-only arrays of a
   /// one-dimensional kernel without reductions (jit::streaming_candidates)
-  /// with streaming stores when the piece writes at least twice the leaf's
-  /// last-level cache into them, or as CANOPY_STREAMING_STORES (on, off,
-  /// auto) says; devices never do. Throws for an unknown leaf.
+  /// with streaming stores when the piece writes at least the leaf's
+  /// streaming_threshold into them (the CPU backend's own threshold), or as
+  /// CANOPY_STREAMING_STORES (on, off, auto) says; device leaves where their
+  /// device said it streams. Throws for an unknown leaf.
   ir::KernelCost cost_of(const ir::Kernel& kernel, std::string_view leaf, std::array<std::int64_t, 3> range,
                          ir::CostOptions base = {}) const;
 

@@ -64,9 +64,13 @@ std::size_t streaming_bytes(const CpuProgram& program, std::int64_t rows) {
 
 }  // namespace
 
+std::size_t automatic_streaming_threshold(const std::vector<unsigned>& pus) {
+  const std::size_t cache = last_level_cache_bytes(pus);
+  return cache ? 2 * cache : std::size_t{64} << 20;
+}
+
 CpuDevice::CpuDevice(std::string name, std::vector<unsigned> pus) : name_(std::move(name)), pool_(std::move(pus)) {
-  const std::size_t cache = last_level_cache_bytes(pool_.pus());
-  streaming_threshold_ = streaming_threshold_from_environment(cache ? 2 * cache : std::size_t{64} << 20);
+  streaming_threshold_ = streaming_threshold_from_environment(automatic_streaming_threshold(pool_.pus()));
   // What info() promises (it was left empty before, so the engine took a CPU
   // leaf for a device with memory of its own and compiled its program twice).
   info_.id = name_;

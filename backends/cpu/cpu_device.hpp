@@ -47,6 +47,13 @@ struct CpuProgram final : Program {
   std::shared_ptr<StreamingVariant> streaming;
 };
 
+/// The streaming-store threshold of a CPU device over the processing units
+/// `pus` before CANOPY_STREAMING_STORES: twice the last-level cache those
+/// units share (last_level_cache_bytes), 64 MiB where the system does not
+/// say. The machine model's CPU leaves take it from here too, so that its
+/// predictions stream where the backend does.
+std::size_t automatic_streaming_threshold(const std::vector<unsigned>& pus);
+
 class CpuDevice final : public Device {
  public:
   /// A device over the processing units `pus` (hwloc OS indexes), one thread each.

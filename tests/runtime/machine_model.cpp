@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <canopy/backends/cpu/cpu_device.hpp>
 #include <canopy/canopy.hpp>
 #include <canopy/ir/parser.hpp>
 #include <canopy/runtime/machine_model.hpp>
@@ -16,6 +17,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "scoped_setting.hpp"
 
 using namespace canopy;
 namespace fs = std::filesystem;
@@ -372,6 +375,47 @@ TEST_CASE(
   CHECK(model.cost_of(triad, "b", {1000, 0, 0}).bytes() == 32);
   model.leaves[1].streaming_threshold = -1;
   CHECK(model.cost_of(triad, "b", {1 << 20, 0, 0}).bytes() == 32);
+}
+
+// The CPU backend reads the caches from sysfs; hwloc, which the model's
+// cache_bytes come from, may say otherwise (a virtual machine here: 508 MiB
+// of L3 a core to hwloc, nothing in sysfs, so the backend streamed above
+// 64 MiB while the model predicted it would not below 2 GB). A CPU leaf now
+// keeps the backend's own threshold.
+TEST_CASE("machine model: a CPU leaf predicts streaming stores where the CPU backend makes them") {
+  canopy::testing::ScopedSetting automatic("CANOPY_STREAMING_STORES", nullptr);
+  const ir::Kernel triad = ir::parse(
+      "kernel triad(out f64[1] a, in f64[1] b, in f64[1] c, val f64 s) dims 1 {\n"
+      "  a[index(0)] = (b[index(0)] + (s * c[index(0)]))\n"
+      "}\n");
+  MachineModel model = hand_made();
+  REQUIRE(model.leaves[0].kind == LocationKind::Cpu);
+  model.leaves[0].cache_bytes = std::int64_t{1} << 30;
+  // 8 MiB written: the leaf's threshold (4 MiB) decides, not twice its cache.
+  model.leaves[0].streaming_threshold = std::int64_t{4} << 20;
+  CHECK(model.cost_of(triad, "a", {1 << 20, 0, 0}).bytes() == 24);
+  CHECK(model.cost_of(triad, "a", {1 << 18, 0, 0}).bytes() == 32);
+  {
+    canopy::testing::ScopedSetting off("CANOPY_STREAMING_STORES", "off");
+    CHECK(model.cost_of(triad, "a", {1 << 20, 0, 0}).bytes() == 32);
+  }
+  // A model from before CPU leaves kept it: twice cache_bytes, as before.
+  model.leaves[0].streaming_threshold = -1;
+  CHECK(model.cost_of(triad, "a", {1 << 20, 0, 0}).bytes() == 32);
+  model.leaves[0].cache_bytes = std::int64_t{1} << 20;
+  CHECK(model.cost_of(triad, "a", {1 << 20, 0, 0}).bytes() == 24);
+
+  // Calibration keeps, for each CPU leaf, the threshold a CPU device over the
+  // leaf's cores uses.
+  Runtime& rt = shared_runtime();
+  const MachineModel calibrated = MachineModel::calibrate(rt, quick(fs::temp_directory_path()));
+  const Hierarchy tree = rt.hierarchy();
+  for (const Location* leaf : tree.leaves(*tree.root())) {
+    if (leaf->kind() != LocationKind::Cpu) continue;
+    INFO("leaf " << leaf->name());
+    const backends::cpu::CpuDevice device("probe", leaf->traits().pus);
+    CHECK(calibrated.at(leaf->name()).streaming_threshold == static_cast<std::int64_t>(device.streaming_threshold()));
+  }
 }
 
 TEST_CASE("machine model: balanced shares give the leaves equal predicted times") {
