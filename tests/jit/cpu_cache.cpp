@@ -478,10 +478,14 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
                 make_block(
                     {make_assign("acc", make_binary(BinaryOp::Add, make_var(F64, "acc"), make_load(F64, 1, {i, k})))})),
        make_store(0, {i}, make_var(F64, "acc"))});
-  // out[i] = 2 in[i]: a straight-line body, which gets the light pipeline.
+  // out[i] = 2 in[i]: a straight-line body, which gets the light pipeline;
+  // so does out[i] = exp(in[i]), its vector exp inlined.
   Kernel scaled =
       make_kernel("simd.scaled", {Param::array("out", F64, 1, Access::Out), Param::array("in", F64, 1, Access::In)}, 1,
                   {make_store(0, {i}, make_binary(BinaryOp::Mul, make_const(F64, 2.0), make_load(F64, 1, {i})))});
+  Kernel exponential =
+      make_kernel("simd.exp", {Param::array("out", F64, 1, Access::Out), Param::array("in", F64, 1, Access::In)}, 1,
+                  {make_store(0, {i}, make_call(MathFn::Exp, {make_load(F64, 1, {i})}))});
   auto first_line = [&](const std::string& name) {
     const std::string text = read_all((dumps.path() / (name + ".llvm")).string());
     return text.substr(0, text.find('\n'));
@@ -493,6 +497,7 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
     compiler.compile(row_sums);
     compiler.compile(picked_rows);
     compiler.compile(scaled);
+    compiler.compile(exponential);
     CHECK(first_line("simd.pairs") ==
           "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH); LLVM pipeline: O2 without "
           "vectorizers");
@@ -501,6 +506,11 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
           "vectorizers");
     CHECK(first_line("simd.scaled") ==
           "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH); LLVM pipeline: light");
+    CHECK(first_line("simd.exp") ==
+          "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH); LLVM pipeline: light");
+    const std::string exp_ir = read_all((dumps.path() / "simd.exp.llvm").string());
+    CHECK(exp_ir.find("define internal") == std::string::npos);  // the vector exp was inlined
+    CHECK(exp_ir.find("x double>") != std::string::npos);
     CHECK(read_all((dumps.path() / "simd.row_sums.llvm").string()).find("m.rows") != std::string::npos);
     CHECK(first_line("simd.picked_rows").find("; canopy: scalar point loop: ") == 0);
     CHECK(first_line("simd.picked_rows").find("; LLVM pipeline: O3") != std::string::npos);
