@@ -53,7 +53,7 @@ enum class Pipeline {
 // The light pipeline: the lowering's code for a body without loops is a
 // vector loop over the points with the body inside, already in SSA form, so
 // what O2 adds to it (the inliner's function simplification, loop rotation,
-// unrolling, idiom recognition) finds almost nothing and costs 1.5 to 6 ms a
+// unrolling, idiom recognition) finds almost nothing and costs 1.5 to 11 ms a
 // kernel, up to a third of its compile. What is kept gives code O2 would
 // give, but for the order of a few instructions: clean-up (SROA, EarlyCSE,
 // InstCombine, SimplifyCFG), reassociation (a neighbour's index, row * cols
