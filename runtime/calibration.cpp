@@ -407,11 +407,16 @@ MachineModel MachineModel::load_or_calibrate(Runtime& rt, const CalibrationOptio
   std::optional<jit::CacheLock> lock;
   if (directory != "off") {
     path = machine_model_path(directory, fingerprint);
-    if (auto loaded = load(path); loaded && loaded->fingerprint == fingerprint) return std::move(*loaded);
+    auto kept = [&]() -> std::optional<MachineModel> {
+      auto loaded = load(path);
+      if (loaded && loaded->fingerprint != fingerprint) loaded.reset();
+      return loaded;
+    };
+    if (auto loaded = kept()) return std::move(*loaded);
     // Another process of the node may be calibrating the same tree: wait for
     // it and read its model, rather than measure while it measures.
     lock.emplace(path + ".lock", jit::cache_sharing_from_environment());
-    if (auto loaded = load(path); loaded && loaded->fingerprint == fingerprint) return std::move(*loaded);
+    if (auto loaded = kept()) return std::move(*loaded);
   }
   MachineModel model = calibrate(rt, options);
   // A leaf whose calibration failed may have failed for a passing reason (a
