@@ -144,11 +144,13 @@ void release_host(void* data, std::size_t bytes) {
     madvise(data, round_up(bytes, huge_page), MADV_DONTNEED);
 }
 
-void free_host(void* data, std::size_t bytes) {
+void free_host(void* data, std::size_t bytes, HostRelease release) {
   if (!data) return;
   if (bytes == 0) bytes = 1;
   if (bytes < mapped_threshold)
     std::free(data);
+  else if (release == HostRelease::Unmap)
+    munmap(data, round_up(bytes, huge_page));
   else
     KeptBlocks::get().give(data, round_up(bytes, huge_page));
 }

@@ -19,8 +19,14 @@ enum class HostFill { Zero, None };
 /// `bytes` of memory aligned to at least 64 bytes, filled as `fill` says;
 /// throws canopy::Error naming the size when the system has no memory for it.
 void* allocate_host(std::size_t bytes, HostFill fill = HostFill::Zero);
+/// What free_host does with a large block on a machine with one NUMA node:
+/// keeps it for the next block of the same size (arrays made and dropped in
+/// a loop), or gives it back to the system at once (the outgrown blocks of a
+/// growing HostVector, which a cache of freed blocks would keep resident).
+enum class HostRelease { Keep, Unmap };
+
 /// Frees what allocate_host returned (`bytes` must be the same).
-void free_host(void* data, std::size_t bytes);
+void free_host(void* data, std::size_t bytes, HostRelease release = HostRelease::Keep);
 /// The bytes of whole pages allocate_host maps for a block of `bytes`; 0
 /// for a block from the heap, which shares its pages with other blocks.
 std::size_t mapped_length(std::size_t bytes);

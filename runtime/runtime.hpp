@@ -19,6 +19,7 @@
 #include "discovery.hpp"
 #include "engine.hpp"
 #include "hierarchy.hpp"
+#include "host_allocator.hpp"
 #include "region.hpp"
 #include "shape.hpp"
 #include "stats.hpp"

@@ -66,7 +66,7 @@ Network train_on(Runtime& rt, const Network& start, const rodinia::backprop::Whe
   return net;
 }
 
-void check_close(const std::vector<float>& got, const std::vector<float>& expected, const char* what) {
+void check_close(const rodinia::Vector<float>& got, const rodinia::Vector<float>& expected, const char* what) {
   REQUIRE(got.size() == expected.size());
   std::size_t bad = 0;
   for (std::size_t k = 0; k < got.size(); ++k) {

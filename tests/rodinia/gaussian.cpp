@@ -36,7 +36,7 @@ struct Eliminated {
 // Rodinia's ForwardSub as plain loops: Fan1 for every row, then Fan2.
 Eliminated eliminate_here(const rodinia::gaussian::System& s) {
   const std::int64_t n = s.n;
-  Eliminated e{s.a, s.b, std::vector<float>(std::size_t(n * n), 0.0f), {}};
+  Eliminated e{{s.a.begin(), s.a.end()}, {s.b.begin(), s.b.end()}, std::vector<float>(std::size_t(n * n), 0.0f), {}};
   auto at = [n](std::vector<float>& v, std::int64_t i, std::int64_t j) -> float& { return v[std::size_t(i * n + j)]; };
   for (std::int64_t t = 0; t + 1 < n; ++t) {
     for (std::int64_t i = t + 1; i < n; ++i) at(e.m, i, t) = at(e.a, i, t) / at(e.a, t, t);

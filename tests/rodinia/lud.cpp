@@ -73,7 +73,8 @@ int split_regions(const Runtime& rt, const std::string& prefix) {
 TEST_CASE("lud: a serial elimination's factors on cpu0, opencl0 and split over both") {
   Runtime rt;
   const Hierarchy discovered = rt.hierarchy();
-  const std::vector<float> input = rodinia::lud::generated_matrix(kN);
+  const rodinia::Vector<float> generated = rodinia::lud::generated_matrix(kN);
+  const std::vector<float> input(generated.begin(), generated.end());
   const std::vector<float> expected = factor_here(input, kN);
   // The factors are not trivial: L below the diagonal is small but not zero.
   CHECK(std::fabs(expected[std::size_t(kN * kN - 2)]) > 1e-4);
@@ -103,7 +104,8 @@ TEST_CASE("lud: a serial elimination's factors on cpu0, opencl0 and split over b
 
 TEST_CASE("lud: Rodinia's -s matrix factors so that L * U rebuilds it") {
   const std::int64_t n = 48;
-  const std::vector<float> input = rodinia::lud::internal_matrix(n);
+  const rodinia::Vector<float> internal = rodinia::lud::internal_matrix(n);
+  const std::vector<float> input(internal.begin(), internal.end());
   CHECK(input[0] == 10.0f);
   CHECK(input[std::size_t(n - 1)] == doctest::Approx(10 * std::exp(-0.001 * double(n - 1))).epsilon(1e-6));
   CHECK(input[std::size_t(n)] == input[1]);  // symmetric, constant along diagonals
@@ -121,7 +123,7 @@ TEST_CASE("lud: Rodinia's -s matrix factors so that L * U rebuilds it") {
 
 TEST_CASE("lud: matrix files in Rodinia's format read back") {
   const std::string path = "lud_test_matrix.dat";
-  const std::vector<float> m = rodinia::lud::generated_matrix(5);
+  const rodinia::Vector<float> m = rodinia::lud::generated_matrix(5);
   rodinia::lud::write_matrix(path, m, 5);
   std::int64_t n = 0;
   CHECK(rodinia::lud::read_matrix(path, n) == m);

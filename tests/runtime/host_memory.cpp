@@ -1,12 +1,19 @@
 // Host memory for arrays (runtime/host_memory.hpp): a freed large block is
 // kept for the next block of the same size on a machine with one NUMA node,
-// and a block asked to read as zero does, kept or fresh.
+// and a block asked to read as zero does, kept or fresh. And the allocator
+// programs load their data with (runtime/host_allocator.hpp).
 #include <doctest/doctest.h>
+#include <sys/mman.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
+#include <new>
 #include <string>
+#include <vector>
 
+#include <canopy/runtime/host_allocator.hpp>
 #include <canopy/runtime/host_memory.hpp>
 
 using canopy::runtime::allocate_host;
@@ -74,4 +81,46 @@ TEST_CASE("host memory: a kept block is not handed out for another size, and two
   free_host(b, other);
   free_host(c, bytes);
   free_host(d, bytes);
+}
+
+TEST_CASE("HostVector: reads as a std::vector does, aligned, and gives a large block back when freed") {
+  // Small (from the heap) and large (mapped, on huge-page boundaries).
+  for (const std::size_t count : {std::size_t{1000}, std::size_t{3} << 20}) {
+    CAPTURE(count);
+    canopy::HostVector<float> values(count);
+    REQUIRE(values.size() == count);
+    CHECK(nonzero_words(values.data(), count * sizeof(float)) == 0);
+    const auto address = reinterpret_cast<std::uintptr_t>(values.data());
+    CHECK(address % 64 == 0);
+    if (count * sizeof(float) >= (std::size_t{1} << 21)) {
+      CHECK(address % (std::size_t{1} << 21) == 0);
+    }
+    for (std::size_t k = 0; k < count; ++k) values[k] = float(k % 97);
+    const std::vector<float> copy(values.begin(), values.end());
+    canopy::HostVector<float> moved = std::move(values);
+    CHECK(std::vector<float>(moved.begin(), moved.end()) == copy);
+  }
+
+  // Growing by push_back: each outgrown block is unmapped at once, not kept
+  // resident for reuse as an array's would be.
+  void* outgrown = nullptr;
+  std::size_t outgrown_bytes = 0;
+  {
+    canopy::HostVector<std::int32_t> grown;
+    grown.reserve(std::size_t{1} << 20);  // 4 MiB: mapped
+    outgrown = grown.data();
+    outgrown_bytes = grown.capacity() * sizeof(std::int32_t);
+    for (std::int32_t k = 0; k < (1 << 20) + 1; ++k) grown.push_back(k);
+    CHECK(grown.data() != outgrown);
+    CHECK(grown[std::size_t{1} << 20] == (1 << 20));
+    CHECK(grown[12345] == 12345);
+  }
+  unsigned char residency[4];
+  errno = 0;
+  CHECK(mincore(outgrown, std::min<std::size_t>(outgrown_bytes, sizeof residency * 4096), residency) == -1);
+  CHECK(errno == ENOMEM);  // no longer mapped
+
+  CHECK(canopy::HostAllocator<float>() == canopy::HostAllocator<int>());
+  CHECK_THROWS_AS(canopy::HostAllocator<double>().allocate(std::numeric_limits<std::size_t>::max() / 4),
+                  std::bad_array_new_length);
 }

@@ -25,6 +25,8 @@
 
 #include <canopy/canopy.hpp>
 
+#include "rodinia/common/rodinia.hpp"
+
 namespace rodinia::backprop {
 
 /// Hidden units (Rodinia's network has 16; its code says they cannot change).
@@ -44,16 +46,16 @@ struct Where {
 /// weight matrices are (units below + 1) x (units above + 1), row-major.
 struct Network {
   std::int64_t inputs = 0;
-  std::vector<float> input_units;          ///< inputs + 1
-  std::vector<float> hidden_units;         ///< kHidden + 1
-  std::vector<float> output_units;         ///< kOutput + 1
-  std::vector<float> hidden_delta;         ///< kHidden + 1
-  std::vector<float> output_delta;         ///< kOutput + 1
-  std::vector<float> target;               ///< kOutput + 1
-  std::vector<float> input_weights;        ///< (inputs + 1) x (kHidden + 1)
-  std::vector<float> hidden_weights;       ///< (kHidden + 1) x (kOutput + 1)
-  std::vector<float> input_prev_weights;   ///< as input_weights, zero at first
-  std::vector<float> hidden_prev_weights;  ///< as hidden_weights, zero at first
+  Vector<float> input_units;          ///< inputs + 1
+  Vector<float> hidden_units;         ///< kHidden + 1
+  Vector<float> output_units;         ///< kOutput + 1
+  Vector<float> hidden_delta;         ///< kHidden + 1
+  Vector<float> output_delta;         ///< kOutput + 1
+  Vector<float> target;               ///< kOutput + 1
+  Vector<float> input_weights;        ///< (inputs + 1) x (kHidden + 1)
+  Vector<float> hidden_weights;       ///< (kHidden + 1) x (kOutput + 1)
+  Vector<float> input_prev_weights;   ///< as input_weights, zero at first
+  Vector<float> hidden_prev_weights;  ///< as hidden_weights, zero at first
   float output_error = 0, hidden_error = 0;
 
   /// Row stride of input_weights: kHidden + 1.

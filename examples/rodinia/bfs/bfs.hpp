@@ -34,8 +34,8 @@ namespace rodinia::bfs {
 /// starts[i] + counts[i]); `weights` are the edge costs the file carries
 /// (the search does not use them).
 struct Graph {
-  std::vector<std::int32_t> starts, counts;
-  std::vector<std::int32_t> edges, weights;
+  Vector<std::int32_t> starts, counts;
+  Vector<std::int32_t> edges, weights;
   std::int32_t source = 0;
 
   std::int64_t nodes() const { return static_cast<std::int64_t>(starts.size()); }
@@ -192,7 +192,7 @@ class Search {
     if (n == 0) return 0;
     if (g.source < 0 || g.source >= n) throw Error("bfs: the source " + std::to_string(g.source) + " is not a node");
     cost[static_cast<std::size_t>(g.source)] = 0;
-    auto in = [&](const std::vector<std::int32_t>& v, const char* name) {
+    auto in = [&](const Vector<std::int32_t>& v, const char* name) {
       return rt_.wrap(const_cast<std::int32_t*>(v.data()), static_cast<std::int64_t>(v.size()),
                       read_only() | named(name));
     };

@@ -1,7 +1,7 @@
 // What the Rodinia examples share: a seeded random generator for generated
 // inputs (the same numbers on every machine), a timer, command-line helpers
-// that fail with a usage message, a reader for the numbers of a text file and
-// a writer of numbers as text.
+// that fail with a usage message, a reader for the numbers of a text file, a
+// writer of numbers as text and the container the programs load data into.
 #pragma once
 
 #include <fcntl.h>
@@ -17,8 +17,27 @@
 #include <cstdlib>
 #include <string>
 #include <system_error>
+#include <vector>
+
+#ifndef RODINIA_PLAIN_VECTORS
+#include <canopy/runtime/host_allocator.hpp>
+#endif
 
 namespace rodinia {
+
+/// What the programs hold their inputs and results in. The Canopy examples
+/// use Canopy's host memory (canopy::HostVector: a large block on huge
+/// pages), which is where the README tells a Canopy program to load the data
+/// it then wraps. The OpenMP ports they are compared with (rodinia-openmp and
+/// the baselines of canopy-bench) define RODINIA_PLAIN_VECTORS and use
+/// std::vector, as Rodinia's own programs use malloc.
+#ifdef RODINIA_PLAIN_VECTORS
+template <class T>
+using Vector = std::vector<T>;
+#else
+template <class T>
+using Vector = canopy::HostVector<T>;
+#endif
 
 /// A small, fast generator (splitmix64) whose sequence is fixed by its seed.
 class Random {

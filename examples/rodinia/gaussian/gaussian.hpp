@@ -33,7 +33,7 @@ struct Where {
 /// A linear system: a is n x n, row-major; b has n elements.
 struct System {
   std::int64_t n = 0;
-  std::vector<float> a, b;
+  Vector<float> a, b;
 };
 
 /// Rodinia's `gaussian -s n` system: a(i, j) = 10 * exp(-0.01 * |i - j|)

@@ -41,7 +41,7 @@ namespace rodinia::kmeans {
 struct Points {
   std::int64_t count = 0;
   std::int64_t features = 0;
-  std::vector<float> values;
+  Vector<float> values;
 };
 
 /// What one clustering produced.
@@ -64,7 +64,7 @@ inline Points generate(std::int64_t count, std::int64_t features, std::uint64_t 
   Random random(seed);
   std::vector<float> centres(static_cast<std::size_t>(kBlobs * features));
   for (auto& c : centres) c = static_cast<float>(random.uniform(15.0, 85.0));
-  Points points{count, features, std::vector<float>(static_cast<std::size_t>(count * features))};
+  Points points{count, features, Vector<float>(static_cast<std::size_t>(count * features))};
   for (std::int64_t p = 0; p < count; ++p) {
     const std::int64_t blob = p < kBlobs ? p : random.below(kBlobs);
     for (std::int64_t f = 0; f < features; ++f) {

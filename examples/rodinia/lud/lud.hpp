@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,13 +51,13 @@ struct Where {
 /// Rodinia's `lud -s n` matrix: a(i, j) = 10 * exp(-0.001 * |i - j|), rounded
 /// to float as Rodinia computes it; symmetric positive definite, so LU without
 /// pivoting is stable on it.
-inline std::vector<float> internal_matrix(std::int64_t n) {
+inline Vector<float> internal_matrix(std::int64_t n) {
   const float rate = -0.001f;
   std::vector<float> by_distance(static_cast<std::size_t>(n));
   for (std::int64_t d = 0; d < n; ++d)
     by_distance[static_cast<std::size_t>(d)] =
         static_cast<float>(10 * std::exp(static_cast<double>(rate * static_cast<float>(d))));
-  std::vector<float> m(static_cast<std::size_t>(n * n));
+  Vector<float> m(static_cast<std::size_t>(n * n));
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t j = 0; j < n; ++j)
       m[static_cast<std::size_t>(i * n + j)] = by_distance[static_cast<std::size_t>(i > j ? i - j : j - i)];
@@ -65,9 +66,9 @@ inline std::vector<float> internal_matrix(std::int64_t n) {
 
 /// A random matrix (fixed seed) that needs no pivoting: entries uniform in
 /// [-1, 1) with n + 1 added on the diagonal (strictly diagonally dominant).
-inline std::vector<float> generated_matrix(std::int64_t n, std::uint64_t seed = 7) {
+inline Vector<float> generated_matrix(std::int64_t n, std::uint64_t seed = 7) {
   Random random(seed);
-  std::vector<float> m(static_cast<std::size_t>(n * n));
+  Vector<float> m(static_cast<std::size_t>(n * n));
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t j = 0; j < n; ++j)
       m[static_cast<std::size_t>(i * n + j)] =
@@ -78,14 +79,14 @@ inline std::vector<float> generated_matrix(std::int64_t n, std::uint64_t seed = 
 /// Reads a matrix in Rodinia's format: the size n, then n*n numbers separated
 /// by white space, row by row. Throws canopy::Error naming the file on a
 /// missing file, a bad size or too few numbers.
-inline std::vector<float> read_matrix(const std::string& path, std::int64_t& n) {
+inline Vector<float> read_matrix(const std::string& path, std::int64_t& n) {
   rodinia::Numbers in(path);
   if (!in.opened()) throw canopy::Error("lud: cannot open input file '" + path + "'");
   long long size = 0;
   if (!in.next(size) || size < 1)
     throw canopy::Error("lud: input file '" + path + "' does not start with a positive matrix size");
   n = size;
-  std::vector<float> m(static_cast<std::size_t>(n * n));
+  Vector<float> m(static_cast<std::size_t>(n * n));
   for (auto& x : m)
     if (!in.next(x))
       throw canopy::Error("lud: input file '" + path + "' holds fewer than " + std::to_string(n * n) +
@@ -94,7 +95,7 @@ inline std::vector<float> read_matrix(const std::string& path, std::int64_t& n) 
 }
 
 /// Writes `m` (n x n) in Rodinia's format, readable by read_matrix and `lud -i`.
-inline void write_matrix(const std::string& path, const std::vector<float>& m, std::int64_t n) {
+inline void write_matrix(const std::string& path, std::span<const float> m, std::int64_t n) {
   std::FILE* out = std::fopen(path.c_str(), "w");
   if (!out) throw canopy::Error("lud: cannot write '" + path + "'");
   std::fprintf(out, "%lld\n", static_cast<long long>(n));
@@ -112,7 +113,7 @@ inline void write_matrix(const std::string& path, const std::vector<float>& m, s
 /// relative to elements larger than 1, since a float near 2049 (the diagonal
 /// of a generated 2048 x 2048 matrix) is spaced 2.4e-4 apart, and Rodinia's
 /// absolute bound would call a result that is right to the last bit wrong.
-inline std::int64_t verify(const std::vector<float>& original, const float* lu, std::int64_t n, std::string& report,
+inline std::int64_t verify(std::span<const float> original, const float* lu, std::int64_t n, std::string& report,
                            std::int64_t limit = 20) {
   std::int64_t mismatches = 0;
   for (std::int64_t i = 0; i < n; ++i) {

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    std::vector<float> matrix;
+    rodinia::Vector<float> matrix;
     std::int64_t n = 0;
     if (generate > 0) {
       std::printf("Generating a random matrix, size=%lld\n", static_cast<long long>(generate));
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
     if (verify) std::printf("Before LUD\n");
 
     // The check compares with the matrix before the run, which decomposes in place.
-    const std::vector<float> original = verify ? matrix : std::vector<float>();
+    const rodinia::Vector<float> original = verify ? matrix : rodinia::Vector<float>();
     canopy::Runtime rt;
     // The matrix's own memory, not a copy (rt.wrap): the process holds it once.
     auto a = rt.wrap<float, 2>(matrix.data(), canopy::Shape(n, n), canopy::named("matrix"));

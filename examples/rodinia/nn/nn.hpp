@@ -35,7 +35,7 @@ inline constexpr std::size_t kLatitudeColumn = 28, kLongitudeColumn = 33, kCoord
 /// Every record's location (structure of arrays: the region reads both
 /// contiguously) and, when read from files, its text.
 struct Records {
-  std::vector<float> latitude, longitude;
+  Vector<float> latitude, longitude;
   std::string text;  ///< kRecordChars per record, back to back (empty for generated locations)
 
   std::int64_t size() const { return static_cast<std::int64_t>(latitude.size()); }

@@ -27,7 +27,7 @@ namespace rodinia::pathfinder {
 /// The walls, row-major: `rows` rows of `cols` columns, each 0..9.
 struct Walls {
   std::int64_t rows = 0, cols = 0;
-  std::vector<std::int32_t> values;
+  Vector<std::int32_t> values;
 
   const std::int32_t* row(std::int64_t t) const { return values.data() + t * cols; }
 };
@@ -36,7 +36,7 @@ struct Walls {
 /// row after row; on the same C library these are the very walls of
 /// Rodinia's pathfinder.
 inline Walls generate(std::int64_t cols, std::int64_t rows) {
-  Walls walls{rows, cols, std::vector<std::int32_t>(static_cast<std::size_t>(rows * cols))};
+  Walls walls{rows, cols, Vector<std::int32_t>(static_cast<std::size_t>(rows * cols))};
   std::srand(9);
   for (auto& wall : walls.values) wall = std::rand() % 10;
   return walls;
