@@ -1,14 +1,15 @@
 // canopy-bench startup: what a program pays before its first kernel, timed as
-// users time it, a whole process from exec to exit. The child is this same
-// binary (linked as a Canopy program is) run with a hidden flag: doing
-// nothing; making `Runtime rt;` with every device and with
+// users time it, a whole process from exec to exit. The child is
+// canopy-startup-child (beside this binary), linked as a Canopy program is:
+// doing nothing; making `Runtime rt;` with every device and with
 // CANOPY_DEVICES=cpu; running one small kernel with a warm kernel cache and
 // with an empty cache folder (a first run on a new node: the kernel is
-// compiled and the devices discovered); and, where Canopy has MPI, two ranks
-// under mpirun each making an mpi::Job, beside two ranks that only start
-// and end MPI (MPI_Init_thread, MPI_Finalize). Wall time from spawn to exit and peak memory
-// from the OS's accounting of the finished children (ru_maxrss: the largest
-// process), medians of N runs.
+// compiled and the devices discovered). Where Canopy has MPI, this binary
+// itself (which links MPI) runs two ranks under mpirun, each making an
+// mpi::Job, beside two ranks that only start and end MPI (MPI_Init_thread,
+// MPI_Finalize). Wall time from spawn to exit and peak memory from the OS's
+// accounting of the finished children (ru_maxrss: the largest process),
+// medians of N runs.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <canopy/canopy.hpp>
+#include <canopy/ir/error.hpp>
 #if CANOPY_WITH_MPI
 #include <mpi.h>
 
@@ -28,32 +29,7 @@
 
 namespace canopy::bench {
 
-namespace {
-
-/// The program of the one-kernel cases: a triad over 2^16 doubles, checked.
-int one_kernel() {
-  Runtime rt;
-  const std::int64_t n = 1 << 16;
-  auto a = rt.array<double>(n), b = rt.array<double>(n);
-  Kernel triad("startup_triad", [](Out<double> a, In<double> b, Val<double> s) {
-    Idx i = index(0);
-    a[i] = b[i] * s + 1.0;
-  });
-  auto bh = b.host();
-  for (std::int64_t i = 0; i < n; ++i) bh[i] = double(i);
-  rt.region(triad).over(n).launch(a, b, 2.0);
-  return a.host()[n - 1] == 2.0 * double(n - 1) + 1.0 ? 0 : 1;
-}
-
-}  // namespace
-
 int startup_command(int argc, char** argv) {
-  if (argc >= 1 && !std::strcmp(argv[0], "--child-empty")) return 0;
-  if (argc >= 1 && !std::strcmp(argv[0], "--child-runtime")) {
-    Runtime rt;
-    return 0;
-  }
-  if (argc >= 1 && !std::strcmp(argv[0], "--child-kernel")) return one_kernel();
 #if CANOPY_WITH_MPI
   if (argc >= 1 && !std::strcmp(argv[0], "--child-job")) {
     mpi::Job job(argc, argv);
@@ -74,15 +50,17 @@ int startup_command(int argc, char** argv) {
     const char* name;
     std::vector<std::string> args;
     std::vector<std::string> environment;
-    std::string program;       ///< empty: this binary
+    std::string program;
     bool fresh_cache = false;  ///< an empty CANOPY_CACHE_DIR for every run
   };
+  const std::string child = (std::filesystem::path(this_program()).parent_path() / "canopy-startup-child").string();
+  if (!std::filesystem::exists(child)) throw Error("startup needs " + child + " (built with canopy-bench)");
   std::vector<Case> cases = {
-      {"main() returns at once (Canopy's libraries loaded)", {"startup", "--child-empty"}, {}, "", false},
-      {"Runtime rt; (every device)", {"startup", "--child-runtime"}, {}, "", false},
-      {"Runtime rt; with CANOPY_DEVICES=cpu", {"startup", "--child-runtime"}, {"CANOPY_DEVICES=cpu"}, "", false},
-      {"one kernel, warm kernel cache", {"startup", "--child-kernel"}, {}, "", false},
-      {"one kernel, empty cache folder (cold)", {"startup", "--child-kernel"}, {}, "", true},
+      {"main() returns at once (Canopy's libraries loaded)", {"empty"}, {}, child, false},
+      {"Runtime rt; (every device)", {"runtime"}, {}, child, false},
+      {"Runtime rt; with CANOPY_DEVICES=cpu", {"runtime"}, {"CANOPY_DEVICES=cpu"}, child, false},
+      {"one kernel, warm kernel cache", {"kernel"}, {}, child, false},
+      {"one kernel, empty cache folder (cold)", {"kernel"}, {}, child, true},
   };
 #if CANOPY_WITH_MPI
   {
@@ -112,8 +90,7 @@ int startup_command(int argc, char** argv) {
         folder = pattern;
         environment.push_back("CANOPY_CACHE_DIR=" + folder);
       }
-      const ProcessSample s =
-          run_process({c.program.empty() ? this_program() : c.program, c.args, environment, "", ""});
+      const ProcessSample s = run_process({c.program, c.args, environment, "", ""});
       if (!folder.empty()) std::filesystem::remove_all(folder);
       return s;
     };
