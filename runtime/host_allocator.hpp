@@ -2,9 +2,9 @@
 // rt.wrap(): the same host memory Canopy's own arrays get. A large block
 // comes straight from the kernel, starts on a huge-page boundary and is
 // backed by huge pages where the system allows (Linux's transparent huge
-// pages in `madvise` mode, the common default), so filling 1 GB takes a few
-// hundred page faults instead of a quarter of a million; a small block comes
-// from the heap, aligned to a cache line.
+// pages in `always` or `madvise` mode), so filling 1 GB takes about 500 page
+// faults instead of a quarter of a million; a small block comes from the
+// heap, aligned to a cache line.
 //
 //   canopy::HostVector<float> values(n);  // zero, as std::vector<float>(n)
 //   read_into(values.data(), n);          // the program's own reader
