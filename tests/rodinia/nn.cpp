@@ -136,3 +136,38 @@ TEST_CASE("rodinia nn: a database written and read back gives the same locations
   for (int f = 0; f < 3; ++f) std::remove((list + "_" + std::to_string(f) + ".db").c_str());
   std::remove(list.c_str());
 }
+
+TEST_CASE("rodinia nn: the files searched block by block, the next read while one computes, equal a serial reference") {
+  const std::string list = "rodinia-nn-blocks-list.txt";
+  nn::write_database(list, nn::generate(5000, 11), 3);
+  const nn::Records read = nn::read_database(list);  // the locations as the text rounds them
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  struct Placed {
+    std::vector<std::string> leaves;
+    const char* location;
+    const char* policy;
+  };
+  for (const Placed& placed :
+       {Placed{{"cpu0"}, "cpu0", "static"}, Placed{{"cpu0", "opencl0"}, "numa0", "percentage:[50,50]"}}) {
+    if (!has_leaves(discovered, placed.leaves)) continue;
+    use_leaves(rt, discovered, placed.leaves);
+    // Blocks of 300 records: 17 of them, the last one of 200; k both below and above a block's size.
+    for (int k : {1, 7, 400}) {
+      CAPTURE(placed.location);
+      CAPTURE(k);
+      std::int64_t records = 0;
+      const auto found =
+          nn::nearest_in_database(rt, list, k, 30.0f, 90.0f, records, placed.location, placed.policy, 300);
+      CHECK(records == 5000);
+      std::vector<nn::Neighbour> got;
+      for (const nn::Found& f : found) {
+        got.push_back(f.neighbour);
+        CHECK(f.line == read.line(f.neighbour.record));
+      }
+      check_same(got, reference(read, k, 30.0f, 90.0f, nullptr));
+    }
+  }
+  for (int f = 0; f < 3; ++f) std::remove((list + "_" + std::to_string(f) + ".db").c_str());
+  std::remove(list.c_str());
+}
