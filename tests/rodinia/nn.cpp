@@ -137,7 +137,7 @@ TEST_CASE("rodinia nn: a database written and read back gives the same locations
   std::remove(list.c_str());
 }
 
-TEST_CASE("rodinia nn: the files searched block by block, the next read while one computes, equal a serial reference") {
+TEST_CASE("rodinia nn: the files searched block by block as they are read equal a serial reference") {
   const std::string list = "rodinia-nn-blocks-list.txt";
   nn::write_database(list, nn::generate(5000, 11), 3);
   const nn::Records read = nn::read_database(list);  // the locations as the text rounds them

@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -116,10 +115,8 @@ inline void write_database(const std::string& list, const Records& records, int 
 /// that does not open as given is looked for beside the list), handing
 /// `visit(records, first)` the records `block` at a time: `records` holds at
 /// most `block` of them (their locations and lines), `first` is the number
-/// of the first in the whole database. `visit` may take what `records`
-/// holds (swap it out) to keep it past the call; the next block is read
-/// into whatever it leaves there, cleared. Throws std::runtime_error naming
-/// the file and line at fault.
+/// of the first in the whole database. Throws std::runtime_error naming the
+/// file and line at fault.
 template <class Visit>
 void read_database_blocks(const std::string& list, std::int64_t block, Visit&& visit) {
   std::FILE* names = std::fopen(list.c_str(), "r");
@@ -130,9 +127,8 @@ void read_database_blocks(const std::string& list, std::int64_t block, Visit&& v
   std::int64_t first = 0;
   auto hand_over = [&] {
     if (records.size() == 0) return;
-    const std::int64_t count = records.size();
-    visit(records, first);
-    first += count;
+    visit(static_cast<const Records&>(records), first);
+    first += records.size();
     records.latitude.clear();
     records.longitude.clear();
     records.text.clear();
@@ -313,75 +309,31 @@ struct Found {
 /// first, as in pick_nearest). The process holds one block, never the whole
 /// database, as Rodinia's nn, which reads and searches a few records at a
 /// time. `records` is set to the number of records read.
-/// Merges `found`, a block's k nearest (numbered within `part`, whose first
-/// record is number `first` of the database), into `best`, the k nearest so
-/// far: ties keep the earlier record first when blocks merge in order.
-inline void merge_nearest(std::vector<Found>& best, const std::vector<Neighbour>& found, const Records& part,
-                          std::int64_t first, int k) {
-  for (const Neighbour& n : found) best.push_back(Found{Neighbour{first + n.record, n.distance}, part.line(n.record)});
-  std::stable_sort(best.begin(), best.end(),
-                   [](const Found& a, const Found& b) { return a.neighbour.distance < b.neighbour.distance; });
-  if (best.size() > static_cast<std::size_t>(k)) best.resize(static_cast<std::size_t>(k));
-}
-
 template <class Search>
 std::vector<Found> nearest_by_blocks(const std::string& list, int k, std::int64_t block, std::int64_t& records,
                                      Search&& search) {
   std::vector<Found> best;
   records = 0;
   read_database_blocks(list, block, [&](const Records& part, std::int64_t first) {
-    merge_nearest(best, search(part), part, first, k);
+    for (const Neighbour& n : search(part))
+      best.push_back(Found{Neighbour{first + n.record, n.distance}, part.line(n.record)});
+    std::stable_sort(best.begin(), best.end(),
+                     [](const Found& a, const Found& b) { return a.neighbour.distance < b.neighbour.distance; });
+    if (best.size() > static_cast<std::size_t>(k)) best.resize(static_cast<std::size_t>(k));
     records = first + part.size();
   });
   return best;
 }
 
-/// As nearest_by_blocks, each block's distances computed on `rt` (at
-/// `location` with `policy`) while the next block is read: a region is
-/// asynchronous, so the files are read on this thread while the leaves
-/// compute. A block's records are kept until its distances are picked; two
-/// blocks are held at a time.
+/// nearest_by_blocks with each block searched by nearest() on `rt`.
 inline std::vector<Found> nearest_in_database(canopy::Runtime& rt, const std::string& list, int k, float latitude,
                                               float longitude, std::int64_t& records, const std::string& location = "",
                                               const std::string& policy = "static",
                                               std::int64_t block = std::int64_t{1} << 18) {
-  using namespace canopy;
-  struct InFlight {
-    Records records;
-    std::int64_t first = 0;
-    std::vector<float> distances;
-    std::optional<Array<float>> latitude, longitude, out;  ///< set while its region may run
-  };
-  InFlight blocks[2];
-  int next = 0;
-  std::vector<Found> best;
-  auto pick = [&](InFlight& b) {
-    if (!b.out) return;
-    auto view = b.out->host_read();
-    merge_nearest(best, pick_nearest(view.data(), b.records.size(), k), b.records, b.first, k);
-    b.latitude.reset();
-    b.longitude.reset();
-    b.out.reset();
-  };
-  records = 0;
-  read_database_blocks(list, block, [&](Records& part, std::int64_t first) {
-    InFlight& b = blocks[next];
-    std::swap(b.records, part);
-    b.first = first;
-    const std::int64_t n = b.records.size();
-    b.distances.resize(static_cast<std::size_t>(n));
-    b.latitude = rt.wrap(b.records.latitude.data(), n, read_only() | named("latitude"));
-    b.longitude = rt.wrap(b.records.longitude.data(), n, read_only() | named("longitude"));
-    b.out = rt.wrap(b.distances.data(), n, named("distances"));
-    auto region = rt.region(distance_kernel()).over(n).policy(policy);
-    if (!location.empty()) region.at(location);
-    region.launch(*b.out, *b.latitude, *b.longitude, latitude, longitude);
-    next = 1 - next;
-    pick(blocks[next]);  // the block before, whose distances ran while this one was read
-    records = first + n;
+  std::vector<float> distances;
+  return nearest_by_blocks(list, k, block, records, [&](const Records& part) {
+    return nearest(rt, part, k, latitude, longitude, distances, location, policy);
   });
-  pick(blocks[1 - next]);
-  return best;
 }
 
 }  // namespace rodinia::nn
