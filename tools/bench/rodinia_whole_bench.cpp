@@ -6,6 +6,9 @@
 // the kernel cache (warm, after one untimed run of each program), and one
 // more Canopy run with an empty cache folder gives the cold figure beside it.
 // Where both programs write an integer result file, the files are compared.
+// Both read and write through the same code (examples/rodinia); the examples
+// hold the data in canopy::HostVector, the port in std::vector, as a plain
+// program would (rodinia::Vector).
 #include <unistd.h>
 
 #include <cstdio>
