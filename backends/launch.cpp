@@ -71,6 +71,10 @@ ReductionValue combine(ir::ReduceOp op, const ReductionValue& a, const Reduction
   return r;
 }
 
+std::size_t streaming_threshold_for_cache(std::size_t cache_bytes) {
+  return cache_bytes ? 2 * cache_bytes : std::size_t{64} << 20;
+}
+
 std::size_t streaming_threshold_from_environment(std::size_t automatic) {
   const std::string& value = settings().streaming_stores;  // "", auto, on or off (settings.hpp checks)
   if (value == "on") return 0;

@@ -77,9 +77,14 @@ T value_of(const ReductionValue& v) {
     return static_cast<T>(v.int_value);
 }
 
+/// The automatic streaming-store threshold of a device whose last-level
+/// cache holds `cache_bytes`: twice that, or 64 MiB where the cache size is
+/// unknown (0).
+std::size_t streaming_threshold_for_cache(std::size_t cache_bytes);
+
 /// Bytes a launch must write into arrays it only writes before a backend
-/// stores them with streaming (non-temporal) stores: `automatic` (twice the
-/// device's last-level cache), or as CANOPY_STREAMING_STORES says (on: 0,
+/// stores them with streaming (non-temporal) stores: `automatic` (as
+/// streaming_threshold_for_cache gives), or as CANOPY_STREAMING_STORES says (on: 0,
 /// off: never, auto: `automatic`). Throws canopy::Error for another value.
 std::size_t streaming_threshold_from_environment(std::size_t automatic);
 

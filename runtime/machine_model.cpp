@@ -315,9 +315,10 @@ ir::KernelCost MachineModel::cost_of(const ir::Kernel& kernel, std::string_view 
   // threshold a device gave for the kernels that suit its streaming code.
   std::optional<double> threshold;
   if (m.kind == LocationKind::Cpu) {
-    const std::size_t automatic = m.streaming_threshold >= 0 ? static_cast<std::size_t>(m.streaming_threshold)
-                                  : m.cache_bytes > 0        ? 2 * static_cast<std::size_t>(m.cache_bytes)
-                                                             : std::size_t{64} << 20;
+    const std::size_t automatic = m.streaming_threshold >= 0
+                                      ? static_cast<std::size_t>(m.streaming_threshold)
+                                      : backends::streaming_threshold_for_cache(
+                                            static_cast<std::size_t>(std::max<std::int64_t>(m.cache_bytes, 0)));
     threshold = static_cast<double>(backends::streaming_threshold_from_environment(automatic));
   } else if (m.streaming_threshold >= 0 && jit::streaming_entry_type(kernel)) {
     threshold = static_cast<double>(m.streaming_threshold);

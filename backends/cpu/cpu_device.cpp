@@ -65,8 +65,7 @@ std::size_t streaming_bytes(const CpuProgram& program, std::int64_t rows) {
 }  // namespace
 
 std::size_t automatic_streaming_threshold(const std::vector<unsigned>& pus) {
-  const std::size_t cache = last_level_cache_bytes(pus);
-  return cache ? 2 * cache : std::size_t{64} << 20;
+  return streaming_threshold_for_cache(last_level_cache_bytes(pus));
 }
 
 CpuDevice::CpuDevice(std::string name, std::vector<unsigned> pus) : name_(std::move(name)), pool_(std::move(pus)) {

@@ -133,7 +133,7 @@ OpenCLTraits read_traits(const Api& cl, cl_platform_id platform, cl_device_id de
   traits.is_cpu = (device_value<cl_device_type>(cl, device, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) != 0;
   traits.streaming_entry = traits.is_cpu && device_value<cl_uint>(cl, device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) >= 512;
   const auto cache = static_cast<std::size_t>(device_value<cl_ulong>(cl, device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE));
-  traits.streaming_threshold = streaming_threshold_from_environment(cache ? 2 * cache : std::size_t{64} << 20);
+  traits.streaming_threshold = streaming_threshold_from_environment(streaming_threshold_for_cache(cache));
   traits.int64_atomics = has_word(traits.extensions, "cl_khr_int64_base_atomics");
   traits.correctly_rounded_divide_sqrt = (device_value<cl_device_fp_config>(cl, device, CL_DEVICE_SINGLE_FP_CONFIG) &
                                           CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
