@@ -8,8 +8,6 @@
 // tests/runtime/adaptive.cpp.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -20,33 +18,28 @@
 
 #include <canopy/canopy.hpp>
 #include <canopy/ir/passes/optimize.hpp>
+#include <canopy/jit/cpu_compiler.hpp>
 #include <canopy/runtime/adaptive.hpp>
 #include <canopy/runtime/machine_model.hpp>
 
 #include <canopy/runtime/internal/engine_access.hpp>
 #include "hetero_support.hpp"
 #include "scoped_setting.hpp"
+#include "temporary_folder.hpp"
 
 namespace canopy::hetero_tests {
 namespace {
 
 /// CANOPY_CACHE_DIR set to a fresh directory for the test's lifetime (then
-/// restored and the directory removed).
+/// restored and the directory removed). The process's CPU compiler keeps
+/// the cache directory it found first (jit::CpuCompiler::shared): it is
+/// made before the setting (members are made in order), so that it keeps
+/// the suite's, not this one.
 struct CacheDirectory {
-  std::filesystem::path path = make_fresh();
+  const jit::CpuCompiler& compiler = jit::CpuCompiler::shared();
+  canopy::testing::TemporaryFolder folder{"adaptive-hetero"};
+  const std::filesystem::path& path = folder.path();
   canopy::testing::ScopedSetting setting{"CANOPY_CACHE_DIR", path.c_str()};
-  ~CacheDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-
- private:
-  static std::filesystem::path make_fresh() {
-    auto fresh = std::filesystem::temp_directory_path() / ("canopy-adaptive-hetero-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(fresh);
-    std::filesystem::create_directories(fresh);
-    return fresh;
-  }
 };
 
 using Accumulate = Kernel<void(InOut<double>, In<double>)>;

@@ -15,10 +15,9 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "hetero_support.hpp"
 #include "runtime/trace_json.hpp"
+#include "temporary_folder.hpp"
 
 using namespace canopy;
 using namespace canopy::hetero_tests;
@@ -53,10 +52,8 @@ std::vector<double> expected_grid() {
 }  // namespace
 
 TEST_CASE("hetero: the trace of a stencil split over cpu0 and opencl0" * doctest::test_suite("opencl")) {
-  const auto folder = std::filesystem::temp_directory_path() / ("canopy-trace-split-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(folder);
-  std::filesystem::create_directories(folder);
-  const std::string path = (folder / "split.json").string();
+  const testing::TemporaryFolder folder("trace-split");
+  const std::string path = folder / "split.json";
   Moved total;
   {
     engine_tests::EnvironmentFor trace("CANOPY_TRACE", path.c_str());

@@ -10,11 +10,10 @@
 #include <set>
 #include <string>
 
-#include <unistd.h>
-
 #include <canopy/backends/fault_injection.hpp>
 
 #include "engine_trees.hpp"
+#include "temporary_folder.hpp"
 #include "trace_json.hpp"
 
 using namespace canopy;
@@ -22,14 +21,6 @@ using namespace canopy::engine_tests;
 using namespace canopy::trace_tests;
 
 namespace {
-
-std::string trace_path(const std::string& name) {
-  const auto folder =
-      std::filesystem::temp_directory_path() / ("canopy-compile-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(folder);
-  std::filesystem::create_directories(folder);
-  return (folder / "run.json").string();
-}
 
 constexpr std::int64_t kPoints = 10000;
 
@@ -45,7 +36,8 @@ class FaultPlanFor {
 TEST_CASE(
     "compile ahead: compile(k1, k2).wait() compiles both off the launching thread; their launches compile "
     "nothing") {
-  const std::string path = trace_path("ahead");
+  const testing::TemporaryFolder folder("compile-ahead");
+  const std::string path = folder / "run.json";
   // Kernels of their own: no runtime of this process has compiled them.
   static const Kernel<void(Out<double>, In<double>)> scale(
       "ahead_scale", [](Out<double> out, In<double> in) { out[index(0)] = in[index(0)] * 3.0; }, {"out", "in"});
@@ -83,7 +75,8 @@ TEST_CASE(
 }
 
 TEST_CASE("compile ahead: a launch right after compile() is right, and each kernel is compiled once") {
-  const std::string path = trace_path("race");
+  const testing::TemporaryFolder folder("compile-race");
+  const std::string path = folder / "run.json";
   static const Kernel<void(Out<double>, In<double>)> square(
       "race_square", [](Out<double> out, In<double> in) { out[index(0)] = in[index(0)] * in[index(0)]; },
       {"out", "in"});

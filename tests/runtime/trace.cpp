@@ -16,11 +16,10 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include <canopy/runtime/internal/trace.hpp>
 
 #include "engine_trees.hpp"
+#include "temporary_folder.hpp"
 #include "trace_json.hpp"
 
 using namespace canopy;
@@ -29,22 +28,14 @@ using namespace canopy::trace_tests;
 
 namespace {
 
-// A fresh, empty folder for this test's files.
-std::string fresh_folder(const std::string& name) {
-  const auto folder =
-      std::filesystem::temp_directory_path() / ("canopy-trace-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(folder);
-  std::filesystem::create_directories(folder);
-  return folder.string();
-}
-
 // Enough points that each region is queued on its leaf's worker.
 constexpr std::int64_t kPoints = 100000;
 
 }  // namespace
 
 TEST_CASE("trace: a hello-style program on one CPU leaf") {
-  const std::string path = fresh_folder("hello") + "/run.json";
+  const testing::TemporaryFolder folder("trace-hello");
+  const std::string path = folder / "run.json";
   std::vector<RegionStats> regions;
   double dot = 0;
   {
@@ -140,7 +131,8 @@ TEST_CASE("trace: a hello-style program on one CPU leaf") {
 }
 
 TEST_CASE("trace: a runtime that made no region writes valid JSON") {
-  const std::string path = fresh_folder("empty") + "/nothing.json";
+  const testing::TemporaryFolder folder("trace-empty");
+  const std::string path = folder / "nothing.json";
   {
     EnvironmentFor trace("CANOPY_TRACE", path.c_str());
     Runtime rt;
@@ -159,7 +151,8 @@ TEST_CASE("trace: CANOPY_TRACE unset traces nothing") {
 }
 
 TEST_CASE("trace: a bad CANOPY_TRACE is an error naming it when the runtime is made") {
-  const std::string folder = fresh_folder("bad");
+  const testing::TemporaryFolder temporary("trace-bad");
+  const std::string folder = temporary.path().string();
   for (const std::string& value : {std::string(), folder, folder + "/", folder + "/missing/run.json"}) {
     INFO("CANOPY_TRACE='" << value << "'");
     EnvironmentFor trace("CANOPY_TRACE", value.c_str());
@@ -180,7 +173,8 @@ TEST_CASE("trace: each rank of an MPI job writes its own file") {
   CHECK(path_for_rank("run.json", -1) == "run.json");
 
   // mpirun's variable stands in when no MPI job told the rank.
-  const std::string folder = fresh_folder("rank");
+  const testing::TemporaryFolder temporary("trace-rank");
+  const std::string folder = temporary.path().string();
   {
     EnvironmentFor trace("CANOPY_TRACE", (folder + "/run.json").c_str());
     EnvironmentFor rank("OMPI_COMM_WORLD_RANK", "2");
@@ -202,7 +196,8 @@ TEST_CASE("trace: each rank of an MPI job writes its own file") {
 TEST_CASE("trace: slices that overlap on one leaf go to a second track of it; names are escaped") {
   // Perfetto shows only slices that nest on a track; a piece that runs again
   // on a leaf busy with its own (recovery) must not overlap it there.
-  const std::string path = fresh_folder("lanes") + "/lanes.json";
+  const testing::TemporaryFolder folder("trace-lanes");
+  const std::string path = folder / "lanes.json";
   {
     runtime::trace::Session session(path);
     RegionStats region;
