@@ -20,12 +20,19 @@ using passes_internal::FreshNames;
 using passes_internal::HashCache;
 using passes_internal::is_leaf;
 
+// Loads a loop may read once before it runs: those its every iteration
+// evaluates (found by HoistableLoads), from an array that nothing in the
+// loop writes, nor any array that may be the same memory.
+using LoadSet = ExprMap<bool>;
+
 // Whether an expression may be computed once before the loop whose body
-// changes the locals in `variant`: it reads none of them, loads nothing and
-// divides no integers. Remembered per node, for one loop and one `variant`.
+// changes the locals in `variant`: it reads none of them, loads only what
+// `loads` holds (when given) and divides no integers. Remembered per node,
+// for one loop and one `variant`.
 class Invariance {
  public:
-  explicit Invariance(const std::set<std::string>& variant) : variant_(variant) {}
+  explicit Invariance(const std::set<std::string>& variant, const LoadSet* loads = nullptr)
+      : variant_(variant), loads_(loads) {}
 
   bool operator()(const Expr& e) {
     auto it = memo_.find(e.get());
@@ -39,7 +46,12 @@ class Invariance {
   bool compute(const Expr& e) {
     switch (e->kind) {
       case ExprKind::Var: return !variant_.count(e->as<VarRef>().name);
-      case ExprKind::Load: return false;
+      case ExprKind::Load: {
+        if (!loads_ || !loads_->count(e)) return false;
+        for (const auto& i : e->as<Load>().indices)
+          if (!(*this)(i)) return false;
+        return true;
+      }
       case ExprKind::Unary: return (*this)(e->as<Unary>().operand);
       case ExprKind::Binary: {
         const auto& b = e->as<Binary>();
@@ -61,15 +73,115 @@ class Invariance {
   }
 
   const std::set<std::string>& variant_;
+  const LoadSet* loads_;
   std::unordered_map<const ExprNode*, std::pair<Expr, bool>> memo_;
+};
+
+// Whether an expression contains a load.
+bool loads_memory(const Expr& e) {
+  switch (e->kind) {
+    case ExprKind::Load: return true;
+    case ExprKind::Unary: return loads_memory(e->as<Unary>().operand);
+    case ExprKind::Binary: return loads_memory(e->as<Binary>().lhs) || loads_memory(e->as<Binary>().rhs);
+    case ExprKind::Compare: return loads_memory(e->as<Compare>().lhs) || loads_memory(e->as<Compare>().rhs);
+    case ExprKind::Cast: return loads_memory(e->as<Cast>().operand);
+    case ExprKind::Call:
+      for (const auto& a : e->as<Call>().args)
+        if (loads_memory(a)) return true;
+      return false;
+    case ExprKind::Select: {
+      const auto& s = e->as<Select>();
+      return loads_memory(s.cond) || loads_memory(s.if_true) || loads_memory(s.if_false);
+    }
+    default: return false;
+  }
+}
+
+// The loads every iteration of a loop evaluates: those in the expressions
+// of the statements at the top of its body (not under an If, nor in an
+// inner loop's body, whose bounds are evaluated all the same), outside the
+// arms of a select and the right side of a logical and/or (which the C
+// backends evaluate only when needed), from an array that may be read before
+// the loop: nothing in the loop writes it, nor an array of its element type
+// (two arrays of different element types are never the same memory; two of
+// one type may be, passed twice or wrapped over one buffer).
+class HoistableLoads {
+ public:
+  HoistableLoads(const Kernel& kernel, const std::set<int>& written, HashCache& hashes)
+      : kernel_(kernel), loads_(passes_internal::make_expr_map<bool>(hashes)) {
+    for (const int p : written) written_types_.insert(kernel.params[static_cast<std::size_t>(p)].type);
+  }
+
+  const LoadSet& of(const std::vector<Stmt>& body) {
+    for (const auto& s : body) statement(s);
+    return loads_;
+  }
+
+ private:
+  void statement(const Stmt& s) {
+    switch (s->kind) {
+      case StmtKind::Block:
+        for (const auto& inner : s->as<Block>().stmts) statement(inner);
+        break;
+      case StmtKind::Decl: expression(s->as<Decl>().init); break;
+      case StmtKind::Assign: expression(s->as<Assign>().value); break;
+      case StmtKind::Store:
+        for (const auto& i : s->as<Store>().indices) expression(i);
+        expression(s->as<Store>().value);
+        break;
+      case StmtKind::AtomicAdd:
+        for (const auto& i : s->as<AtomicAdd>().indices) expression(i);
+        expression(s->as<AtomicAdd>().value);
+        break;
+      case StmtKind::Reduce: expression(s->as<Reduce>().value); break;
+      case StmtKind::If: expression(s->as<If>().cond); break;
+      case StmtKind::For:
+        expression(s->as<For>().begin);
+        expression(s->as<For>().end);
+        break;
+      default: break;
+    }
+  }
+
+  void expression(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::Load: {
+        const auto& load = e->as<Load>();
+        if (!written_types_.count(kernel_.params[static_cast<std::size_t>(load.param)].type)) loads_.emplace(e, true);
+        for (const auto& i : load.indices) expression(i);
+        break;
+      }
+      case ExprKind::Unary: expression(e->as<Unary>().operand); break;
+      case ExprKind::Binary: {
+        const auto& b = e->as<Binary>();
+        expression(b.lhs);
+        if (!(b.type == ScalarType::Bool && (b.op == BinaryOp::And || b.op == BinaryOp::Or))) expression(b.rhs);
+        break;
+      }
+      case ExprKind::Compare:
+        expression(e->as<Compare>().lhs);
+        expression(e->as<Compare>().rhs);
+        break;
+      case ExprKind::Cast: expression(e->as<Cast>().operand); break;
+      case ExprKind::Call:
+        for (const auto& a : e->as<Call>().args) expression(a);
+        break;
+      case ExprKind::Select: expression(e->as<Select>().cond); break;
+      default: break;
+    }
+  }
+
+  const Kernel& kernel_;
+  std::set<ScalarType> written_types_;
+  LoadSet loads_;
 };
 
 // Replaces the largest invariant subexpressions of one loop's body by locals,
 // one local per distinct expression, remembered in order of first use.
 class InvariantReplacer final : public Mutator {
  public:
-  InvariantReplacer(const std::set<std::string>& variant, FreshNames& names, HashCache& hashes)
-      : invariant_(variant), names_(names), locals_(passes_internal::make_expr_map<Expr>(hashes)) {}
+  InvariantReplacer(const std::set<std::string>& variant, const LoadSet& loads, FreshNames& names, HashCache& hashes)
+      : invariant_(variant, &loads), names_(names), locals_(passes_internal::make_expr_map<Expr>(hashes)) {}
 
   /// (name, value) of every local introduced, in order.
   const std::vector<std::pair<std::string, Expr>>& hoisted() const { return hoisted_; }
@@ -98,7 +210,7 @@ class InvariantReplacer final : public Mutator {
 class LoopInvariantHoister final : public Mutator {
  public:
   explicit LoopInvariantHoister(const Kernel& kernel)
-      : names_(kernel, "licm"), bindings_(passes_internal::binding_counts(kernel)) {}
+      : kernel_(kernel), names_(kernel, "licm"), bindings_(passes_internal::binding_counts(kernel)) {}
 
  protected:
   // Splices the statements a loop turned into (hoisted locals, then the loop).
@@ -135,18 +247,23 @@ class LoopInvariantHoister final : public Mutator {
     const bool body_is_block = loop.body->kind == StmtKind::Block;
     const std::vector<Stmt> stmts = body_is_block ? loop.body->as<Block>().stmts : std::vector<Stmt>{loop.body};
 
+    HoistableLoads hoistable(kernel_, writes.arrays, hashes_);
+    const LoadSet& loads = hoistable.of(stmts);
+
     // Whole Decls first: each one moved makes its local invariant for the rest.
     std::vector<Stmt> before, kept;
+    bool loaded = false;  // something moved reads memory
     for (const auto& s : stmts) {
-      if (s->kind == StmtKind::Decl && can_move_decl(s->as<Decl>(), writes.assigned, variant)) {
+      if (s->kind == StmtKind::Decl && can_move_decl(s->as<Decl>(), writes.assigned, variant, loads)) {
         variant.erase(s->as<Decl>().name);
+        loaded = loaded || loads_memory(s->as<Decl>().init);
         before.push_back(s);
       } else {
         kept.push_back(s);
       }
     }
 
-    InvariantReplacer replacer(variant, names_, hashes_);
+    InvariantReplacer replacer(variant, loads, names_, hashes_);
     bool changed = before.size() > 0;
     for (auto& s : kept) {
       auto m = replacer.mutate(s);
@@ -154,22 +271,30 @@ class LoopInvariantHoister final : public Mutator {
       s = m;
     }
     if (!changed) return loop_stmt;
-    for (const auto& [name, value] : replacer.hoisted()) before.push_back(make_decl(name, value));
+    for (const auto& [name, value] : replacer.hoisted()) {
+      loaded = loaded || loads_memory(value);
+      before.push_back(make_decl(name, value));
+    }
 
     Stmt body = body_is_block || kept.size() != 1 ? make_block(std::move(kept)) : kept[0];
     before.push_back(make_for(loop.var, loop.begin, loop.end, loop.step, std::move(body)));
     auto block = make_block(std::move(before));
+    // A load moved out runs only when the loop would run, as in its first
+    // iteration: out of bounds where the loop runs zero times is never read.
+    if (loaded) block = make_block({make_if(make_compare(CompareOp::Lt, loop.begin, loop.end), block)});
     splice_.emplace(block.get(), block);  // held, so no later block reuses the address
     return block;
   }
 
-  bool can_move_decl(const Decl& decl, const std::set<std::string>& assigned, const std::set<std::string>& variant) {
+  bool can_move_decl(const Decl& decl, const std::set<std::string>& assigned, const std::set<std::string>& variant,
+                     const LoadSet& loads) {
     if (assigned.count(decl.name)) return false;
     auto it = bindings_.find(decl.name);
     if (it != bindings_.end() && it->second > 1) return false;
-    return Invariance(variant)(decl.init);
+    return Invariance(variant, &loads)(decl.init);
   }
 
+  const Kernel& kernel_;
   FreshNames names_;
   std::map<std::string, int> bindings_;
   HashCache hashes_;

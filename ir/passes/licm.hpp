@@ -8,14 +8,18 @@
 // depend on every device compiler proving the same thing on its own.
 //
 // A subexpression of the body moves when it reads neither the loop counter,
-// nor a local declared or assigned anywhere in the body, nor an array (a load
-// moved out would run even when the loop runs zero times, and might then read
-// out of bounds), and contains no integer / or % (those may sit under a
-// condition that guards them); only the largest such subexpressions move, and
-// never a lone literal, local, parameter, index or extent. A Decl at the top of
-// the body whose initial value qualifies, whose local is never assigned in the
-// loop and whose name is bound nowhere else in the kernel moves out whole, so
-// what reads it can move too. Inner loops are treated first, so an invariant
+// nor a local declared or assigned anywhere in the body, and contains no
+// integer / or % (those may sit under a condition that guards them). A load
+// moves too when every iteration makes it (it is in a statement at the top
+// of the body, not under an if, in a select's arm or after a logical and/or)
+// and the loop writes no array of its element type (arrays of different
+// element types are never the same memory); what moved out then runs under
+// `if (begin < end)`, as the first iteration would have, so that a loop that
+// runs zero times reads nothing, in bounds or not. Only the largest such
+// subexpressions move, and never a lone literal, local, parameter, index or
+// extent. A Decl at the top of the body whose initial value qualifies, whose
+// local is never assigned in the loop and whose name is bound nowhere else in
+// the kernel moves out whole, so what reads it can move too. Inner loops are treated first, so an invariant
 // climbs out of every loop it does not depend on.
 #pragma once
 

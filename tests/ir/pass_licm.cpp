@@ -1,6 +1,8 @@
 // hoist_loop_invariants: what a loop computes the same way in every iteration
-// moves in front of it; loads, integer division and anything depending on the
-// loop counter or on locals the loop changes stay inside.
+// moves in front of it (a load only when every iteration makes it and the loop
+// cannot change it, under a guard that the loop runs); integer division and
+// anything depending on the loop counter or on locals the loop changes stay
+// inside.
 #include <doctest/doctest.h>
 #include <canopy/ir/parser.hpp>
 #include <canopy/ir/passes/licm.hpp>
@@ -35,7 +37,7 @@ TEST_CASE("licm: an invariant subexpression moves in front of the loop") {
         "}\n");
 }
 
-TEST_CASE("licm: loads stay in the loop (it may run zero times)") {
+TEST_CASE("licm: a load stays in a loop that writes an array of its element type (it may be the same memory)") {
   const std::string text =
       "kernel k(out f64[1] a, in f64[1] b, val f64 s, val i64 n) dims 1 {\n"
       "  for j in 0:i64 .. n {\n"
@@ -43,6 +45,58 @@ TEST_CASE("licm: loads stay in the loop (it may run zero times)") {
       "  }\n"
       "}\n";
   CHECK(after_licm(text) == text);
+}
+
+TEST_CASE("licm: a load every iteration makes moves out, under a guard that the loop runs at all") {
+  // m is i64, the loop writes only f64: m[index(0)] and m[i] cannot change in
+  // the inner loop. Read before it only when it runs: with n = 0 no index of
+  // m is read, in bounds or not. b[...] stays (the loop writes f64).
+  CHECK(after_licm("kernel k(out f64[1] a, in i64[1] m, in f64[1] b, val i64 n) dims 1 {\n"
+                   "  for i in 0:i64 .. n {\n"
+                   "    for j in 0:i64 .. n {\n"
+                   "      a[j] = (b[m[index(0)]] + f64(m[i]))\n"
+                   "    }\n"
+                   "  }\n"
+                   "}\n") ==
+        "kernel k(out f64[1] a, in i64[1] m, in f64[1] b, val i64 n) dims 1 {\n"
+        "  var licm2: bool = (0:i64 < n)\n"
+        "  for i in 0:i64 .. n {\n"
+        "    if licm2 {\n"
+        "      var licm0: i64 = m[index(0)]\n"
+        "      var licm1: f64 = f64(m[i])\n"
+        "      for j in 0:i64 .. n {\n"
+        "        a[j] = (b[licm0] + licm1)\n"
+        "      }\n"
+        "    }\n"
+        "  }\n"
+        "}\n");
+}
+
+TEST_CASE("licm: a load only some iterations make stays: under an if, in a select's arm, after a logical and") {
+  CHECK(after_licm("kernel k(out f64[1] a, in i64[1] m, in f64[1] b, val i64 n) dims 1 {\n"
+                   "  for j in 0:i64 .. n {\n"
+                   "    if (b[j] > 0:f64) {\n"
+                   "      a[j] = f64(m[index(0)])\n"
+                   "    }\n"
+                   "    a[j] = select((j > 0:i64), f64(m[(index(0) + 2:i64)]), 0:f64)\n"
+                   "    if ((j > 1:i64) & (m[(index(0) + 3:i64)] > 0:i64)) {\n"
+                   "      a[j] = 1:f64\n"
+                   "    }\n"
+                   "  }\n"
+                   "}\n") ==
+        "kernel k(out f64[1] a, in i64[1] m, in f64[1] b, val i64 n) dims 1 {\n"
+        "  var licm0: i64 = (index(0) + 2:i64)\n"
+        "  var licm1: i64 = (index(0) + 3:i64)\n"
+        "  for j in 0:i64 .. n {\n"
+        "    if (b[j] > 0:f64) {\n"
+        "      a[j] = f64(m[index(0)])\n"
+        "    }\n"
+        "    a[j] = select((j > 0:i64), f64(m[licm0]), 0:f64)\n"
+        "    if ((j > 1:i64) & (m[licm1] > 0:i64)) {\n"
+        "      a[j] = 1:f64\n"
+        "    }\n"
+        "  }\n"
+        "}\n");
 }
 
 TEST_CASE("licm: integer division stays in the loop, under its guard") {

@@ -6,6 +6,7 @@
 // in a clear error, never a crash, a hang or a wrong value.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -79,6 +80,21 @@ const Kernel<void(Out<double>, In<double>)>& twice_plus_one() {
   static const Kernel kernel("twice_plus_one",
                              [](Out<double> out, In<double> in) { out[index(0)] = 2.0 * in[index(0)] + 1.0; },
                              {"out", "in"});
+  return kernel;
+}
+
+// out[i] = where[i + shift] added `count` times. where[i + shift] is the
+// same in every iteration and the loop writes only doubles: the optimizer
+// reads it once before the loop, and only when the loop runs (count > 0).
+const Kernel<void(InOut<double>, In<std::int64_t>, Val<std::int64_t>, Val<std::int64_t>)>& repeated_read() {
+  static const Kernel kernel(
+      "repeated_read",
+      [](InOut<double> out, In<std::int64_t> where, Val<std::int64_t> shift, Val<std::int64_t> count) {
+        Idx i = index(0);
+        out[i] = 0.0;
+        For(0, count, [&](Idx) { out[i] = out[i] + cast<double>(where[i + shift]); });
+      },
+      {"out", "where", "shift", "count"});
   return kernel;
 }
 
@@ -195,6 +211,32 @@ TEST_CASE("checked mode: an in-bounds kernel gives the same bits checked and unc
   // vectorize the same way): equal to rounding, not to the bit.
   CHECK(checked.sum == doctest::Approx(unchecked.sum).epsilon(1e-12));
   CHECK(checked.sum != 0.0);
+}
+
+TEST_CASE("a load moved out of a loop is made only when the loop runs: zero iterations read nothing (cpu)") {
+  for (const char* mode : {"bounds", "off"}) {
+    INFO("CANOPY_CHECK=" << std::string(mode));
+    EnvironmentFor check("CANOPY_CHECK", mode);
+    Runtime rt;
+    use_tree(rt, one_leaf_tree());
+    constexpr std::int64_t n = 1000;
+    auto where = rt.array<std::int64_t>(n);
+    auto out = rt.array<double>(n);
+    {
+      auto w = where.host();
+      for (std::int64_t i = 0; i < n; ++i) w[i] = (i * 37) % 101;
+    }
+    rt.region(repeated_read()).over(n).launch(out, where, std::int64_t{0}, std::int64_t{3});
+    rt.pause();
+    const auto thrice = values_of(out);
+    for (std::int64_t i = 0; i < n; ++i) CHECK(thrice[static_cast<std::size_t>(i)] == 3.0 * double((i * 37) % 101));
+    // Far past the end (2^40 elements: unmapped memory) with no iteration:
+    // neither an error nor a fault, and every out[i] is 0.
+    rt.region(repeated_read()).over(n).launch(out, where, std::int64_t{1} << 40, std::int64_t{0});
+    CHECK(error_of([&] { rt.pause(); }) == "no error");
+    const auto none = values_of(out);
+    CHECK(std::count(none.begin(), none.end(), 0.0) == n);
+  }
 }
 
 TEST_CASE("checked mode: CANOPY_CHECK takes bounds or off, and says so otherwise") {
