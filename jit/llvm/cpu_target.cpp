@@ -256,6 +256,7 @@ std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol
     SimdLowering lowering(module, kernel, plan.lanes);
     lowering.set_int64_lanes_native(HostTarget::get().converts_int64_lanes());
     lowering.set_fused_multiply_add(HostTarget::get().fuses_multiply_add());
+    lowering.set_vector_bits(HostTarget::get().vector_bits());
     function = lowering.lower(symbol);
     // In auto mode a kernel whose inner loop would gather goes back to the scalar loop.
     if (std::string refusal = lowering.refusal(); !refusal.empty() && settings().simd != "on") {

@@ -169,7 +169,7 @@ void SimdLowering::load_params() {
   }
 }
 
-void SimdLowering::fill_row_blocks(llvm::Value* first_row, llvm::Value* count) {
+void SimdLowering::fill_row_blocks(llvm::Value* first_row, llvm::Value* count, bool whole) {
   if (row_blocks_.empty()) return;
   auto* i64 = builder_.getInt64Ty();
   for (auto& [p, block] : row_blocks_) {
@@ -178,11 +178,19 @@ void SimdLowering::fill_row_blocks(llvm::Value* first_row, llvm::Value* count) {
     auto* filled = llvm::BasicBlock::Create(context_, kernel_.params[p].name + ".rows.filled", function_);
     builder_.CreateCondBr(block.usable, fill, filled);
     builder_.SetInsertPoint(fill);
+    // A whole group: by tiles of a register's width (at most 16 elements,
+    // so that a tile's rows stay in registers), where the lanes split into
+    // them; the columns past the last whole tile, and a partial group's
+    // rows, element by element.
+    const int element_bits = static_cast<int>(module_.getDataLayout().getTypeAllocSize(element)) * 8;
+    const int tile = std::min({vector_bits_ / element_bits, 16, lanes_});
+    llvm::Value* first_column = builder_.getInt64(0);
+    if (whole && tile >= 4 && lanes_ % tile == 0) first_column = fill_row_block_by_tiles(block, p, first_row, tile);
     // Only the active lanes' rows: past the last point there may be none.
     emit_counted_loop(builder_.getInt64(0), count, 1, "row", [&](llvm::Value* lane) {
       llvm::Value* row = builder_.CreateInBoundsGEP(
           element, params_[p].base, builder_.CreateMul(builder_.CreateAdd(first_row, lane), block.row_length));
-      emit_counted_loop(builder_.getInt64(0), block.row_length, 1, "column", [&](llvm::Value* u) {
+      emit_counted_loop(first_column, block.row_length, 1, "column", [&](llvm::Value* u) {
         llvm::Value* value = builder_.CreateLoad(element, builder_.CreateInBoundsGEP(element, row, u));
         llvm::Value* at = builder_.CreateAdd(builder_.CreateMul(u, llvm::ConstantInt::get(i64, lanes_)), lane);
         builder_.CreateStore(value, builder_.CreateInBoundsGEP(element, block.buffer, at));
@@ -191,6 +199,55 @@ void SimdLowering::fill_row_blocks(llvm::Value* first_row, llvm::Value* count) {
     builder_.CreateBr(filled);
     builder_.SetInsertPoint(filled);
   }
+}
+
+llvm::Value* SimdLowering::fill_row_block_by_tiles(const RowBlock& block, int param, llvm::Value* first_row, int tile) {
+  llvm::Type* element = memory_type(kernel_.params[param].type);
+  auto* type = llvm::FixedVectorType::get(element, static_cast<unsigned>(tile));
+  const llvm::Align align = module_.getDataLayout().getABITypeAlign(element);
+  llvm::Value* tiled_columns =
+      builder_.CreateAnd(block.row_length, builder_.getInt64(-std::int64_t{tile}), "rows.tiled_columns");
+  emit_counted_loop(builder_.getInt64(0), tiled_columns, tile, "rows.tile", [&](llvm::Value* column) {
+    for (int group = 0; group < lanes_; group += tile) {
+      // Row r of the tile: lane group + r's elements column .. column + tile.
+      std::vector<llvm::Value*> rows(static_cast<std::size_t>(tile));
+      for (int r = 0; r < tile; ++r) {
+        llvm::Value* row =
+            builder_.CreateMul(builder_.CreateAdd(first_row, builder_.getInt64(group + r)), block.row_length);
+        rows[static_cast<std::size_t>(r)] = builder_.CreateAlignedLoad(
+            type, builder_.CreateInBoundsGEP(element, params_[param].base, builder_.CreateAdd(row, column)), align);
+      }
+      // The transpose, in log2(tile) steps: at step `half`, within each
+      // square of 2 * half rows and columns, the top-right and bottom-left
+      // squares of `half` change places.
+      for (int half = tile / 2; half >= 1; half /= 2) {
+        std::vector<int> low, high;
+        for (int at = 0; at < tile; ++at) {
+          const int square = at / (2 * half) * (2 * half), offset = at % (2 * half);
+          const bool second = offset >= half;
+          const int from = square + offset % half;
+          low.push_back(second ? tile + from : from);
+          high.push_back(second ? tile + from + half : from + half);
+        }
+        for (int r = 0; r < tile; ++r) {
+          if (r / half % 2 != 0) continue;
+          llvm::Value* top = rows[static_cast<std::size_t>(r)];
+          llvm::Value* bottom = rows[static_cast<std::size_t>(r + half)];
+          rows[static_cast<std::size_t>(r)] = builder_.CreateShuffleVector(top, bottom, low);
+          rows[static_cast<std::size_t>(r + half)] = builder_.CreateShuffleVector(top, bottom, high);
+        }
+      }
+      // Now rows[c] holds column column + c of lanes group .. group + tile.
+      for (int c = 0; c < tile; ++c) {
+        llvm::Value* at = builder_.CreateAdd(
+            builder_.CreateMul(builder_.CreateAdd(column, builder_.getInt64(c)), builder_.getInt64(lanes_)),
+            builder_.getInt64(group));
+        builder_.CreateAlignedStore(rows[static_cast<std::size_t>(c)],
+                                    builder_.CreateInBoundsGEP(element, block.buffer, at), align);
+      }
+    }
+  });
+  return tiled_columns;
 }
 
 llvm::Value* SimdLowering::load_through_row_block(const ir::Load& node) {
@@ -261,7 +318,7 @@ void SimdLowering::emit_index_space(const std::function<void()>& body) {
     emit_counted_loop(lo, whole_end, lanes_, "v" + std::to_string(last), [&](llvm::Value* i) {
       indices_[last] = linear(i, one);
       mask_ = nullptr;
-      fill_row_blocks(i, llvm::ConstantInt::get(i64, lanes_));
+      fill_row_blocks(i, llvm::ConstantInt::get(i64, lanes_), true);
       whole_vector_ = true;
       body();
       whole_vector_ = false;
@@ -273,7 +330,7 @@ void SimdLowering::emit_index_space(const std::function<void()>& body) {
     builder_.SetInsertPoint(tail);
     mask_ = builder_.CreateICmpSLT(lane_numbers(i64), splat(rest), "tail.lanes");
     indices_[last] = linear(whole_end, one);
-    fill_row_blocks(whole_end, rest);
+    fill_row_blocks(whole_end, rest, false);
     body();
     mask_ = nullptr;
     builder_.CreateBr(done);

@@ -74,6 +74,11 @@ class SimdLowering final : public LlvmLowering {
   /// lanes only with one (emit_vector_sin). Default: true.
   void set_fused_multiply_add(bool fused) { fused_multiply_add_ = fused; }
 
+  /// The width of the host's vector registers in bits (HostTarget::
+  /// vector_bits): a row block is filled a register of each row at a time,
+  /// transposed in registers. Default: 256.
+  void set_vector_bits(int bits) { vector_bits_ = bits; }
+
  private:
   enum class Shape { Uniform, Linear, Varying };
   /// A lowered value and its shape. Linear: `value` is lane 0's value and
@@ -169,8 +174,13 @@ class SimdLowering final : public LlvmLowering {
     llvm::Value* row_length = nullptr;  ///< elements per row: the product of the extents past the first
     llvm::Value* usable = nullptr;      ///< i1, per call: the rows fit and nothing written overlaps them
   };
-  /// Copies the rows of `count` lanes from row `first_row` into each row block.
-  void fill_row_blocks(llvm::Value* first_row, llvm::Value* count);
+  /// Copies the rows of `count` lanes from row `first_row` into each row
+  /// block; `whole`: count is every lane.
+  void fill_row_blocks(llvm::Value* first_row, llvm::Value* count, bool whole);
+  /// A whole group's rows, `tile` lanes and `tile` columns at a time: a
+  /// register of each of `tile` rows, transposed in registers, stored as a
+  /// register of each of `tile` columns. Returns the first column it left.
+  llvm::Value* fill_row_block_by_tiles(const RowBlock& block, int param, llvm::Value* first_row, int tile);
   /// The load `node` through its row block, or null when it has none.
   llvm::Value* load_through_row_block(const ir::Load& node);
 
@@ -195,6 +205,7 @@ class SimdLowering final : public LlvmLowering {
   const int lanes_;
   bool int64_lanes_native_ = true;
   bool fused_multiply_add_ = true;
+  int vector_bits_ = 256;
   /// Per parameter: an array whose every store is at the storing point's own
   /// element (ir::at_own_point), so that no other point writes the elements
   /// of a vector's points.
