@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     for (int clusters = o.min_clusters; clusters <= o.max_clusters && clusters <= points.count; ++clusters) {
       for (int trial = 0; trial < o.loops; ++trial) {
-        last = clustering.run(points, clusters, o.threshold);
+        clustering.run(points, clusters, o.threshold, last);
         last_clusters = clusters;
         if (o.rmse) {
           const float error = km::rmse(points, last.centres);
