@@ -1,7 +1,7 @@
 // The SIMD lowering's row blocks (jit/llvm/internal/simd_lowering.hpp): a
 // point that walks its own row of a read-only array reads it through a
 // transposed copy of its lanes' rows. Checked against plain loops in C++:
-// whole groups of lanes and the last, partial one; rows of several
+// whole groups of lanes (copied by tiles) and the last, partial one; rows of several
 // dimensions; rows too long for the block (the loads gather instead); and an
 // array passed twice, once to be written, which must be read from memory.
 #include <doctest/doctest.h>
@@ -66,6 +66,18 @@ TEST_CASE("row blocks: each point's row read through the block equals the plain 
     CAPTURE(lanes);
     run_weighted(lanes, 1000 + 3, 3, 5);  // 15 doubles a row: fits
     run_weighted(lanes, 7, 2, 4);         // fewer points than lanes
+  }
+}
+
+TEST_CASE("row blocks: whole groups are copied by tiles transposed in registers; the columns past them one by one") {
+  // A tile is a register of doubles (8 with AVX-512, 4 with AVX2), at most
+  // the lanes: rows of 34 leave a partial tile, rows of 32 none, rows of 3
+  // no whole tile; 32 lanes are several tiles of lanes.
+  for (const char* lanes : {"4", "8", "16", "32"}) {
+    CAPTURE(lanes);
+    run_weighted(lanes, 640 + 5, 2, 17);
+    run_weighted(lanes, 640, 1, 32);
+    run_weighted(lanes, 640 + 1, 1, 3);
   }
 }
 
