@@ -267,6 +267,7 @@ std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol
   }
   if (!function) {
     LlvmLowering lowering(module, kernel);
+    lowering.set_interleave(2);
     function = lowering.lower(symbol);
   }
   function->addFnAttr("target-cpu", machine->getTargetCPU());

@@ -257,7 +257,17 @@ void LlvmLowering::emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::
   llvm::Value* again = step == 1 ? builder_.CreateICmpSLT(next, end)
                                  : builder_.CreateAnd(can_step, builder_.CreateICmpSLT(counter, limit));
   counter->addIncoming(next, builder_.GetInsertBlock());
-  builder_.CreateCondBr(again, loop, after);
+  auto* latch = builder_.CreateCondBr(again, loop, after);
+  if (interleave_next_) {
+    interleave_next_ = false;
+    llvm::Metadata* count[] = {
+        llvm::MDString::get(context_, "llvm.loop.interleave.count"),
+        llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(builder_.getInt32Ty(), interleave_))};
+    llvm::Metadata* parts[] = {nullptr, llvm::MDNode::get(context_, count)};
+    auto* id = llvm::MDNode::getDistinct(context_, parts);
+    id->replaceOperandWith(0, id);  // a loop's id names itself
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
   builder_.SetInsertPoint(after);
 }
 
@@ -519,6 +529,30 @@ void LlvmLowering::emit_branch(llvm::Value* cond, const ir::If& node) {
   builder_.SetInsertPoint(merge);
 }
 
+namespace {
+
+// A loop body with no loop in it and at most kMostNodes expressions: more
+// chains side by side would not fit the registers.
+bool is_small_innermost(const ir::Stmt& body) {
+  constexpr int kMostNodes = 256;
+  struct Counter : ir::Visitor {
+    bool loop = false;
+    int nodes = 0;  // the operations (leaves not counted)
+    void visit(const ir::For&) override { loop = true; }
+    void visit(const ir::Load& n) override { ++nodes, ir::Visitor::visit(n); }
+    void visit(const ir::Unary& n) override { ++nodes, ir::Visitor::visit(n); }
+    void visit(const ir::Binary& n) override { ++nodes, ir::Visitor::visit(n); }
+    void visit(const ir::Compare& n) override { ++nodes, ir::Visitor::visit(n); }
+    void visit(const ir::Cast& n) override { ++nodes, ir::Visitor::visit(n); }
+    void visit(const ir::Call& n) override { ++nodes, ir::Visitor::visit(n); }
+    void visit(const ir::Select& n) override { ++nodes, ir::Visitor::visit(n); }
+  } counter;
+  counter.walk(body);
+  return !counter.loop && counter.nodes <= kMostNodes;
+}
+
+}  // namespace
+
 void LlvmLowering::visit(const ir::For& node) {
   if (!ir::is_const(node.step) || !ir::is_int(node.step->type) || node.step->as<ir::Const>().int_value <= 0)
     fail("loop over '" + node.var + "' whose step is not a positive integer literal");
@@ -528,6 +562,7 @@ void LlvmLowering::visit(const ir::For& node) {
     loop_counters_[node.var] = counter;
     walk(node.body);
     loop_counters_.erase(node.var);
+    if (interleave_ > 0) interleave_next_ = is_small_innermost(node.body);
   });
 }
 

@@ -42,6 +42,15 @@ class LlvmLowering : protected ir::Visitor {
   LlvmLowering(llvm::Module& module, const ir::Kernel& kernel);
   ~LlvmLowering() override;
 
+  /// Asks LLVM's loop vectorizer to interleave `count` vectors in each
+  /// innermost loop of the kernel whose body is not large (0: its own choice,
+  /// the default). The vectorizer interleaves a loop that stores each
+  /// iteration's value only when its body is small; a longer body, a chain
+  /// of dependent floating-point operations per element (lud's update: 16
+  /// multiply-adds in order), then runs at that chain's latency. Two chains
+  /// side by side use the second FMA unit.
+  void set_interleave(int count) { interleave_ = count; }
+
   /// Builds the kernel's function called `symbol` and checks it with LLVM's
   /// verifier (a failure is a Canopy bug and throws canopy::Error).
   llvm::Function* lower(const std::string& symbol);
@@ -144,6 +153,8 @@ class LlvmLowering : protected ir::Visitor {
 
   std::unordered_map<std::string, llvm::AllocaInst*> locals_;
   std::unordered_map<std::string, llvm::Value*> loop_counters_;
+  int interleave_ = 0;            // set_interleave
+  bool interleave_next_ = false;  // the loop whose latch comes next is an innermost one
 };
 
 }  // namespace canopy::jit
