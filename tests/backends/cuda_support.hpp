@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +24,7 @@
 #include <canopy/backends/cuda/cuda_device.hpp>
 #include <canopy/ir/error.hpp>
 #include "scoped_setting.hpp"
+#include "temporary_folder.hpp"
 
 #include "common/skip.hpp"
 
@@ -84,24 +84,9 @@ inline ProcessResult run_command(const std::string& command) {
 
 /// A directory of this process's own under the system's temporary
 /// directory, removed with everything in it at the end of the scope.
-class ScratchDirectory {
+class ScratchDirectory : public canopy::testing::TemporaryFolder {
  public:
-  ScratchDirectory() {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("canopy-cuda-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDirectory(const ScratchDirectory&) = delete;
-  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
+  ScratchDirectory() : TemporaryFolder("cuda-test") {}
 };
 
 /// Assembles `ptx` with ptxas for `architecture` ("sm_80") into a cubin;

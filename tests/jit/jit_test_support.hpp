@@ -3,7 +3,6 @@
 // the IR's types.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +16,8 @@
 
 #include <canopy/ir/kernel.hpp>
 #include <canopy/jit/cpu_abi.hpp>
+
+#include "temporary_folder.hpp"
 
 namespace canopy::jit::testing {
 
@@ -32,26 +33,10 @@ inline ir::Expr mul(ir::Expr a, ir::Expr b) { return ir::make_binary(ir::BinaryO
 
 /// A new empty directory under the system's temporary directory, removed
 /// (with its contents) when the object goes.
-class TempDir {
+class TempDir : public canopy::testing::TemporaryFolder {
  public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("canopy-jit-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::string str() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
+  TempDir() : TemporaryFolder("jit-test") {}
+  std::string str() const { return path().string(); }
 };
 
 /// The whole contents of a file (empty when it cannot be read).
