@@ -1,6 +1,8 @@
 // ThreadPool: the threads of one CPU location, one per core, each bound to
 // its core with hwloc. The thread that calls run() takes part as member 0, so
-// a pool of n cores starts n-1 threads; the runtime gives each CPU leaf a
+// a pool of n cores starts n-1 threads, at its first run() that splits a
+// range over more than one member (a program that makes a Runtime and never
+// launches on this location starts none); the runtime gives each CPU leaf a
 // worker thread, bound to the leaf's first core, that is that member 0.
 //
 // run() splits a range into contiguous chunks by a fixed rule, so the same

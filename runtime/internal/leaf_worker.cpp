@@ -5,18 +5,17 @@
 namespace canopy::runtime {
 
 LeafWorker::LeafWorker(std::string name, std::vector<unsigned> pus)
-    : name_(std::move(name)), pus_(std::move(pus)), device_(std::make_shared<backends::cpu::CpuDevice>(name_, pus_)) {
-  start(pus_.empty() ? std::nullopt : std::optional<unsigned>(pus_.front()));
-}
+    : name_(std::move(name)),
+      pus_(std::move(pus)),
+      device_(std::make_shared<backends::cpu::CpuDevice>(name_, pus_)),
+      bind_to_(pus_.empty() ? std::nullopt : std::optional<unsigned>(pus_.front())) {}
 
 LeafWorker::LeafWorker(std::string name, std::shared_ptr<backends::Device> device, int place)
-    : name_(std::move(name)), device_(std::move(device)), place_(place) {
-  start(std::nullopt);
-}
+    : name_(std::move(name)), device_(std::move(device)), place_(place) {}
 
-void LeafWorker::start(std::optional<unsigned> bind_to) {
-  thread_ = std::thread([this, bind_to] {
-    if (bind_to) backends::cpu::bind_current_thread(*bind_to);
+void LeafWorker::start() {
+  thread_ = std::thread([this] {
+    if (bind_to_) backends::cpu::bind_current_thread(*bind_to_);
     run();
   });
 }
@@ -28,7 +27,7 @@ LeafWorker::~LeafWorker() {
   }
   signal_.fetch_add(1, std::memory_order_seq_cst);
   signal_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void LeafWorker::push(Task task) {
@@ -36,6 +35,7 @@ void LeafWorker::push(Task task) {
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(task));
+    if (!thread_.joinable()) start();  // the first task: the thread starts now
   }
   signal_.fetch_add(1, std::memory_order_seq_cst);
   if (sleeping_.load(std::memory_order_seq_cst) != 0) signal_.notify_one();

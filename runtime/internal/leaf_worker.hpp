@@ -1,7 +1,8 @@
 // LeafWorker: the thread that runs one leaf's pieces of regions, in the order
-// they were queued, on the leaf's device. A CPU leaf's worker is bound to the
-// leaf's first core and is member 0 of the leaf's thread pool; a device
-// leaf's worker drives the device (copies, launches) and waits for it.
+// they were queued, on the leaf's device; it starts with the first. A CPU
+// leaf's worker is bound to the leaf's first core and is member 0 of the
+// leaf's thread pool; a device leaf's worker drives the device (copies,
+// launches) and waits for it.
 #pragma once
 
 #include <atomic>
@@ -52,12 +53,15 @@ class LeafWorker {
 
  private:
   void run();
-  void start(std::optional<unsigned> bind_to);
+  /// Starts the thread (at the first push: a leaf that never runs anything
+  /// costs no thread); called with mutex_ held.
+  void start();
 
   std::string name_;
   std::vector<unsigned> pus_;
   std::shared_ptr<backends::Device> device_;
   int place_ = 0;
+  std::optional<unsigned> bind_to_;  ///< the core the thread is bound to, if any
   std::mutex mutex_;
   std::deque<Task> queue_;
   bool stopping_ = false;
