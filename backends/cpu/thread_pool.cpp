@@ -149,11 +149,11 @@ void ThreadPool::run_erased(std::int64_t begin, std::int64_t end, int chunks, st
         static_cast<std::uint64_t>(front) << 32 | static_cast<std::uint64_t>(back), std::memory_order_relaxed);
   }
   const int helpers = std::min(size(), chunks) - 1;
-  // The helpers start at the first run that needs them; generation_ is
-  // still 0 then, so they see this run's bump below as a new job.
-  if (helpers > 0 && threads_.empty())
-    for (int member = 1; member < size(); ++member) threads_.emplace_back([this, member] { worker(member); });
   if (helpers > 0) {
+    // The helpers start at the first run that needs them; generation_ is
+    // still 0 then, so they see this run's bump below as a new job.
+    if (threads_.empty())
+      for (int member = 1; member < size(); ++member) threads_.emplace_back([this, member] { worker(member); });
     remaining_.store(static_cast<std::uint32_t>(size() - 1), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();

@@ -14,6 +14,7 @@ namespace canopy::ir {
 
 namespace {
 
+using passes_internal::expressions_of;
 using passes_internal::ExprMap;
 using passes_internal::ExprReads;
 using passes_internal::FreshNames;
@@ -31,27 +32,6 @@ bool is_simple(const Stmt& s) {
     case StmtKind::AtomicAdd:
     case StmtKind::Reduce: return true;
     default: return false;
-  }
-}
-
-// The expressions a statement of a run evaluates (an If: its condition only).
-std::vector<Expr> expressions_of(const Stmt& s) {
-  switch (s->kind) {
-    case StmtKind::Decl: return {s->as<Decl>().init};
-    case StmtKind::Assign: return {s->as<Assign>().value};
-    case StmtKind::Store: {
-      auto exprs = s->as<Store>().indices;
-      exprs.push_back(s->as<Store>().value);
-      return exprs;
-    }
-    case StmtKind::AtomicAdd: {
-      auto exprs = s->as<AtomicAdd>().indices;
-      exprs.push_back(s->as<AtomicAdd>().value);
-      return exprs;
-    }
-    case StmtKind::Reduce: return {s->as<Reduce>().value};
-    case StmtKind::If: return {s->as<If>().cond};
-    default: return {};
   }
 }
 

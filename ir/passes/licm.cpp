@@ -27,12 +27,11 @@ using LoadSet = ExprMap<bool>;
 
 // Whether an expression may be computed once before the loop whose body
 // changes the locals in `variant`: it reads none of them, loads only what
-// `loads` holds (when given) and divides no integers. Remembered per node,
-// for one loop and one `variant`.
+// `loads` holds and divides no integers. Remembered per node, for one loop
+// and one `variant`.
 class Invariance {
  public:
-  explicit Invariance(const std::set<std::string>& variant, const LoadSet* loads = nullptr)
-      : variant_(variant), loads_(loads) {}
+  Invariance(const std::set<std::string>& variant, const LoadSet& loads) : variant_(variant), loads_(loads) {}
 
   bool operator()(const Expr& e) {
     auto it = memo_.find(e.get());
@@ -47,7 +46,7 @@ class Invariance {
     switch (e->kind) {
       case ExprKind::Var: return !variant_.count(e->as<VarRef>().name);
       case ExprKind::Load: {
-        if (!loads_ || !loads_->count(e)) return false;
+        if (!loads_.count(e)) return false;
         for (const auto& i : e->as<Load>().indices)
           if (!(*this)(i)) return false;
         return true;
@@ -73,29 +72,12 @@ class Invariance {
   }
 
   const std::set<std::string>& variant_;
-  const LoadSet* loads_;
+  const LoadSet& loads_;
   std::unordered_map<const ExprNode*, std::pair<Expr, bool>> memo_;
 };
 
 // Whether an expression contains a load.
-bool loads_memory(const Expr& e) {
-  switch (e->kind) {
-    case ExprKind::Load: return true;
-    case ExprKind::Unary: return loads_memory(e->as<Unary>().operand);
-    case ExprKind::Binary: return loads_memory(e->as<Binary>().lhs) || loads_memory(e->as<Binary>().rhs);
-    case ExprKind::Compare: return loads_memory(e->as<Compare>().lhs) || loads_memory(e->as<Compare>().rhs);
-    case ExprKind::Cast: return loads_memory(e->as<Cast>().operand);
-    case ExprKind::Call:
-      for (const auto& a : e->as<Call>().args)
-        if (loads_memory(a)) return true;
-      return false;
-    case ExprKind::Select: {
-      const auto& s = e->as<Select>();
-      return loads_memory(s.cond) || loads_memory(s.if_true) || loads_memory(s.if_false);
-    }
-    default: return false;
-  }
-}
+bool loads_memory(const Expr& e) { return !passes_internal::reads_of(e).arrays.empty(); }
 
 // The loads every iteration of a loop evaluates: those in the expressions
 // of the statements at the top of its body (not under an If, nor in an
@@ -119,56 +101,23 @@ class HoistableLoads {
 
  private:
   void statement(const Stmt& s) {
-    switch (s->kind) {
-      case StmtKind::Block:
-        for (const auto& inner : s->as<Block>().stmts) statement(inner);
-        break;
-      case StmtKind::Decl: expression(s->as<Decl>().init); break;
-      case StmtKind::Assign: expression(s->as<Assign>().value); break;
-      case StmtKind::Store:
-        for (const auto& i : s->as<Store>().indices) expression(i);
-        expression(s->as<Store>().value);
-        break;
-      case StmtKind::AtomicAdd:
-        for (const auto& i : s->as<AtomicAdd>().indices) expression(i);
-        expression(s->as<AtomicAdd>().value);
-        break;
-      case StmtKind::Reduce: expression(s->as<Reduce>().value); break;
-      case StmtKind::If: expression(s->as<If>().cond); break;
-      case StmtKind::For:
-        expression(s->as<For>().begin);
-        expression(s->as<For>().end);
-        break;
-      default: break;
+    if (s->kind == StmtKind::Block) {
+      for (const auto& inner : s->as<Block>().stmts) statement(inner);
+      return;
     }
+    for (const auto& e : passes_internal::expressions_of(s)) expression(e);
   }
 
   void expression(const Expr& e) {
-    switch (e->kind) {
-      case ExprKind::Load: {
-        const auto& load = e->as<Load>();
-        if (!written_types_.count(kernel_.params[static_cast<std::size_t>(load.param)].type)) loads_.emplace(e, true);
-        for (const auto& i : load.indices) expression(i);
-        break;
-      }
-      case ExprKind::Unary: expression(e->as<Unary>().operand); break;
-      case ExprKind::Binary: {
-        const auto& b = e->as<Binary>();
-        expression(b.lhs);
-        if (!(b.type == ScalarType::Bool && (b.op == BinaryOp::And || b.op == BinaryOp::Or))) expression(b.rhs);
-        break;
-      }
-      case ExprKind::Compare:
-        expression(e->as<Compare>().lhs);
-        expression(e->as<Compare>().rhs);
-        break;
-      case ExprKind::Cast: expression(e->as<Cast>().operand); break;
-      case ExprKind::Call:
-        for (const auto& a : e->as<Call>().args) expression(a);
-        break;
-      case ExprKind::Select: expression(e->as<Select>().cond); break;
-      default: break;
-    }
+    if (e->kind == ExprKind::Load &&
+        !written_types_.count(kernel_.params[static_cast<std::size_t>(e->as<Load>().param)].type))
+      loads_.emplace(e, true);
+    auto operands = passes_internal::operands_of(e);
+    // A select's condition, not its arms; a logical and/or's left side only.
+    const bool logical = e->kind == ExprKind::Binary && e->type == ScalarType::Bool &&
+                         (e->as<Binary>().op == BinaryOp::And || e->as<Binary>().op == BinaryOp::Or);
+    if (e->kind == ExprKind::Select || logical) operands.resize(1);
+    for (const Expr* operand : operands) expression(*operand);
   }
 
   const Kernel& kernel_;
@@ -181,7 +130,7 @@ class HoistableLoads {
 class InvariantReplacer final : public Mutator {
  public:
   InvariantReplacer(const std::set<std::string>& variant, const LoadSet& loads, FreshNames& names, HashCache& hashes)
-      : invariant_(variant, &loads), names_(names), locals_(passes_internal::make_expr_map<Expr>(hashes)) {}
+      : invariant_(variant, loads), names_(names), locals_(passes_internal::make_expr_map<Expr>(hashes)) {}
 
   /// (name, value) of every local introduced, in order.
   const std::vector<std::pair<std::string, Expr>>& hoisted() const { return hoisted_; }
@@ -291,7 +240,7 @@ class LoopInvariantHoister final : public Mutator {
     if (assigned.count(decl.name)) return false;
     auto it = bindings_.find(decl.name);
     if (it != bindings_.end() && it->second > 1) return false;
-    return Invariance(variant, &loads)(decl.init);
+    return Invariance(variant, loads)(decl.init);
   }
 
   const Kernel& kernel_;

@@ -230,7 +230,7 @@ llvm::AllocaInst* LlvmLowering::entry_alloca(llvm::Type* type, const std::string
 }
 
 void LlvmLowering::emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
-                                     const std::function<void(llvm::Value*)>& body) {
+                                     const std::function<void(llvm::Value*)>& body, int interleave) {
   auto* type = llvm::cast<llvm::IntegerType>(begin->getType());
   auto* step_value = llvm::ConstantInt::get(type, step, true);
   llvm::Value* limit = nullptr;
@@ -258,11 +258,10 @@ void LlvmLowering::emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::
                                  : builder_.CreateAnd(can_step, builder_.CreateICmpSLT(counter, limit));
   counter->addIncoming(next, builder_.GetInsertBlock());
   auto* latch = builder_.CreateCondBr(again, loop, after);
-  if (interleave_next_) {
-    interleave_next_ = false;
+  if (interleave > 0) {
     llvm::Metadata* count[] = {
         llvm::MDString::get(context_, "llvm.loop.interleave.count"),
-        llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(builder_.getInt32Ty(), interleave_))};
+        llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(builder_.getInt32Ty(), interleave))};
     llvm::Metadata* parts[] = {nullptr, llvm::MDNode::get(context_, count)};
     auto* id = llvm::MDNode::getDistinct(context_, parts);
     id->replaceOperandWith(0, id);  // a loop's id names itself
@@ -558,12 +557,15 @@ void LlvmLowering::visit(const ir::For& node) {
     fail("loop over '" + node.var + "' whose step is not a positive integer literal");
   llvm::Value* begin = value_of(node.begin);
   llvm::Value* end = value_of(node.end);
-  emit_counted_loop(begin, end, node.step->as<ir::Const>().int_value, node.var, [&](llvm::Value* counter) {
-    loop_counters_[node.var] = counter;
-    walk(node.body);
-    loop_counters_.erase(node.var);
-    if (interleave_ > 0) interleave_next_ = is_small_innermost(node.body);
-  });
+  const int interleave = interleave_ > 0 && is_small_innermost(node.body) ? interleave_ : 0;
+  emit_counted_loop(
+      begin, end, node.step->as<ir::Const>().int_value, node.var,
+      [&](llvm::Value* counter) {
+        loop_counters_[node.var] = counter;
+        walk(node.body);
+        loop_counters_.erase(node.var);
+      },
+      interleave);
 }
 
 }  // namespace canopy::jit

@@ -5,17 +5,14 @@
 namespace canopy::runtime {
 
 LeafWorker::LeafWorker(std::string name, std::vector<unsigned> pus)
-    : name_(std::move(name)),
-      pus_(std::move(pus)),
-      device_(std::make_shared<backends::cpu::CpuDevice>(name_, pus_)),
-      bind_to_(pus_.empty() ? std::nullopt : std::optional<unsigned>(pus_.front())) {}
+    : name_(std::move(name)), pus_(std::move(pus)), device_(std::make_shared<backends::cpu::CpuDevice>(name_, pus_)) {}
 
 LeafWorker::LeafWorker(std::string name, std::shared_ptr<backends::Device> device, int place)
     : name_(std::move(name)), device_(std::move(device)), place_(place) {}
 
 void LeafWorker::start() {
   thread_ = std::thread([this] {
-    if (bind_to_) backends::cpu::bind_current_thread(*bind_to_);
+    if (!pus_.empty()) backends::cpu::bind_current_thread(pus_.front());  // a CPU leaf's first core
     run();
   });
 }

@@ -11,7 +11,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,7 +60,6 @@ class LeafWorker {
   std::vector<unsigned> pus_;
   std::shared_ptr<backends::Device> device_;
   int place_ = 0;
-  std::optional<unsigned> bind_to_;  ///< the core the thread is bound to, if any
   std::mutex mutex_;
   std::deque<Task> queue_;
   bool stopping_ = false;

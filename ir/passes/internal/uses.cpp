@@ -102,9 +102,6 @@ ExprReads reads_of(const Stmt& stmt) {
   return std::move(collector.reads);
 }
 
-namespace {
-
-// The operands of `expr` whose reads are its own.
 std::vector<const Expr*> operands_of(const Expr& expr) {
   switch (expr->kind) {
     case ExprKind::Load: {
@@ -126,7 +123,26 @@ std::vector<const Expr*> operands_of(const Expr& expr) {
   }
 }
 
-}  // namespace
+std::vector<Expr> expressions_of(const Stmt& s) {
+  switch (s->kind) {
+    case StmtKind::Decl: return {s->as<Decl>().init};
+    case StmtKind::Assign: return {s->as<Assign>().value};
+    case StmtKind::Store: {
+      auto exprs = s->as<Store>().indices;
+      exprs.push_back(s->as<Store>().value);
+      return exprs;
+    }
+    case StmtKind::AtomicAdd: {
+      auto exprs = s->as<AtomicAdd>().indices;
+      exprs.push_back(s->as<AtomicAdd>().value);
+      return exprs;
+    }
+    case StmtKind::Reduce: return {s->as<Reduce>().value};
+    case StmtKind::If: return {s->as<If>().cond};
+    case StmtKind::For: return {s->as<For>().begin, s->as<For>().end};
+    default: return {};
+  }
+}
 
 const ExprReads& ReadsCache::reads(const Expr& expr) {
   if (auto it = memo_.find(expr.get()); it != memo_.end()) return it->second.second;

@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "../../kernel.hpp"
 
@@ -22,6 +23,14 @@ struct ExprReads {
 ExprReads reads_of(const Expr& expr);
 /// What every expression of a statement (with its children) reads.
 ExprReads reads_of(const Stmt& stmt);
+
+/// The operands of an expression, in order: a load's indices, a call's
+/// arguments, a select's condition and arms; none for a leaf.
+std::vector<const Expr*> operands_of(const Expr& expr);
+/// The expressions a statement evaluates itself, not those of the statements
+/// inside it: a Decl's or Assign's value, a store's or atomic add's indices
+/// and value, a Reduce's value, an If's condition, a loop's bounds.
+std::vector<Expr> expressions_of(const Stmt& stmt);
 
 /// reads_of, remembered per node and built from the children's answers, for a
 /// pass that asks about every subtree of deep expressions. Only the locals in

@@ -98,9 +98,10 @@ class LlvmLowering : protected ir::Visitor {
   llvm::AllocaInst* entry_alloca(llvm::Type* type, const std::string& name);
   /// for (counter = begin; counter < end; counter += step) body(counter),
   /// signed, evaluating begin and end once; `step` is positive. Never wraps:
-  /// the loop stops when the next value would pass end.
+  /// the loop stops when the next value would pass end. `interleave` > 0
+  /// asks LLVM's vectorizer to interleave that many vectors.
   void emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
-                         const std::function<void(llvm::Value* counter)>& body);
+                         const std::function<void(llvm::Value* counter)>& body, int interleave = 0);
   /// `node`'s then and else bodies as an ordinary branch on the i1 `cond`.
   void emit_branch(llvm::Value* cond, const ir::If& node);
   /// Throws canopy::Error for a kernel this lowering cannot handle.
@@ -153,8 +154,7 @@ class LlvmLowering : protected ir::Visitor {
 
   std::unordered_map<std::string, llvm::AllocaInst*> locals_;
   std::unordered_map<std::string, llvm::Value*> loop_counters_;
-  int interleave_ = 0;            // set_interleave
-  bool interleave_next_ = false;  // the loop whose latch comes next is an innermost one
+  int interleave_ = 0;  // set_interleave
 };
 
 }  // namespace canopy::jit
