@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Intrinsics.h>
 
 #include <canopy/ir/analysis/footprint.hpp>
@@ -530,10 +531,28 @@ int SimdLowering::varying_depth(llvm::Value* value, std::unordered_map<const llv
   return depth;
 }
 
+int SimdLowering::lane_arithmetic() const {
+  int count = 0;
+  for (const llvm::BasicBlock& block : *function_)
+    for (const llvm::Instruction& instruction : block) {
+      if (!instruction.getType()->isVectorTy()) continue;
+      const auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&instruction);
+      const bool math = call && !call->mayReadOrWriteMemory();
+      count += instruction.isBinaryOp() || instruction.isUnaryOp() || llvm::isa<llvm::CmpInst>(instruction) ||
+               llvm::isa<llvm::SelectInst>(instruction) ||
+               (llvm::isa<llvm::CastInst>(instruction) && !llvm::isa<llvm::BitCastInst>(instruction)) || math;
+    }
+  return count;
+}
+
 std::string SimdLowering::refusal() const {
   if (scattered_ == 0) return "";
+  const int arithmetic = lane_arithmetic();
+  if (deepest_ == 0 && arithmetic >= kArithmeticPerGather * scattered_) return "";
   return "scalar point loop: " + std::to_string(scattered_) + " gathers or scatters " +
-         (deepest_ > 0 ? "in the innermost loop of a point" : "in a point") + " would cost more than the scalar loop";
+         (deepest_ > 0 ? "in the innermost loop of a point"
+                       : "in a point beside " + std::to_string(arithmetic) + " operations on lanes") +
+         " would cost more than the scalar loop";
 }
 
 void SimdLowering::under_mask(llvm::Value* mask, const std::function<void()>& body) {

@@ -438,8 +438,9 @@ TEST_CASE("a planted entry in a cache directory others may write is never loaded
 // line of its LLVM dump: lanes for a point whose loop reads the same element
 // in every lane (an n-body force) or consecutive ones, or walks its own row
 // of a read-only array (through a row block), the scalar loop for a point
-// that walks a row picked by data (a gather in the innermost loop) unless
-// CANOPY_SIMD=on, and the scalar loop for everything with CANOPY_SIMD=off.
+// that walks a row picked by data (a gather in the innermost loop) or that
+// gathers with little arithmetic beside unless CANOPY_SIMD=on, and the scalar
+// loop for everything with CANOPY_SIMD=off.
 // It also names the LLVM pipeline: O3 for the scalar loop, O2 without the
 // vectorizers for lanes with a loop in the body, the light one for a
 // straight-line body.
@@ -478,6 +479,25 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
                 make_block(
                     {make_assign("acc", make_binary(BinaryOp::Add, make_var(F64, "acc"), make_load(F64, 1, {i, k})))})),
        make_store(0, {i}, make_var(F64, "acc"))});
+  // out[i] = f(in[pick[i]]) without a loop: one gather, then either one
+  // addition (the scalar loop) or a chain of twelve x * x - 0.5 (lanes: the
+  // arithmetic outweighs the gather).
+  auto picked = [&](const std::string& name, int squarings) {
+    std::vector<Stmt> body = {make_decl("x0", make_load(F64, 1, {make_load(I64, 2, {i})}))};
+    Expr x = make_var(F64, "x0");
+    if (squarings == 0) x = make_binary(BinaryOp::Add, x, make_const(F64, 1.0));
+    for (int s = 1; s <= squarings; ++s) {
+      const std::string next = "x" + std::to_string(s);
+      body.push_back(
+          make_decl(next, make_binary(BinaryOp::Sub, make_binary(BinaryOp::Mul, x, x), make_const(F64, 0.5))));
+      x = make_var(F64, next);
+    }
+    body.push_back(make_store(0, {i}, x));
+    return make_kernel(name,
+                       {Param::array("out", F64, 1, Access::Out), Param::array("in", F64, 1, Access::In),
+                        Param::array("pick", I64, 1, Access::In)},
+                       1, std::move(body));
+  };
   // out[i] = 2 in[i]: a straight-line body, which gets the light pipeline;
   // so does out[i] = exp(in[i]), its vector exp inlined.
   Kernel scaled =
@@ -498,6 +518,8 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
     compiler.compile(picked_rows);
     compiler.compile(scaled);
     compiler.compile(exponential);
+    compiler.compile(picked("simd.picked_once", 0));
+    compiler.compile(picked("simd.picked_squared", 12));
     const std::string lanes = "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH)";
     CHECK(first_line("simd.pairs") == lanes + "; LLVM pipeline: O2 without vectorizers");
     CHECK(first_line("simd.row_sums") == lanes + "; LLVM pipeline: O2 without vectorizers");
@@ -510,6 +532,10 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
     CHECK(first_line("simd.picked_rows").find("; canopy: scalar point loop: ") == 0);
     CHECK(first_line("simd.picked_rows").find("; LLVM pipeline: O3") != std::string::npos);
     CHECK(first_line("simd.picked_rows").find("gathers or scatters in the innermost loop") != std::string::npos);
+    CHECK(
+        first_line("simd.picked_once").find("; canopy: scalar point loop: 2 gathers or scatters in a point beside ") ==
+        0);
+    CHECK(first_line("simd.picked_squared") == lanes + "; LLVM pipeline: light");
     const std::string pairs_ir = read_all((dumps.path() / "simd.pairs.llvm").string());
     CHECK(pairs_ir.find("x double>") != std::string::npos);
     // And beside the IR dump.

@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "hetero/hetero_support.hpp"
 #include "rodinia/nn/nn.hpp"
+#include "temporary_folder.hpp"
 
 using namespace canopy;
 using namespace canopy::hetero_tests;
@@ -170,4 +172,170 @@ TEST_CASE("rodinia nn: the files searched block by block as they are read equal 
   }
   for (int f = 0; f < 3; ++f) std::remove((list + "_" + std::to_string(f) + ".db").c_str());
   std::remove(list.c_str());
+}
+
+namespace {
+
+// A record line of 48 characters with `latitude` and `longitude` (five
+// characters each) in columns 28-37 and `tag` at its start.
+std::string record_line(const std::string& latitude, const std::string& longitude, int tag) {
+  std::string line = std::to_string(1900 + tag % 100) + " " + std::to_string(tag);
+  line.resize(nn::kLatitudeColumn, ' ');
+  line += latitude.substr(0, nn::kCoordinateChars) + longitude.substr(0, nn::kCoordinateChars);
+  line.resize(nn::kRecordChars, ' ');
+  return line;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  REQUIRE(file);
+  REQUIRE(std::fwrite(text.data(), 1, text.size(), file) == text.size());
+  REQUIRE(std::fclose(file) == 0);
+}
+
+// Every distance the parsing kernel gives for `lines` (each 48 characters,
+// written as Rodinia's files hold them), at `location`.
+std::vector<float> kernel_distances(Runtime& rt, const std::vector<std::string>& lines, float latitude, float longitude,
+                                    const std::string& location) {
+  const auto n = static_cast<std::int64_t>(lines.size());
+  std::vector<std::int32_t> words(static_cast<std::size_t>((n * nn::kRecordBytes + 3) / 4));
+  char* bytes = reinterpret_cast<char*>(words.data());
+  for (std::int64_t r = 0; r < n; ++r) {
+    std::memcpy(bytes + r * nn::kRecordBytes, lines[static_cast<std::size_t>(r)].data(), nn::kRecordChars);
+    bytes[(r + 1) * nn::kRecordBytes - 1] = '\n';
+  }
+  std::vector<float> distances(static_cast<std::size_t>(n));
+  auto text = rt.wrap(words.data(), static_cast<std::int64_t>(words.size()), read_only());
+  auto out = rt.wrap(distances.data(), n);
+  rt.region(nn::parse_distance_kernel()).over(n).at(location).launch(out, text, latitude, longitude);
+  auto view = out.host_read();
+  return std::vector<float>(view.data(), view.data() + n);
+}
+
+}  // namespace
+
+TEST_CASE("rodinia nn: the parsing kernel reads every coordinate of the common form as the host's parser does") {
+  // Integers, one to three decimals, signs, blanks before and after: 24,000
+  // fields, each the latitude of one record and the longitude of another.
+  std::vector<std::string> fields;
+  char field[16];
+  auto add = [&](const char* format, auto value) {
+    std::snprintf(field, sizeof field, format, value);
+    REQUIRE(std::strlen(field) == nn::kCoordinateChars);
+    fields.push_back(field);
+  };
+  for (int v = 0; v < 100000; v += 37) {
+    add("%5d", v);
+    add("%-5d", v);
+    add("%5.1f", v % 10000 / 10.0);
+    add("%5.2f", v % 10000 / 100.0);
+    add("%5.3f", v % 10000 / 1000.0);
+    add("%5.1f", -(v % 1000) / 10.0);
+    add("%-5.2f", -(v % 1000) / 100.0);
+    add("%4.1f ", v % 1000 / 10.0);
+    add("%5d", -(v % 10000));
+  }
+  std::vector<std::string> lines;
+  for (std::size_t f = 0; f < fields.size(); ++f)
+    lines.push_back(record_line(fields[f], fields[(f * 7 + 3) % fields.size()], static_cast<int>(f)));
+  Runtime rt;
+  for (const char* leaf : {"cpu0", "opencl0"}) {
+    if (!has_leaves(rt.hierarchy(), {leaf})) continue;
+    CAPTURE(leaf);
+    const std::vector<float> got = kernel_distances(rt, lines, 31.5f, -12.25f, leaf);
+    std::size_t differ = 0;
+    for (std::size_t r = 0; r < lines.size(); ++r) {
+      const char* line = lines[r].data();
+      const float want = nn::distance_between(nn::parse_coordinate(line + nn::kLatitudeColumn),
+                                              nn::parse_coordinate(line + nn::kLongitudeColumn), 31.5f, -12.25f);
+      if (got[r] != want && differ++ < 5) FAIL_CHECK("'" << lines[r] << "': " << got[r] << " against " << want);
+    }
+    CHECK(differ == 0);
+  }
+}
+
+TEST_CASE("rodinia nn: coordinates out of the common form are marked for the host, which parses them") {
+  const std::vector<std::string> odd = {"+31.5", " 1e1 ", "  .5 ", "3 1.4", "abcde", "5.   ", "- 3.0",
+                                        "--3.0", "3.0.1", "     ", "3.-14", " 12 x", "\t12.5"};
+  std::vector<std::string> lines;
+  for (std::size_t f = 0; f < odd.size(); ++f) {
+    lines.push_back(record_line(odd[f], " 10.0", static_cast<int>(f)));
+    lines.push_back(record_line(" 20.0", odd[f], static_cast<int>(f)));
+  }
+  Runtime rt;
+  if (!has_leaves(rt.hierarchy(), {"cpu0"})) return;
+  const std::vector<float> got = kernel_distances(rt, lines, 0.0f, 0.0f, "cpu0");
+  for (std::size_t r = 0; r < lines.size(); ++r) {
+    CAPTURE(lines[r]);
+    CHECK(got[r] == -1.0f);
+  }
+  // The pick asks the host for those distances.
+  std::vector<float> want(lines.size());
+  for (std::size_t r = 0; r < lines.size(); ++r)
+    want[r] = nn::distance_between(nn::parse_coordinate(lines[r].data() + nn::kLatitudeColumn),
+                                   nn::parse_coordinate(lines[r].data() + nn::kLongitudeColumn), 0.0f, 0.0f);
+  const auto n = static_cast<std::int64_t>(lines.size());
+  const auto picked =
+      nn::pick_nearest(got.data(), n, 5, [&](std::int64_t r) { return want[static_cast<std::size_t>(r)]; });
+  check_same(picked, [&] {
+    std::vector<nn::Neighbour> all;
+    for (std::int64_t r = 0; r < n; ++r) all.push_back({r, want[static_cast<std::size_t>(r)]});
+    std::stable_sort(all.begin(), all.end(),
+                     [](const nn::Neighbour& a, const nn::Neighbour& b) { return a.distance < b.distance; });
+    all.resize(5);
+    return all;
+  }());
+}
+
+TEST_CASE("rodinia nn: files out of Rodinia's layout are searched as the line reader reads them") {
+  canopy::testing::TemporaryFolder folder("rodinia-nn-layout");
+  rodinia::Random random(5);
+  auto location = [&] {
+    char field[16];
+    std::snprintf(field, sizeof field, "%5.1f", static_cast<double>(random.below(1000)) / 10.0);
+    return std::string(field);
+  };
+  std::vector<std::string> files(5);
+  int tag = 0;
+  for (int r = 0; r < 300; ++r) files[0] += record_line(location(), location(), tag++) + "\n";    // the layout
+  for (int r = 0; r < 300; ++r) files[1] += record_line(location(), location(), tag++) + "\r\n";  // CRLF
+  for (int r = 0; r < 300; ++r) {  // the layout, a short line, a blank line, odd fields
+    std::string line = record_line(r % 50 == 7 ? "+12.5" : location(), location(), tag++);
+    if (r == 150) line.resize(40);
+    files[2] += line + (r == 200 ? "\n\n" : "\n");
+  }
+  for (int r = 0; r < 300; ++r) files[3] += record_line(location(), location(), tag++) + (r < 299 ? "\n" : "");
+  for (int r = 0; r < 300; ++r)
+    files[4] += record_line(location(), location(), tag++) + std::string(r == 250 ? 3 : 0, 'x') + "\n";
+  std::string names;
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    const std::string name = folder / ("part" + std::to_string(f) + ".db");
+    write_text(name, files[f]);
+    names += name + "\n";
+  }
+  const std::string list = folder / "list.txt";
+  write_text(list, names);
+  const nn::Records read = nn::read_database(list);  // the line reader: the reference's records
+  REQUIRE(read.size() == 1500);
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  for (const char* leaf : {"cpu0", "opencl0"}) {
+    if (!has_leaves(discovered, {leaf})) continue;
+    for (std::int64_t block : {std::int64_t{7}, std::int64_t{128}, nn::kSearchBlock}) {
+      for (int k : {1, 40, 1500}) {
+        CAPTURE(leaf);
+        CAPTURE(block);
+        CAPTURE(k);
+        std::int64_t records = 0;
+        const auto found = nn::nearest_in_database(rt, list, k, 40.0f, 60.0f, records, leaf, "static", block);
+        CHECK(records == 1500);
+        std::vector<nn::Neighbour> got;
+        for (const nn::Found& f : found) {
+          got.push_back(f.neighbour);
+          CHECK(f.line == read.line(f.neighbour.record));
+        }
+        check_same(got, reference(read, k, 40.0f, 60.0f, nullptr));
+      }
+    }
+  }
 }

@@ -189,21 +189,34 @@ int kmeans(const Args& a) {
 }
 
 int nn(const Args& a) {
-  // As the example: the files a block of records at a time.
+  // As the example: the files a block of records at a time, those in
+  // Rodinia's layout parsed in the parallel loop.
+  namespace nn = rodinia::nn;
   const int k = static_cast<int>(std::stoll(option(a, "-r", "10")));
   const float latitude = std::stof(option(a, "-lat", "0")), longitude = std::stof(option(a, "-lng", "0"));
   std::vector<float> distances;
-  std::int64_t records = 0;
-  const auto best =
-      rodinia::nn::nearest_by_blocks(a.at(0), k, std::int64_t{1} << 18, records, [&](const rodinia::nn::Records& part) {
+  nn::NearestSoFar best(k);
+  auto found_of = [](const std::vector<std::pair<std::int64_t, float>>& pairs) {
+    std::vector<nn::Neighbour> found;
+    for (const auto& [record, distance] : pairs) found.push_back({record, distance});
+    return found;
+  };
+  nn::RawBuffers buffers;
+  nn::read_database_raw(
+      a.at(0), nn::kSearchBlock, buffers,
+      [&](const nn::RawRecords& raw) {
+        distances.resize(static_cast<std::size_t>(raw.count));
+        best.merge(found_of(ports::openmp::nearest_neighbours_in_text(raw.bytes(), raw.count, latitude, longitude, k,
+                                                                      distances.data())),
+                   raw.first, raw.count, [&](std::int64_t r) { return raw.line(r); });
+      },
+      [&](const nn::Records& part, std::int64_t first) {
         distances.resize(static_cast<std::size_t>(part.size()));
-        std::vector<rodinia::nn::Neighbour> found;
-        for (const auto& [record, distance] : ports::openmp::nearest_neighbours(
-                 part.latitude.data(), part.longitude.data(), part.size(), latitude, longitude, k, distances.data()))
-          found.push_back({record, distance});
-        return found;
+        best.merge(found_of(ports::openmp::nearest_neighbours(part.latitude.data(), part.longitude.data(), part.size(),
+                                                              latitude, longitude, k, distances.data())),
+                   first, part.size(), [&](std::int64_t r) { return part.line(r); });
       });
-  for (const auto& f : best) std::printf("%s --> Distance=%f\n", f.line.c_str(), double(f.neighbour.distance));
+  for (const auto& f : best.best()) std::printf("%s --> Distance=%f\n", f.line.c_str(), double(f.neighbour.distance));
   return 0;
 }
 

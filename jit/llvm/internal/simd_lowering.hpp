@@ -61,7 +61,13 @@ class SimdLowering final : public LlvmLowering {
   /// scalar loop, whose inner loop LLVM may vectorize itself, with
   /// interleaved loads where a row is read whole, and whose accesses follow
   /// the cache lines; SIMD across points pays where the innermost accesses
-  /// are the same for every lane or consecutive across them.
+  /// are the same for every lane or consecutive across them, and in a body
+  /// without loops whose arithmetic outweighs its gathers (kArithmeticPerGather).
+  /// A point body without loops that gathers or scatters keeps the lanes
+  /// when it does at least this many operations on lanes per gather or
+  /// scatter (a record parsed from its bytes: the lanes' arithmetic outweighs
+  /// the gathers, and the scalar loop would not be vectorized either).
+  static constexpr int kArithmeticPerGather = 16;
   std::string refusal() const;
 
   /// Whether the CPU converts int64 lanes to double itself (HostTarget::
@@ -184,6 +190,9 @@ class SimdLowering final : public LlvmLowering {
   /// The load `node` through its row block, or null when it has none.
   llvm::Value* load_through_row_block(const ir::Load& node);
 
+  /// The operations on lanes (arithmetic, comparisons, selects,
+  /// conversions, math) in the function lowered so far.
+  int lane_arithmetic() const;
   /// Notes a memory access of the given shape at the depth of the innermost
   /// loop whose iterations its address may differ in (an access that only
   /// depends on values from outside a loop is LLVM's to hoist out of it).

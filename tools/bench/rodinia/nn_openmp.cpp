@@ -1,21 +1,20 @@
 // Rodinia's nn as a careful programmer writes it with OpenMP: the distances
-// in a parallel loop over the records (structure of arrays), then one pass
+// in a parallel loop over the records (structure of arrays, or the records'
+// text, parsed in the loop as Rodinia's nn does with atof), then one pass
 // that keeps the k nearest so far, sorted, and replaces the farthest of them
 // when a nearer record comes.
 #include "nn_openmp.hpp"
 
+#include <charconv>
 #include <cmath>
 
 namespace canopy::bench::rodinia::openmp {
 
-std::vector<std::pair<std::int64_t, float>> nearest_neighbours(const float* latitude, const float* longitude,
-                                                               std::int64_t n, float target_latitude,
-                                                               float target_longitude, int k, float* distances) {
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float dy = latitude[i] - target_latitude, dx = longitude[i] - target_longitude;
-    distances[i] = std::sqrt(dy * dy + dx * dx);
-  }
+namespace {
+
+// The k smallest of distances[0..n) as (record, distance), nearest first
+// (ties: the earlier record first).
+std::vector<std::pair<std::int64_t, float>> pick(const float* distances, std::int64_t n, int k) {
   std::vector<std::pair<std::int64_t, float>> best;
   if (k <= 0) return best;
   best.reserve(static_cast<std::size_t>(k) + 1);
@@ -41,6 +40,42 @@ std::vector<std::pair<std::int64_t, float>> nearest_neighbours(const float* lati
     }
   }
   return best;
+}
+
+// A coordinate's five characters: blanks and '+' skipped, then the longest
+// number std::from_chars takes; 0 when there is none.
+float coordinate(const char* field) {
+  const char* at = field;
+  const char* const end = field + 5;
+  while (at < end && (*at == ' ' || *at == '+')) ++at;
+  float value = 0;
+  std::from_chars(at, end, value);
+  return value;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::int64_t, float>> nearest_neighbours(const float* latitude, const float* longitude,
+                                                               std::int64_t n, float target_latitude,
+                                                               float target_longitude, int k, float* distances) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float dy = latitude[i] - target_latitude, dx = longitude[i] - target_longitude;
+    distances[i] = std::sqrt(dy * dy + dx * dx);
+  }
+  return pick(distances, n, k);
+}
+
+std::vector<std::pair<std::int64_t, float>> nearest_neighbours_in_text(const char* records, std::int64_t n,
+                                                                       float target_latitude, float target_longitude,
+                                                                       int k, float* distances) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const char* record = records + i * 49;
+    const float dy = coordinate(record + 28) - target_latitude, dx = coordinate(record + 33) - target_longitude;
+    distances[i] = std::sqrt(dy * dy + dx * dx);
+  }
+  return pick(distances, n, k);
 }
 
 }  // namespace canopy::bench::rodinia::openmp

@@ -16,4 +16,12 @@ std::vector<std::pair<std::int64_t, float>> nearest_neighbours(const float* lati
                                                                std::int64_t n, float target_latitude,
                                                                float target_longitude, int k, float* distances);
 
+/// As nearest_neighbours, for `n` records of Rodinia's files at `records`,
+/// each 48 characters and a newline: each record's latitude (columns 28-32)
+/// and longitude (33-37) are parsed in the parallel loop (blanks and '+'
+/// skipped, then std::from_chars).
+std::vector<std::pair<std::int64_t, float>> nearest_neighbours_in_text(const char* records, std::int64_t n,
+                                                                       float target_latitude, float target_longitude,
+                                                                       int k, float* distances);
+
 }  // namespace canopy::bench::rodinia::openmp
