@@ -48,6 +48,12 @@ struct Records {
   std::string text;  ///< kRecordChars per record, back to back (empty for generated locations)
 
   std::int64_t size() const { return static_cast<std::int64_t>(latitude.size()); }
+  /// No records, the memory kept for the next ones.
+  void clear() {
+    latitude.clear();
+    longitude.clear();
+    text.clear();
+  }
   /// The record's line as Rodinia prints it (or its location when there is no text).
   std::string line(std::int64_t record) const {
     if (text.size() >= static_cast<std::size_t>(record + 1) * kRecordChars)
@@ -249,9 +255,7 @@ void read_database_blocks(const std::string& list, std::int64_t block, Visit&& v
     if (records.size() == 0) return;
     visit(static_cast<const Records&>(records), first);
     first += records.size();
-    records.latitude.clear();
-    records.longitude.clear();
-    records.text.clear();
+    records.clear();
   };
   detail::for_each_database_file(list, [&](std::FILE* file, const std::string& path) {
     detail::read_lines(file, path, 0, block, records, hand_over);
@@ -310,9 +314,7 @@ void read_database_raw(const std::string& list, std::int64_t block, RawBuffers& 
     if (records.size() == 0) return;
     parsed(static_cast<const Records&>(records), first);
     first += records.size();
-    records.latitude.clear();
-    records.longitude.clear();
-    records.text.clear();
+    records.clear();
   };
   detail::for_each_database_file(list, [&](std::FILE* file, const std::string& path) {
     std::int64_t in_file = 0;  // records of this file handed over
