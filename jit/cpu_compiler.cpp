@@ -67,6 +67,9 @@ struct CpuCompiler::State {
   void* library = nullptr;  ///< the JIT library, created on the first compile; guarded by mutex
   /// Every kernel this compiler returned or is compiling, by key; guarded by mutex.
   std::unordered_map<std::string, std::shared_future<CpuEntry>> entries;
+  /// Kernels compile_together found or compiled that no compile() has
+  /// returned yet: where they came from; guarded by mutex.
+  std::unordered_map<std::string, Source> unreturned;
 
   /// The key's fixed part: LLVM's version and the CPU (from /proc/cpuinfo,
   /// so that a run whose kernels are all cached never loads LLVM).
@@ -155,14 +158,14 @@ struct CpuCompiler::State {
       writer.detach();  // a forked child's copy: no thread behind it
   }
 
+  void* jit_library() {
+    std::lock_guard lock(mutex);
+    if (!library) library = llvm_plugin().create_library("canopy.cpu");
+    return library;
+  }
+
   CpuEntry link(std::string_view object, const std::string& symbol) {
-    void* into = nullptr;
-    {
-      std::lock_guard lock(mutex);
-      if (!library) library = llvm_plugin().create_library("canopy.cpu");
-      into = library;
-    }
-    return reinterpret_cast<CpuEntry>(llvm_plugin().link(into, object, symbol));
+    return reinterpret_cast<CpuEntry>(llvm_plugin().link(jit_library(), object, symbol));
   }
 
   /// The entry of a cached kernel, or null. A shared object is opened by
@@ -178,6 +181,10 @@ struct CpuCompiler::State {
     const auto object = disk->get(key);
     if (!object || !is_relocatable_object(*object)) return nullptr;
     try {
+      // An object compiled together with other kernels (compile_together)
+      // may be linked already, by one of them.
+      if (llvm_plugin_loaded())
+        if (void* linked = llvm_plugin().lookup(jit_library(), symbol)) return reinterpret_cast<CpuEntry>(linked);
       return link(*object, symbol);
     } catch (const Error&) {
       return nullptr;  // an object that passed the checksum but does not load: compile afresh
@@ -195,7 +202,7 @@ struct CpuCompiler::State {
         return entry;
       }
     }
-    const std::string object = llvm_plugin().compile_for_host(kernel, symbol, code.streaming_stores);
+    const std::string object = llvm_plugin().compile_for_host({HostKernel{&kernel, symbol, code.streaming_stores}});
     source = Source::Compiled;
     CpuEntry entry = link(object, symbol);
     if (disk) store_soon({key, object, unloadable});
@@ -248,6 +255,11 @@ CpuCompiler::Compiled CpuCompiler::compile(const ir::Kernel& kernel, const CodeO
   if (known.valid()) {
     result.entry = known.get();  // waits while another thread compiles it; rethrows its error
     result.source = Source::Memory;
+    std::lock_guard lock(state_->mutex);
+    if (auto first = state_->unreturned.find(result.key); first != state_->unreturned.end()) {
+      result.source = first->second;  // compile_together made it: this is its first compile()
+      state_->unreturned.erase(first);
+    }
     result.seconds = seconds_since(start);
     return result;
   }
@@ -264,6 +276,99 @@ CpuCompiler::Compiled CpuCompiler::compile(const ir::Kernel& kernel, const CodeO
   }
   result.seconds = seconds_since(start);
   return result;
+}
+
+void CpuCompiler::compile_together(const std::vector<const ir::Kernel*>& kernels, const CodeOptions& code) {
+  // The kernels to make: not returned, not being compiled, each with the promise its compile() waits on.
+  struct Pending {
+    const ir::Kernel* kernel;
+    std::string key, symbol;
+    std::promise<CpuEntry> promise;
+    bool unloadable = false;
+  };
+  std::vector<Pending> pending;
+  for (const ir::Kernel* kernel : kernels) {
+    std::string key;
+    try {
+      ir::verify(*kernel);
+      key = cache_key(*kernel, code);
+    } catch (const Error&) {
+      continue;  // compile() reports it
+    }
+    std::lock_guard lock(state_->mutex);
+    auto [slot, inserted] = state_->entries.try_emplace(key);
+    if (!inserted) continue;
+    Pending p{kernel, key, symbol_name(kernel->name, key), {}, false};
+    slot->second = p.promise.get_future().share();
+    pending.push_back(std::move(p));
+  }
+  auto settle = [&](Pending& p, CpuEntry entry, Source source) {
+    {
+      std::lock_guard lock(state_->mutex);
+      state_->unreturned[p.key] = source;
+    }
+    p.promise.set_value(entry);
+  };
+  // Alone, as compile() would: a compile() waiting for it gets its entry or its error.
+  auto alone = [&](Pending& p) {
+    try {
+      Source source = Source::Compiled;
+      settle(p, state_->load_or_compile(*p.kernel, code, p.key, source), source);
+    } catch (...) {
+      {
+        std::lock_guard lock(state_->mutex);
+        state_->entries.erase(p.key);  // a later compile() tries again
+      }
+      p.promise.set_exception(std::current_exception());
+    }
+  };
+  // The disk cache first.
+  std::vector<Pending*> to_compile;
+  for (Pending& p : pending) {
+    CpuEntry entry = nullptr;
+    if (state_->disk) {
+      try {
+        entry = state_->load(p.key, p.symbol, p.unloadable);
+      } catch (const Error&) {
+      }
+    }
+    if (entry)
+      settle(p, entry, Source::Disk);
+    else
+      to_compile.push_back(&p);
+  }
+  if (to_compile.empty()) return;
+  if (to_compile.size() == 1) {
+    alone(*to_compile.front());
+    return;
+  }
+  std::vector<HostKernel> host;
+  for (Pending* p : to_compile) host.push_back({p->kernel, p->symbol, code.streaming_stores});
+  std::string object;
+  std::vector<CpuEntry> linked;
+  try {
+    object = llvm_plugin().compile_for_host(host);
+    linked.push_back(state_->link(object, to_compile.front()->symbol));
+    for (std::size_t i = 1; i < to_compile.size(); ++i) {
+      void* entry = llvm_plugin().lookup(state_->jit_library(), to_compile[i]->symbol);
+      if (!entry) throw Error("Canopy's JIT cannot find " + to_compile[i]->symbol + " after loading it");
+      linked.push_back(reinterpret_cast<CpuEntry>(entry));
+    }
+  } catch (...) {
+    // One of them does not compile, or the object does not link: each alone.
+    for (Pending* p : to_compile) alone(*p);
+    return;
+  }
+  for (std::size_t i = 0; i < to_compile.size(); ++i) {
+    // Each key keeps the whole object: a later run loads it for whichever kernel it meets first.
+    if (state_->disk) {
+      try {
+        state_->store_soon({to_compile[i]->key, object, to_compile[i]->unloadable});
+      } catch (const std::exception&) {  // the kernel runs all the same; a later run compiles it again
+      }
+    }
+    settle(*to_compile[i], linked[i], Source::Compiled);
+  }
 }
 
 std::vector<int> streaming_candidates(const ir::Kernel& kernel) {

@@ -82,10 +82,10 @@ class Engine {
   /// Checks and compiles the region, picks its location and split, and queues
   /// its pieces; returns at once.
   RegionHandle submit(RegionRequest request);
-  /// Optimizes `kernel` now (once) and compiles its programs for the
-  /// devices of the tree's leaves in the background (Runtime::compile).
-  /// The futures are ready when those compiles are done.
-  std::vector<std::shared_future<void>> prepare(const std::shared_ptr<const ir::Kernel>& kernel);
+  /// Optimizes `kernels` now (each once) and compiles their programs for the
+  /// devices of the tree's leaves in the background (Runtime::compile), the
+  /// CPU's together. The futures are ready when those compiles are done.
+  std::vector<std::shared_future<void>> prepare(const std::vector<std::shared_ptr<const ir::Kernel>>& kernels);
   /// Whether consecutive element-wise regions may be fused (Runtime::fuse).
   void set_fusion(bool on);
   bool fusion() const;

@@ -103,15 +103,16 @@ class Runtime {
 
   /// Compiles `kernels` ahead of their first launch: each is optimized now
   /// and its programs, for the devices of the tree's leaves, compile in the
-  /// background, so that the first launch waits only for what is not ready
-  /// yet. Returns at once; launching a kernel before its compile is done is
+  /// background (the CPU's together, as one object: several times faster
+  /// for small kernels), so that the first launch waits only for what is not
+  /// ready yet. Returns at once; launching a kernel before its compile is done is
   /// fine (the launch waits for it, or compiles what was not started). A
   /// program that fails to compile fails (or moves) the launch that needs it,
   /// as it would without compile(). Compilation::wait() waits for them all.
   template <class... Kernels>
   Compilation compile(const Kernels&... kernels) {
     Compilation all;
-    (all.add(engine_->prepare(kernels.ir_ptr())), ...);
+    all.add(engine_->prepare({kernels.ir_ptr()...}));
     return all;
   }
 

@@ -82,8 +82,9 @@ backends::Range range_of(const Piece& piece, const Shape& region) {
 
 }  // namespace
 
-std::vector<std::shared_future<void>> Engine::prepare(const std::shared_ptr<const ir::Kernel>& kernel) {
-  auto compiled = state_->kernels.compiled(kernel);
+std::vector<std::shared_future<void>> Engine::prepare(const std::vector<std::shared_ptr<const ir::Kernel>>& kernels) {
+  std::vector<std::shared_ptr<const CompiledKernel>> compiled;
+  for (const auto& kernel : kernels) compiled.push_back(state_->kernels.compiled(kernel));
   std::shared_lock tree_lock(state_->tree_mutex);
   return state_->kernels.prepare(compiled, state_->leaf_devices());
 }
@@ -110,7 +111,7 @@ RegionHandle Engine::submit(RegionRequest request) {
   // Seen for the first time: its pieces' programs are compiled (choose_pieces
   // waited for them); the other leaves' compile in the background, ready for
   // later regions that run there.
-  if (first_sight) state_->kernels.prepare(run->kernel, state_->leaf_devices());
+  if (first_sight) state_->kernels.prepare({run->kernel}, state_->leaf_devices());
 
   RegionHandle handle{run->completion, run->results};
   state_->record_region({run, std::move(request), policy, &at, std::move(pieces)});

@@ -99,6 +99,12 @@ std::shared_ptr<CpuProgram> CpuDevice::compile_program(std::shared_ptr<const ir:
   return program;
 }
 
+void CpuDevice::compile_together(const std::vector<std::shared_ptr<const ir::Kernel>>& optimized) {
+  std::vector<const ir::Kernel*> kernels;
+  for (const auto& kernel : optimized) kernels.push_back(kernel.get());
+  jit::CpuCompiler::shared().compile_together(kernels);
+}
+
 std::shared_ptr<Program> CpuDevice::compile(std::shared_ptr<const ir::Kernel> optimized) {
   return compile_program(std::move(optimized));
 }

@@ -21,19 +21,30 @@
 
 namespace canopy::jit {
 
+/// A kernel to compile for the host: its IR (not owned), the symbol of its
+/// CPU entry (cpu_abi.hpp) and the array parameters whose vector stores are
+/// non-temporal (CpuCompiler::CodeOptions).
+struct HostKernel {
+  const ir::Kernel* kernel = nullptr;
+  std::string symbol;
+  std::vector<int> streaming_stores;
+};
+
 class LlvmPlugin {
  public:
   virtual ~LlvmPlugin() = default;
 
   /// "triple;cpu;features" of the host, e.g. "x86_64-pc-linux-gnu;znver3;+avx2,...".
   virtual std::string host_description() = 0;
-  /// An object file defining `symbol`, the kernel's CPU entry (cpu_abi.hpp).
-  virtual std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
-                                       const std::vector<int>& streaming_stores) = 0;
+  /// One object file defining every kernel's symbol (compiled together:
+  /// LLVM's code generation costs a few milliseconds a module however small).
+  virtual std::string compile_for_host(const std::vector<HostKernel>& kernels) = 0;
   /// A new library in the process-wide JIT; an opaque handle for link().
   virtual void* create_library(const std::string& name_hint) = 0;
   /// Links `object` into `library` and returns the address of `symbol`.
   virtual void* link(void* library, std::string_view object, const std::string& symbol) = 0;
+  /// The address of `symbol` in `library` (linked before), or null.
+  virtual void* lookup(void* library, const std::string& symbol) = 0;
   /// The kernel as SPIR-V (spirv.hpp), already verified by the caller.
   virtual SpirvKernel spirv_of(const ir::Kernel& kernel, const SpirvOptions& options) = 0;
 };

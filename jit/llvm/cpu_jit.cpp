@@ -45,4 +45,13 @@ void* CpuJit::link(llvm::orc::JITDylib& library, std::string_view object, const 
   return address->toPtr<void*>();
 }
 
+void* CpuJit::lookup(llvm::orc::JITDylib& library, const std::string& symbol) {
+  auto address = jit_->lookup(library, symbol);
+  if (!address) {
+    llvm::consumeError(address.takeError());
+    return nullptr;
+  }
+  return address->toPtr<void*>();
+}
+
 }  // namespace canopy::jit

@@ -1,6 +1,7 @@
 #include "internal/cpu_target.hpp"
 
 #include <algorithm>
+#include <memory>
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
@@ -10,6 +11,7 @@
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Linker/Linker.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/Host.h>
@@ -240,13 +242,16 @@ HostTarget::Lease::~Lease() {
   host_.pool_.push_back(std::move(machine_));
 }
 
-std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
-                             const std::vector<int>& streaming_stores) {
-  llvm::LLVMContext context;
-  context.setOpaquePointers(true);
-  const HostTarget::Lease lease(HostTarget::get());
-  llvm::TargetMachine* machine = &lease.machine();
-  llvm::Module module(symbol, context);
+namespace {
+
+// `kernel` as a function `symbol` in a module of its own in `context`,
+// optimized for the host and with its dumps written: what emit() turns into
+// machine code.
+std::unique_ptr<llvm::Module> lower_for_host(llvm::LLVMContext& context, llvm::TargetMachine* machine,
+                                             const ir::Kernel& kernel, const std::string& symbol,
+                                             const std::vector<int>& streaming_stores) {
+  auto owned = std::make_unique<llvm::Module>(symbol, context);
+  llvm::Module& module = *owned;
   module.setTargetTriple(machine->getTargetTriple().str());
   module.setDataLayout(machine->createDataLayout());
 
@@ -295,7 +300,31 @@ std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol
     auto copy = llvm::CloneModule(module);
     dump("asm", dump_name, emit(*copy, *machine, llvm::CGFT_AssemblyFile));
   }
-  return emit(module, *machine, llvm::CGFT_ObjectFile);
+  return owned;
+}
+
+}  // namespace
+
+std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
+                             const std::vector<int>& streaming_stores) {
+  return compile_together_for_host({HostKernel{&kernel, symbol, streaming_stores}});
+}
+
+std::string compile_together_for_host(const std::vector<HostKernel>& kernels) {
+  if (kernels.empty()) throw Error("compile_together_for_host: no kernels");
+  llvm::LLVMContext context;
+  context.setOpaquePointers(true);
+  const HostTarget::Lease lease(HostTarget::get());
+  llvm::TargetMachine* machine = &lease.machine();
+  std::unique_ptr<llvm::Module> module;
+  for (const HostKernel& k : kernels) {
+    auto lowered = lower_for_host(context, machine, *k.kernel, k.symbol, k.streaming_stores);
+    if (!module)
+      module = std::move(lowered);
+    else if (llvm::Linker::linkModules(*module, std::move(lowered)))
+      throw Error("LLVM cannot put kernel '" + k.kernel->name + "' in one module with the others compiled with it");
+  }
+  return emit(*module, *machine, llvm::CGFT_ObjectFile);
 }
 
 }  // namespace canopy::jit

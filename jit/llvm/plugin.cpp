@@ -13,15 +13,18 @@ class Plugin final : public LlvmPlugin {
  public:
   std::string host_description() override { return HostTarget::get().description(); }
 
-  std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
-                               const std::vector<int>& streaming_stores) override {
-    return jit::compile_for_host(kernel, symbol, streaming_stores);
+  std::string compile_for_host(const std::vector<HostKernel>& kernels) override {
+    return jit::compile_together_for_host(kernels);
   }
 
   void* create_library(const std::string& name_hint) override { return &CpuJit::instance().create_library(name_hint); }
 
   void* link(void* library, std::string_view object, const std::string& symbol) override {
     return CpuJit::instance().link(*static_cast<llvm::orc::JITDylib*>(library), object, symbol);
+  }
+
+  void* lookup(void* library, const std::string& symbol) override {
+    return CpuJit::instance().lookup(*static_cast<llvm::orc::JITDylib*>(library), symbol);
   }
 
   SpirvKernel spirv_of(const ir::Kernel& kernel, const SpirvOptions& options) override {

@@ -106,20 +106,31 @@ std::shared_ptr<const CompiledKernel> KernelCache::compiled(const std::shared_pt
 }
 
 std::vector<std::shared_future<void>> KernelCache::prepare(
-    const std::shared_ptr<const CompiledKernel>& kernel,
+    const std::vector<std::shared_ptr<const CompiledKernel>>& kernels,
     const std::vector<std::shared_ptr<backends::Device>>& devices) {
   std::vector<std::shared_future<void>> done;
   std::vector<std::string> queued;
   for (const auto& device : devices) {
-    if (!device || kernel->has_program_for(*device)) continue;
+    if (!device) continue;
     const std::string key = program_key(*device);
     if (std::find(queued.begin(), queued.end(), key) != queued.end()) continue;
     queued.push_back(key);
-    done.push_back(background_.submit([kernel, device] {
-      try {
-        kernel->program_for(*device);
-      } catch (const Error&) {
-        // The launch that needs it compiles it again and reports the failure.
+    std::vector<std::shared_ptr<const CompiledKernel>> missing;
+    for (const auto& kernel : kernels)
+      if (!kernel->has_program_for(*device)) missing.push_back(kernel);
+    if (missing.empty()) continue;
+    done.push_back(background_.submit([missing, device] {
+      if (device->info().host_memory && missing.size() > 1) {
+        std::vector<std::shared_ptr<const ir::Kernel>> optimized;
+        for (const auto& kernel : missing) optimized.push_back(kernel->optimized);
+        backends::cpu::CpuDevice::compile_together(optimized);
+      }
+      for (const auto& kernel : missing) {
+        try {
+          kernel->program_for(*device);
+        } catch (const Error&) {
+          // The launch that needs it compiles it again and reports the failure.
+        }
       }
     }));
   }

@@ -115,14 +115,16 @@ class KernelCache {
   /// come from prepare() or CompiledKernel::program_for.
   std::shared_ptr<const CompiledKernel> compiled(const std::shared_ptr<const ir::Kernel>& traced,
                                                  bool* fresh = nullptr);
-  /// Compiles `kernel`'s programs for `devices` on the background thread,
-  /// except those compiled or being compiled. A failure is left for the
-  /// launch that needs the program, which compiles it again and reports it.
+  /// Compiles `kernels`' programs for `devices` on the background thread,
+  /// except those compiled or being compiled: one task per device, the CPU's
+  /// programs compiled together (CpuDevice::compile_together). A failure is
+  /// left for the launch that needs the program, which compiles it again and
+  /// reports it.
   /// Stops the background thread (BackgroundCompiler::stop): the engine's
   /// first step when it goes, before its devices and trace do.
   void stop_background() { background_.stop(); }
   /// The futures are ready when the compiles queued now are done.
-  std::vector<std::shared_future<void>> prepare(const std::shared_ptr<const CompiledKernel>& kernel,
+  std::vector<std::shared_future<void>> prepare(const std::vector<std::shared_ptr<const CompiledKernel>>& kernels,
                                                 const std::vector<std::shared_ptr<backends::Device>>& devices);
   /// True when kernels are compiled with bounds checks.
   bool checked() const { return checked_; }

@@ -210,7 +210,7 @@ void Engine::State::start_chain(std::size_t index) {
       // region by region meanwhile (CANOPY_FUSE=eager: it waits for it).
       try {
         entry.kernel = std::make_shared<const ir::Kernel>(ir::fuse_kernels(plan.name, plan.slots, plan.parts));
-        entry.ready = kernels.prepare(kernels.compiled(entry.kernel), leaf_devices());
+        entry.ready = kernels.prepare({kernels.compiled(entry.kernel)}, leaf_devices());
         if (recorder.eager)
           for (const auto& f : entry.ready) f.wait();
       } catch (const std::exception& e) {

@@ -29,6 +29,8 @@ class CpuJit {
   /// its function `symbol`. Throws canopy::Error when the object does not
   /// link or does not define the symbol.
   void* link(llvm::orc::JITDylib& library, std::string_view object, const std::string& symbol);
+  /// The address of `symbol` in `library`, or null when it defines none.
+  void* lookup(llvm::orc::JITDylib& library, const std::string& symbol);
 
  private:
   CpuJit();

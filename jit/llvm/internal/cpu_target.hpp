@@ -21,6 +21,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <canopy/ir/kernel.hpp>
+#include <canopy/jit/internal/llvm_plugin.hpp>
 
 namespace canopy::jit {
 
@@ -88,5 +89,13 @@ class HostTarget {
 /// CANOPY_DUMP=asm (assembly) dumps named after the kernel.
 std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
                              const std::vector<int>& streaming_stores = {});
+
+/// compile_for_host for several kernels at once: each lowered and optimized
+/// in a module of its own (with its own pipeline and dumps), then linked into
+/// one module whose machine code is emitted once, into one object file that
+/// defines every symbol. LLVM's code generation costs a few milliseconds a
+/// module, however small, so a handful of small kernels compile several
+/// times faster together.
+std::string compile_together_for_host(const std::vector<HostKernel>& kernels);
 
 }  // namespace canopy::jit
