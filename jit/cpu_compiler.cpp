@@ -202,8 +202,14 @@ struct CpuCompiler::State {
         return entry;
       }
     }
-    const std::string object = llvm_plugin().compile_for_host({HostKernel{&kernel, symbol, code.streaming_stores}});
     source = Source::Compiled;
+    return compile_and_keep(kernel, code, key, symbol, unloadable);
+  }
+
+  /// Compiles `kernel` alone, links it and keeps it on disk.
+  CpuEntry compile_and_keep(const ir::Kernel& kernel, const CodeOptions& code, const std::string& key,
+                            const std::string& symbol, bool unloadable) {
+    const std::string object = llvm_plugin().compile_for_host({HostKernel{&kernel, symbol, code.streaming_stores}});
     CpuEntry entry = link(object, symbol);
     if (disk) store_soon({key, object, unloadable});
     return entry;
@@ -309,11 +315,11 @@ void CpuCompiler::compile_together(const std::vector<const ir::Kernel*>& kernels
     }
     p.promise.set_value(entry);
   };
-  // Alone, as compile() would: a compile() waiting for it gets its entry or its error.
+  // Alone, as compile() would (the disk cache was asked already): a
+  // compile() waiting for it gets its entry or its error.
   auto alone = [&](Pending& p) {
     try {
-      Source source = Source::Compiled;
-      settle(p, state_->load_or_compile(*p.kernel, code, p.key, source), source);
+      settle(p, state_->compile_and_keep(*p.kernel, code, p.key, p.symbol, p.unloadable), Source::Compiled);
     } catch (...) {
       {
         std::lock_guard lock(state_->mutex);
