@@ -195,9 +195,12 @@ class Simulation {
 
   /// The current temperatures, row-major (read back from wherever they are).
   std::vector<float> temperature() const {
-    auto view = grids_[current_].host_read();
+    auto view = temperature_view();
     return std::vector<float>(view.begin(), view.end());
   }
+  /// The same in the grid's own host memory, without a copy where it is
+  /// there already; valid until the next run().
+  canopy::HostView<const float, 2> temperature_view() const { return grids_[current_].host_read(); }
 
  private:
   canopy::Runtime& rt_;

@@ -123,9 +123,12 @@ class Search {
 
   /// The cheapest cost of reaching each column of the last row.
   std::vector<std::int32_t> result() const {
-    auto view = costs_[current_].host_read();
+    auto view = result_view();
     return std::vector<std::int32_t>(view.begin(), view.end());
   }
+  /// The same in the cost row's own host memory, without a copy where it is
+  /// there already; valid until the next run().
+  canopy::HostView<const std::int32_t, 1> result_view() const { return costs_[current_].host_read(); }
 
  private:
   canopy::Runtime& rt_;

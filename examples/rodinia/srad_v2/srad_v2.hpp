@@ -233,9 +233,12 @@ class Diffusion {
 
   /// The image now, row-major.
   std::vector<float> image() const {
-    auto view = image_.host_read();
+    auto view = image_view();
     return std::vector<float>(view.begin(), view.end());
   }
+  /// The same in the image's own host memory, without a copy where it is
+  /// there already; valid until the next run().
+  canopy::HostView<const float, 2> image_view() const { return image_.host_read(); }
 
  private:
   Image make(canopy::Runtime& rt, const char* name) {
