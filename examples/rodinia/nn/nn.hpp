@@ -464,7 +464,8 @@ inline float distance_between(float record_latitude, float record_longitude, flo
 /// and rounded to float (a quotient of two floats rounded through double is
 /// the float nearest to it, and with at most five digits both are exact).
 /// A record with anything else in its coordinates gets -1 (pick_nearest asks
-/// the host for its distance).
+/// the host for its distance). The division needs double precision on the
+/// device (an OpenCL device without cl_khr_fp64 refuses the kernel, saying so).
 inline const canopy::Kernel<void(canopy::Out<float>, canopy::In<std::int32_t>, canopy::Val<float>, canopy::Val<float>)>&
 parse_distance_kernel() {
   using namespace canopy;
