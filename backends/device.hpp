@@ -115,6 +115,11 @@ class Device {
   /// numbered source when it does not compile, or when the kernel needs
   /// something the device lacks (fp64).
   virtual std::shared_ptr<Program> compile(std::shared_ptr<const ir::Kernel> optimized) = 0;
+  /// Prepares the programs of several optimized kernels at once where that
+  /// is cheaper than one by one (the CPU: one object for all); compile() of
+  /// each then finds its code made. Never throws: what failed is left to
+  /// compile(). Default: nothing.
+  virtual void compile_together(const std::vector<std::shared_ptr<const ir::Kernel>>& optimized) { (void)optimized; }
   /// Runs `program` over `range`. Array arguments carry this device's
   /// buffers (ArrayArg::data is the Buffer handle) and the array's full
   /// extents; indexes are those of the whole array. Returns one value per

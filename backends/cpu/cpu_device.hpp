@@ -86,7 +86,7 @@ class CpuDevice final : public Device {
   static std::shared_ptr<CpuProgram> compile_program(std::shared_ptr<const ir::Kernel> optimized);
   /// Compiles optimized kernels together (jit::CpuCompiler::compile_together):
   /// compile_program of each then finds its code made. Never throws.
-  static void compile_together(const std::vector<std::shared_ptr<const ir::Kernel>>& optimized);
+  void compile_together(const std::vector<std::shared_ptr<const ir::Kernel>>& optimized) override;
   std::shared_ptr<Program> compile(std::shared_ptr<const ir::Kernel> optimized) override;
 
   /// Runs `program` (a CpuProgram) over `range` with `args` (one per

@@ -305,13 +305,8 @@ std::unique_ptr<llvm::Module> lower_for_host(llvm::LLVMContext& context, llvm::T
 
 }  // namespace
 
-std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
-                             const std::vector<int>& streaming_stores) {
-  return compile_together_for_host({HostKernel{&kernel, symbol, streaming_stores}});
-}
-
-std::string compile_together_for_host(const std::vector<HostKernel>& kernels) {
-  if (kernels.empty()) throw Error("compile_together_for_host: no kernels");
+std::string compile_for_host(const std::vector<HostKernel>& kernels) {
+  if (kernels.empty()) throw Error("compile_for_host: no kernels");
   llvm::LLVMContext context;
   context.setOpaquePointers(true);
   const HostTarget::Lease lease(HostTarget::get());

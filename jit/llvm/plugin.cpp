@@ -14,7 +14,7 @@ class Plugin final : public LlvmPlugin {
   std::string host_description() override { return HostTarget::get().description(); }
 
   std::string compile_for_host(const std::vector<HostKernel>& kernels) override {
-    return jit::compile_together_for_host(kernels);
+    return jit::compile_for_host(kernels);
   }
 
   void* create_library(const std::string& name_hint) override { return &CpuJit::instance().create_library(name_hint); }

@@ -120,10 +120,10 @@ std::vector<std::shared_future<void>> KernelCache::prepare(
       if (!kernel->has_program_for(*device)) missing.push_back(kernel);
     if (missing.empty()) continue;
     done.push_back(background_.submit([missing, device] {
-      if (device->info().host_memory && missing.size() > 1) {
+      if (missing.size() > 1) {
         std::vector<std::shared_ptr<const ir::Kernel>> optimized;
         for (const auto& kernel : missing) optimized.push_back(kernel->optimized);
-        backends::cpu::CpuDevice::compile_together(optimized);
+        device->compile_together(optimized);
       }
       for (const auto& kernel : missing) {
         try {

@@ -116,8 +116,9 @@ class KernelCache {
   std::shared_ptr<const CompiledKernel> compiled(const std::shared_ptr<const ir::Kernel>& traced,
                                                  bool* fresh = nullptr);
   /// Compiles `kernels`' programs for `devices` on the background thread,
-  /// except those compiled or being compiled: one task per device, the CPU's
-  /// programs compiled together (CpuDevice::compile_together). A failure is
+  /// except those compiled or being compiled: one task per device, which
+  /// first lets the device prepare them together (Device::compile_together:
+  /// the CPU's as one object). A failure is
   /// left for the launch that needs the program, which compiles it again and
   /// reports it.
   /// Stops the background thread (BackgroundCompiler::stop): the engine's

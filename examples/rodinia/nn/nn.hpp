@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -33,13 +32,9 @@
 #include <canopy/canopy.hpp>
 
 #include "../common/rodinia.hpp"
+#include "record_format.hpp"
 
 namespace rodinia::nn {
-
-/// Characters of a record, without its newline.
-inline constexpr std::size_t kRecordChars = 48;
-/// Where the latitude and the longitude start in a record; each is 5 characters.
-inline constexpr std::size_t kLatitudeColumn = 28, kLongitudeColumn = 33, kCoordinateChars = 5;
 
 /// Every record's location (structure of arrays: the region reads both
 /// contiguously) and, when read from files, its text.
@@ -126,23 +121,9 @@ inline void write_database(const std::string& list, const Records& records, int 
   if (std::fclose(names) != 0) throw std::runtime_error("cannot write '" + list + "'");
 }
 
-/// Bytes a record takes in Rodinia's files: its characters and a newline.
-inline constexpr std::size_t kRecordBytes = kRecordChars + 1;
 /// Records a search reads and searches at a time (3.2 MB of text): small
 /// enough that the block just read is still in the caches when it is searched.
 inline constexpr std::int64_t kSearchBlock = std::int64_t{1} << 16;
-
-/// A coordinate's five columns as the reader parses them: blanks and '+'
-/// skipped, then the longest number std::from_chars takes (as strtof would);
-/// 0 when there is none.
-inline float parse_coordinate(const char* field) {
-  const char* at = field;
-  const char* const end = field + kCoordinateChars;
-  while (at < end && (*at == ' ' || *at == '+')) ++at;
-  float value = 0;
-  std::from_chars(at, end, value);
-  return value;
-}
 
 namespace detail {
 
@@ -165,6 +146,16 @@ void for_each_database_file(const std::string& list, Visit&& visit) {
     if (!file) throw std::runtime_error("cannot open the database '" + std::string(name) + "' named in '" + list + "'");
     visit(file.get(), path);
   }
+}
+
+/// Hands `records`, the first of them record `first` of the database, to
+/// `visit(records, first)` and empties them for the next; nothing when empty.
+template <class Visit>
+void hand_over(Records& records, std::int64_t& first, Visit& visit) {
+  if (records.size() == 0) return;
+  visit(static_cast<const Records&>(records), first);
+  first += records.size();
+  records.clear();
 }
 
 /// Reads `file`'s lines from where it stands (`number` lines of it read
@@ -251,12 +242,7 @@ template <class Visit>
 void read_database_blocks(const std::string& list, std::int64_t block, Visit&& visit) {
   Records records;
   std::int64_t first = 0;
-  auto hand_over = [&] {
-    if (records.size() == 0) return;
-    visit(static_cast<const Records&>(records), first);
-    first += records.size();
-    records.clear();
-  };
+  auto hand_over = [&] { detail::hand_over(records, first, visit); };
   detail::for_each_database_file(list, [&](std::FILE* file, const std::string& path) {
     detail::read_lines(file, path, 0, block, records, hand_over);
   });
@@ -310,12 +296,7 @@ void read_database_raw(const std::string& list, std::int64_t block, RawBuffers& 
   int turn = 0;
   std::int64_t first = 0;
   Records records;
-  auto hand_over = [&] {
-    if (records.size() == 0) return;
-    parsed(static_cast<const Records&>(records), first);
-    first += records.size();
-    records.clear();
-  };
+  auto hand_over = [&] { detail::hand_over(records, first, parsed); };
   detail::for_each_database_file(list, [&](std::FILE* file, const std::string& path) {
     std::int64_t in_file = 0;  // records of this file handed over
     for (;;) {

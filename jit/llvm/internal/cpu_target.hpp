@@ -80,22 +80,15 @@ class HostTarget {
   mutable std::vector<std::unique_ptr<llvm::TargetMachine>> pool_;  ///< machines not lent; guarded by pool_mutex_
 };
 
-/// Lowers `kernel` into a function `symbol`, optimizes it for the host (O3,
-/// loop and SLP vectorization, the host's TargetLibraryInfo) and returns the
-/// object file that defines it. The vector stores into the array parameters
-/// listed in `streaming_stores` become aligned non-temporal stores, followed
-/// by a store fence before the function returns (see
-/// CpuCompiler::CodeOptions). Writes CANOPY_DUMP=llvm (optimized IR) and
-/// CANOPY_DUMP=asm (assembly) dumps named after the kernel.
-std::string compile_for_host(const ir::Kernel& kernel, const std::string& symbol,
-                             const std::vector<int>& streaming_stores = {});
-
-/// compile_for_host for several kernels at once: each lowered and optimized
-/// in a module of its own (with its own pipeline and dumps), then linked into
-/// one module whose machine code is emitted once, into one object file that
-/// defines every symbol. LLVM's code generation costs a few milliseconds a
-/// module, however small, so a handful of small kernels compile several
-/// times faster together.
-std::string compile_together_for_host(const std::vector<HostKernel>& kernels);
+/// Lowers each kernel into a function named by its symbol, optimizes it for
+/// the host (in a module of its own, with the pipeline its shape calls for,
+/// the host's TargetLibraryInfo) and returns one object file that defines
+/// them all: the modules are linked into one, whose machine code is emitted
+/// once. The vector stores into the array parameters listed in a kernel's
+/// `streaming_stores` become aligned non-temporal stores, followed by a store
+/// fence before the function returns (see CpuCompiler::CodeOptions). Writes
+/// CANOPY_DUMP=llvm (optimized IR) and CANOPY_DUMP=asm (assembly) dumps named
+/// after each kernel.
+std::string compile_for_host(const std::vector<HostKernel>& kernels);
 
 }  // namespace canopy::jit

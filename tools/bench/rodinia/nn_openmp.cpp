@@ -5,8 +5,9 @@
 // when a nearer record comes.
 #include "nn_openmp.hpp"
 
-#include <charconv>
 #include <cmath>
+
+#include "rodinia/nn/record_format.hpp"
 
 namespace canopy::bench::rodinia::openmp {
 
@@ -42,17 +43,6 @@ std::vector<std::pair<std::int64_t, float>> pick(const float* distances, std::in
   return best;
 }
 
-// A coordinate's five characters: blanks and '+' skipped, then the longest
-// number std::from_chars takes; 0 when there is none.
-float coordinate(const char* field) {
-  const char* at = field;
-  const char* const end = field + 5;
-  while (at < end && (*at == ' ' || *at == '+')) ++at;
-  float value = 0;
-  std::from_chars(at, end, value);
-  return value;
-}
-
 }  // namespace
 
 std::vector<std::pair<std::int64_t, float>> nearest_neighbours(const float* latitude, const float* longitude,
@@ -71,8 +61,10 @@ std::vector<std::pair<std::int64_t, float>> nearest_neighbours_in_text(const cha
                                                                        int k, float* distances) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) {
-    const char* record = records + i * 49;
-    const float dy = coordinate(record + 28) - target_latitude, dx = coordinate(record + 33) - target_longitude;
+    namespace format = ::rodinia::nn;
+    const char* record = records + i * static_cast<std::int64_t>(format::kRecordBytes);
+    const float dy = format::parse_coordinate(record + format::kLatitudeColumn) - target_latitude,
+                dx = format::parse_coordinate(record + format::kLongitudeColumn) - target_longitude;
     distances[i] = std::sqrt(dy * dy + dx * dx);
   }
   return pick(distances, n, k);
