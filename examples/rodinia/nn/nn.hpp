@@ -350,8 +350,15 @@ std::vector<Neighbour> pick_nearest(const float* distances, std::int64_t n, int 
     const std::int64_t last = std::min(n, first + kRun);
     if (static_cast<int>(best.size()) == k) {
       const float farthest = best.back().distance;
+      // A whole run counts with a fixed trip count, which GCC vectorizes at
+      // -O2 as well (a loop to `last` only at -O3: 3 times slower at -O2).
       int nearer = 0;
-      for (std::int64_t i = first; i < last; ++i) nearer += distances[i] < farthest;
+      if (last - first == kRun) {
+        const float* run = distances + first;
+        for (std::int64_t j = 0; j < kRun; ++j) nearer += run[j] < farthest;
+      } else {
+        for (std::int64_t i = first; i < last; ++i) nearer += distances[i] < farthest;
+      }
       if (nearer == 0) continue;
     }
     for (std::int64_t i = first; i < last; ++i) {

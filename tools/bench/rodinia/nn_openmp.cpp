@@ -26,8 +26,14 @@ std::vector<std::pair<std::int64_t, float>> pick(const float* distances, std::in
     const std::int64_t last = first + kRun < n ? first + kRun : n;
     if (static_cast<int>(best.size()) == k) {
       const float farthest = best.back().second;
+      // As the example counts: a whole run with a fixed trip count.
       int nearer = 0;
-      for (std::int64_t i = first; i < last; ++i) nearer += distances[i] < farthest;
+      if (last - first == kRun) {
+        const float* run = distances + first;
+        for (std::int64_t j = 0; j < kRun; ++j) nearer += run[j] < farthest;
+      } else {
+        for (std::int64_t i = first; i < last; ++i) nearer += distances[i] < farthest;
+      }
       if (nearer == 0) continue;
     }
     for (std::int64_t i = first; i < last; ++i) {
