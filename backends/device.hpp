@@ -126,6 +126,15 @@ class Device {
   /// reduction parameter, in parameter order.
   virtual std::vector<ReductionValue> run(const Program& program, const std::vector<KernelArg>& args,
                                           const Range& range) = 0;
+  /// Says that run(program, ..., range) comes soon, from another thread: a
+  /// device whose threads sleep between launches may start waking them now,
+  /// so that their wake-up overlaps the hand-over of the launch instead of
+  /// following it. Only a hint: cheap, and it never runs anything. Default:
+  /// nothing.
+  virtual void expect_run(const Program& program, const Range& range) {
+    (void)program;
+    (void)range;
+  }
 };
 
 /// What one backend found on this node: its devices, or why it has none.

@@ -393,11 +393,14 @@ void Engine::State::dispatch(const std::shared_ptr<RegionRun>& run, const std::v
     run_piece(run, 0, first_range, first);
     return;
   }
-  for (std::size_t i = 0; i < pieces.size(); ++i)
-    workers.at(pieces[i].leaf->name())
-        ->push([state = this, run, i, piece = range_of(pieces[i], range)](LeafWorker& worker) {
-          state->run_piece(run, i, piece, worker);
-        });
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    auto& worker = *workers.at(pieces[i].leaf->name());
+    const auto piece = range_of(pieces[i], range);
+    worker.push([state = this, run, i, piece](LeafWorker& worker) { state->run_piece(run, i, piece, worker); });
+    // The worker and the device's own threads wake at once, not one after
+    // the other (a CPU leaf's helpers; see Device::expect_run).
+    worker.device()->expect_run(*run->programs[i], piece);
+  }
 }
 
 }  // namespace canopy::runtime

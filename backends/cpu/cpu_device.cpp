@@ -150,6 +150,24 @@ void CpuDevice::fill(Buffer buffer, std::size_t first, std::size_t count, const 
   }
 }
 
+// A long one-dimensional range splits on whole vectors of every type (16
+// points: 64 bytes of floats).
+constexpr std::int64_t kPointGrain = 16;
+
+int CpuDevice::chunk_count(const CpuProgram& program, const Range& range) const {
+  // Several chunks per thread, so that threads that finish early help the
+  // others (see ThreadPool).
+  constexpr int kChunksPerThread = 8;
+  const std::int64_t rows = std::max<std::int64_t>(0, range.end[0] - range.begin[0]);
+  if (range.points() < program.inline_below || rows < 2 || threads() == 1) return 1;
+  return static_cast<int>(std::min<std::int64_t>(threads() * kChunksPerThread, rows));
+}
+
+void CpuDevice::expect_run(const Program& program, const Range& range) {
+  const auto* cpu = dynamic_cast<const CpuProgram*>(&program);
+  if (cpu && chunk_count(*cpu, range) > 1) pool_.wake_helpers();
+}
+
 std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std::vector<KernelArg>& args,
                                            const Range& range) {
   const auto& program = dynamic_cast<const CpuProgram&>(any_program);
@@ -184,15 +202,7 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   }
 
   const std::int64_t rows = std::max<std::int64_t>(0, range.end[0] - range.begin[0]);
-  const std::int64_t points = range.points();
-  // Several chunks per thread, so that threads that finish early help the
-  // others (see ThreadPool). A long one-dimensional range splits on whole
-  // vectors of every type (16 points: 64 bytes of floats).
-  constexpr int kChunksPerThread = 8;
-  constexpr std::int64_t kPointGrain = 16;
-  const int chunks = points < program.inline_below || rows < 2 || threads() == 1
-                         ? 1
-                         : static_cast<int>(std::min<std::int64_t>(threads() * kChunksPerThread, rows));
+  const int chunks = chunk_count(program, range);
   const std::int64_t grain = kernel.dims == 1 && rows >= kPointGrain * chunks ? kPointGrain : 1;
 
   // Streaming stores for launches that write far more than the caches hold.

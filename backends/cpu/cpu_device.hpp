@@ -93,10 +93,14 @@ class CpuDevice final : public Device {
   /// parameter, in order; array data are host pointers) on this device's
   /// threads; the calling thread takes part. Returns one value per reduction
   /// parameter, in parameter order, combined in a fixed order.
+  /// Wakes the pool's helper threads when the launch will split over them.
+  void expect_run(const Program& program, const Range& range) override;
   std::vector<ReductionValue> run(const Program& program, const std::vector<KernelArg>& args,
                                   const Range& range) override;
 
  private:
+  /// How many chunks run() splits `range` into (1: the calling thread alone).
+  int chunk_count(const CpuProgram& program, const Range& range) const;
   std::string name_;
   ThreadPool pool_;
   std::size_t streaming_threshold_;

@@ -80,7 +80,8 @@ ThreadPool::ThreadPool(std::vector<unsigned> pus) : pus_(std::move(pus)), blocks
 ThreadPool::~ThreadPool() {
   stopping_.store(true);
   generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
+  wake_.fetch_add(1, std::memory_order_seq_cst);
+  wake_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
@@ -152,11 +153,13 @@ void ThreadPool::run_erased(std::int64_t begin, std::int64_t end, int chunks, st
   if (helpers > 0) {
     // The helpers start at the first run that needs them; generation_ is
     // still 0 then, so they see this run's bump below as a new job.
-    if (threads_.empty())
+    if (threads_.empty()) {
       for (int member = 1; member < size(); ++member) threads_.emplace_back([this, member] { worker(member); });
+      started_.store(true, std::memory_order_release);
+    }
     remaining_.store(static_cast<std::uint32_t>(size() - 1), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
+    wake_sleepers();
   }
   run_member(0);
   if (helpers > 0 && !poll_until([&] { return remaining_.load(std::memory_order_acquire) == 0; })) {
@@ -165,6 +168,15 @@ void ThreadPool::run_erased(std::int64_t begin, std::int64_t end, int chunks, st
       remaining_.wait(left, std::memory_order_acquire);
   }
   if (error_) std::rethrow_exception(error_);
+}
+
+void ThreadPool::wake_sleepers() {
+  wake_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) wake_.notify_all();
+}
+
+void ThreadPool::wake_helpers() {
+  if (started_.load(std::memory_order_acquire) && sleepers_.load(std::memory_order_seq_cst) > 0) wake_sleepers();
 }
 
 void ThreadPool::worker(int member) {
@@ -176,9 +188,11 @@ void ThreadPool::worker(int member) {
     // The next launch of a loop of regions comes soon: poll (yielding the
     // core to anyone who wants it) before sleeping.
     auto changed = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+    // Woken without a job (wake_helpers: one is on its way), it polls again.
     while (!poll_until(changed, 16, 512)) {
+      const auto woken = wake_.load(std::memory_order_seq_cst);
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
-      if (generation_.load(std::memory_order_seq_cst) == seen) generation_.wait(seen, std::memory_order_acquire);
+      if (generation_.load(std::memory_order_seq_cst) == seen) wake_.wait(woken, std::memory_order_seq_cst);
       sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     }
     seen = generation_.load(std::memory_order_acquire);

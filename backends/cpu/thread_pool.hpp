@@ -15,6 +15,10 @@
 // With several chunks per member, a core that is slower this time (an
 // interrupt, a neighbour on the host, a helper late to wake) is helped by the
 // others instead of holding every member up at the end of the launch.
+//
+// Helpers poll for a while after a run, then sleep. Whoever hands a run to
+// member 0's thread may wake them first (wake_helpers), so that both
+// threads' wake-ups overlap instead of following one another.
 #pragma once
 
 #include <atomic>
@@ -51,6 +55,12 @@ class ThreadPool {
     run_erased(begin, end, chunks, grain, &call<std::remove_reference_t<Task>>, &task);
   }
 
+  /// Wakes the helper threads that sleep, so that they poll for the next
+  /// run() instead: called by whoever knows a run() will come soon from
+  /// another thread, their wake-up then overlaps that thread's own. Does
+  /// nothing before the first run() that started them.
+  void wake_helpers();
+
   /// [begin, end) of chunk `chunk` of `chunks` over [begin, end): nearly
   /// equal parts whose inner bounds are rounded down to multiples of `grain`
   /// (so that chunks of a one-dimensional range start on whole vectors).
@@ -76,6 +86,8 @@ class ThreadPool {
     std::atomic<std::uint64_t> chunks{0};
   };
   void worker(int member);
+  /// Bumps wake_ and wakes the helpers that sleep on it.
+  void wake_sleepers();
 
   std::vector<unsigned> pus_;
   std::vector<std::thread> threads_;
@@ -92,7 +104,10 @@ class ThreadPool {
 
   std::atomic<std::uint32_t> generation_{0};
   std::atomic<std::uint32_t> remaining_{0};
+  /// What sleeping helpers wait on: bumped by each job and by wake_helpers().
+  std::atomic<std::uint32_t> wake_{0};
   std::atomic<std::uint32_t> sleepers_{0};
+  std::atomic<bool> started_{false};  ///< the helper threads exist
   std::atomic<bool> stopping_{false};
 };
 

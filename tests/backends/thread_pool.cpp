@@ -125,3 +125,45 @@ TEST_CASE("thread pool: an exception from a chunk comes back from run, and the p
   pool.run(0, 100, 8, 1, [&](int, std::int64_t b, std::int64_t e) { points.fetch_add(e - b); });
   CHECK(points.load() == 100);
 }
+
+TEST_CASE("thread pool: helpers woken early (wake_helpers) go back to sleep without a job and run the next one") {
+  auto count_points = [](ThreadPool& pool) {
+    std::atomic<std::int64_t> points{0};
+    std::mutex mutex;
+    std::set<std::thread::id> threads;
+    pool.run(0, 1000, 8, 1, [&](int chunk, std::int64_t b, std::int64_t e) {
+      // The caller's first chunk waits for the helper to run the others, so
+      // that the helper has to take part (10 s at most: then the checks fail).
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      if (chunk == 0)
+        while (points.load() < 1000 - (e - b) && std::chrono::steady_clock::now() < give_up)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::lock_guard lock(mutex);
+      threads.insert(std::this_thread::get_id());
+      points.fetch_add(e - b);
+    });
+    CHECK(threads.size() == 2);
+    return points.load();
+  };
+  {
+    ThreadPool pool({0, 0});
+    pool.wake_helpers();  // before the first run: no helper exists yet, nothing to wake
+    CHECK(count_points(pool) == 1000);
+    for (int round = 0; round < 3; ++round) {
+      // Long enough for the helper to stop polling and sleep; then woken
+      // with no job, it polls again and sleeps again.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      pool.wake_helpers();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      pool.wake_helpers();  // and woken just before the job, as the runtime does
+      CHECK(count_points(pool) == 1000);
+    }
+  }
+  {
+    // Destroyed right after a wake-up without a job: the helper stops.
+    ThreadPool pool({0, 0});
+    CHECK(count_points(pool) == 1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    pool.wake_helpers();
+  }
+}
