@@ -89,12 +89,12 @@ class CpuDevice final : public Device {
   void compile_together(const std::vector<std::shared_ptr<const ir::Kernel>>& optimized) override;
   std::shared_ptr<Program> compile(std::shared_ptr<const ir::Kernel> optimized) override;
 
+  /// Wakes the pool's helper threads when the launch will split over them.
+  void expect_run(const Program& program, const Range& range) override;
   /// Runs `program` (a CpuProgram) over `range` with `args` (one per
   /// parameter, in order; array data are host pointers) on this device's
   /// threads; the calling thread takes part. Returns one value per reduction
   /// parameter, in parameter order, combined in a fixed order.
-  /// Wakes the pool's helper threads when the launch will split over them.
-  void expect_run(const Program& program, const Range& range) override;
   std::vector<ReductionValue> run(const Program& program, const std::vector<KernelArg>& args,
                                   const Range& range) override;
 
