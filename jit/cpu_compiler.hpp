@@ -84,9 +84,9 @@ class CpuCompiler {
 
   /// Compiles together, as one object, every kernel of `kernels` that this
   /// compiler has not returned or started yet and the disk cache does not
-  /// hold: LLVM's code generation costs a few milliseconds a module however
-  /// small, so five small kernels compile about twice as fast together
-  /// (Runtime::compile's kernels, on its background thread). A later
+  /// hold: one module, whose machine code is emitted once, and one link into
+  /// the JIT (Runtime::compile's kernels, on its background thread; five
+  /// small kernels: 10 to 15% less code generation than one by one). A later
   /// compile() of each finds it here and reports where it came from as the
   /// compile that made it would have (Disk or Compiled). Never throws: a
   /// kernel that does not verify or compile is left to compile(), which

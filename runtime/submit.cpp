@@ -394,12 +394,12 @@ void Engine::State::dispatch(const std::shared_ptr<RegionRun>& run, const std::v
     return;
   }
   for (std::size_t i = 0; i < pieces.size(); ++i) {
-    auto& worker = *workers.at(pieces[i].leaf->name());
+    auto& leaf = *workers.at(pieces[i].leaf->name());
     const auto piece = range_of(pieces[i], range);
-    worker.push([state = this, run, i, piece](LeafWorker& worker) { state->run_piece(run, i, piece, worker); });
+    leaf.push([state = this, run, i, piece](LeafWorker& worker) { state->run_piece(run, i, piece, worker); });
     // The worker and the device's own threads wake at once, not one after
     // the other (a CPU leaf's helpers; see Device::expect_run).
-    worker.device()->expect_run(*run->programs[i], piece);
+    leaf.device()->expect_run(*run->programs[i], piece);
   }
 }
 

@@ -36,8 +36,8 @@ class LlvmPlugin {
 
   /// "triple;cpu;features" of the host, e.g. "x86_64-pc-linux-gnu;znver3;+avx2,...".
   virtual std::string host_description() = 0;
-  /// One object file defining every kernel's symbol (compiled together:
-  /// LLVM's code generation costs a few milliseconds a module however small).
+  /// One object file defining every kernel's symbol (their modules linked
+  /// into one, whose machine code is emitted once).
   virtual std::string compile_for_host(const std::vector<HostKernel>& kernels) = 0;
   /// A new library in the process-wide JIT; an opaque handle for link().
   virtual void* create_library(const std::string& name_hint) = 0;

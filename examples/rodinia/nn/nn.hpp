@@ -345,21 +345,11 @@ std::vector<Neighbour> pick_nearest(const float* distances, std::int64_t n, int 
   std::vector<Neighbour> best;
   if (k <= 0) return best;
   best.reserve(static_cast<std::size_t>(k) + 1);
-  constexpr std::int64_t kRun = 64;
-  for (std::int64_t first = 0; first < n; first += kRun) {
-    const std::int64_t last = std::min(n, first + kRun);
+  for (std::int64_t first = 0; first < n; first += kPickRun) {
+    const std::int64_t last = std::min(n, first + kPickRun);
     if (static_cast<int>(best.size()) == k) {
       const float farthest = best.back().distance;
-      // A whole run counts with a fixed trip count, which GCC vectorizes at
-      // -O2 as well (a loop to `last` only at -O3: 3 times slower at -O2).
-      int nearer = 0;
-      if (last - first == kRun) {
-        const float* run = distances + first;
-        for (std::int64_t j = 0; j < kRun; ++j) nearer += run[j] < farthest;
-      } else {
-        for (std::int64_t i = first; i < last; ++i) nearer += distances[i] < farthest;
-      }
-      if (nearer == 0) continue;
+      if (count_nearer(distances, first, last, farthest) == 0) continue;
     }
     for (std::int64_t i = first; i < last; ++i) {
       float d = distances[i];

@@ -21,20 +21,12 @@ std::vector<std::pair<std::int64_t, float>> pick(const float* distances, std::in
   best.reserve(static_cast<std::size_t>(k) + 1);
   // Runs of 64 records are first counted against the farthest kept (a
   // vectorized loop) and looked at one by one only when one is nearer.
-  constexpr std::int64_t kRun = 64;
-  for (std::int64_t first = 0; first < n; first += kRun) {
-    const std::int64_t last = first + kRun < n ? first + kRun : n;
+  using ::rodinia::nn::kPickRun;
+  for (std::int64_t first = 0; first < n; first += kPickRun) {
+    const std::int64_t last = first + kPickRun < n ? first + kPickRun : n;
     if (static_cast<int>(best.size()) == k) {
       const float farthest = best.back().second;
-      // As the example counts: a whole run with a fixed trip count.
-      int nearer = 0;
-      if (last - first == kRun) {
-        const float* run = distances + first;
-        for (std::int64_t j = 0; j < kRun; ++j) nearer += run[j] < farthest;
-      } else {
-        for (std::int64_t i = first; i < last; ++i) nearer += distances[i] < farthest;
-      }
-      if (nearer == 0) continue;
+      if (::rodinia::nn::count_nearer(distances, first, last, farthest) == 0) continue;
     }
     for (std::int64_t i = first; i < last; ++i) {
       const float d = distances[i];
