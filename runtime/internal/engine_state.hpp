@@ -225,6 +225,9 @@ struct Engine::State {
   void plan_writes(RegionRun& run, const RegionRequest& request, std::vector<Piece>& pieces);
   void record_uses(RegionRun& run, RegionRequest& request, const Policy& policy, const Location& at,
                    const std::vector<Piece>& pieces);
+  /// Wakes the leaves that will run the pieces, unless the region is small
+  /// enough to run on the caller's thread (see dispatch).
+  void wake_ahead(const RegionRun& run, const std::vector<Piece>& pieces, const Shape& range);
   void dispatch(const std::shared_ptr<RegionRun>& run, const std::vector<Piece>& pieces, const Shape& range,
                 std::unique_lock<std::mutex>& order_lock);
 

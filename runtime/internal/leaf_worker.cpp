@@ -38,6 +38,12 @@ void LeafWorker::push(Task task) {
   if (sleeping_.load(std::memory_order_seq_cst) != 0) signal_.notify_one();
 }
 
+void LeafWorker::expect() {
+  if (sleeping_.load(std::memory_order_seq_cst) == 0) return;
+  signal_.fetch_add(1, std::memory_order_seq_cst);  // run() finds no task and polls again
+  signal_.notify_one();
+}
+
 void LeafWorker::drain() {
   if (idle()) return;
   auto done = std::make_shared<Completion>();

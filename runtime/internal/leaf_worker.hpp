@@ -37,6 +37,10 @@ class LeafWorker {
   const std::vector<unsigned>& pus() const { return pus_; }
   /// Queues a task; returns at once.
   void push(Task task);
+  /// A hint that a task is coming soon: a sleeping worker thread wakes now
+  /// and polls for it, so that its wake-up overlaps what the caller still
+  /// does before push(). Nothing when the thread is awake or not started.
+  void expect();
   /// Waits until everything queued before this call has run.
   void drain();
   /// True when nothing is queued or running.
