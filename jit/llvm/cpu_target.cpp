@@ -60,13 +60,15 @@ enum class Pipeline {
 // give, but for the order of a few instructions: clean-up (SROA, EarlyCSE,
 // InstCombine, SimplifyCFG), reassociation (a neighbour's index, row * cols
 // + j + 1, shares its sum with the point's own), hoisting of what no point
-// changes (LICM) and redundancy elimination (GVN). Vector math functions
+// changes (LICM), the deletion of a loop whose points do nothing left (a
+// kernel that only reads, an empty one that times launches) and redundancy
+// elimination (GVN). Vector math functions
 // (internal helpers, jit/llvm/vector_math.cpp) are inlined first, as O2's
 // inliner inlines them (branchy's exp, sin and log: the same machine code, in
 // 5 ms of optimization instead of 16).
 constexpr const char* kLightPipeline =
-    "always-inline,function(sroa,early-cse<memssa>,instcombine,simplifycfg,reassociate,loop-mssa(licm),gvn,"
-    "instcombine,simplifycfg)";
+    "always-inline,function(sroa,early-cse<memssa>,instcombine,simplifycfg,reassociate,loop-mssa(licm),"
+    "loop(loop-deletion),gvn,instcombine,simplifycfg)";
 
 const char* name_of(Pipeline pipeline) {
   switch (pipeline) {

@@ -230,12 +230,13 @@ llvm::AllocaInst* LlvmLowering::entry_alloca(llvm::Type* type, const std::string
 }
 
 void LlvmLowering::emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
-                                     const std::function<void(llvm::Value*)>& body, int interleave) {
+                                     const std::function<void(llvm::Value*)>& body, int interleave, Bounds bounds) {
   auto* type = llvm::cast<llvm::IntegerType>(begin->getType());
   auto* step_value = llvm::ConstantInt::get(type, step, true);
+  const bool next_below_end = step == 1 || bounds == Bounds::WholeSteps;
   llvm::Value* limit = nullptr;
   llvm::Value* can_step = nullptr;
-  if (step != 1) {
+  if (!next_below_end) {
     // counter + step < end  <=>  counter < end - step, where end - step is only
     // meaningful when it does not wrap, i.e. when end >= MIN + step.
     limit = builder_.CreateSub(end, step_value, name + ".limit");
@@ -252,10 +253,11 @@ void LlvmLowering::emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::
   counter->addIncoming(begin, before);
   body(counter);
   // counter < end here, and the loop goes on only when counter + step < end:
-  // the increment cannot overflow on the path that uses it.
+  // the increment cannot overflow on the path that uses it (with whole steps,
+  // or a step of 1, counter + step <= end).
   auto* next = builder_.CreateAdd(counter, step_value, name + ".next", false, true);
-  llvm::Value* again = step == 1 ? builder_.CreateICmpSLT(next, end)
-                                 : builder_.CreateAnd(can_step, builder_.CreateICmpSLT(counter, limit));
+  llvm::Value* again = next_below_end ? builder_.CreateICmpSLT(next, end)
+                                      : builder_.CreateAnd(can_step, builder_.CreateICmpSLT(counter, limit));
   counter->addIncoming(next, builder_.GetInsertBlock());
   auto* latch = builder_.CreateCondBr(again, loop, after);
   if (interleave > 0) {

@@ -604,3 +604,42 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
     CHECK(first_line("simd.pairs_off") == "; canopy: scalar point loop: CANOPY_SIMD=off; LLVM pipeline: O3");
   }
 }
+
+TEST_CASE(
+    "the loop over whole vectors of points has a trip count LLVM knows: a kernel that does nothing keeps no loop") {
+  // Its exit test compares the next counter with the end of the whole
+  // vectors, which it meets exactly; a test with an overflow guard beside it
+  // left LLVM a loop it could neither count nor delete.
+  TempDir cache, dumps;
+  std::optional<canopy::testing::ScopedSetting> dump(std::in_place, "CANOPY_DUMP", "llvm"),
+      dump_dir(std::in_place, "CANOPY_DUMP_DIR", dumps.str().c_str()), simd(std::in_place, "CANOPY_SIMD", "on");
+  Kernel empty = make_kernel("nothing", {Param::array("a", F64, 1, Access::In)}, 1, {});
+  auto i = make_index(0);
+  Kernel copy = make_kernel("copy", {Param::array("a", F64, 1, Access::Out), Param::array("b", F64, 1, Access::In)}, 1,
+                            {make_store(0, {i}, make_load(F64, 1, {i}))});
+  CpuCompiler compiler(CpuCompiler::Options{cache.str()});
+  auto empty_compiled = compiler.compile(empty);
+  auto copy_compiled = compiler.compile(copy);
+  dump_dir.reset();
+  dump.reset();
+  simd.reset();
+
+  const std::string empty_ir = read_all((dumps.path() / "nothing.llvm").string());
+  const std::string copy_ir = read_all((dumps.path() / "copy.llvm").string());
+  CHECK(empty_ir.find("SIMD across points") != std::string::npos);
+  CHECK(empty_ir.find("phi ") == std::string::npos);
+  CHECK(empty_ir.find("br ") == std::string::npos);
+  CHECK(copy_ir.find("phi ") != std::string::npos);  // the copy does loop
+
+  // Both still run every point, at any offset and length.
+  std::vector<double> a(300, -1.0), b(300);
+  for (std::size_t k = 0; k < b.size(); ++k) b[k] = static_cast<double>(k) + 0.5;
+  ArgBlock empty_args(empty);
+  empty_args.array(0, b.data(), {300});
+  empty_compiled.entry(3, 297, empty_args.data());
+  ArgBlock copy_args(copy);
+  copy_args.array(0, a.data(), {300}).array(1, b.data(), {300});
+  for (auto [begin, end] : {std::pair{0, 0}, {3, 5}, {5, 6}, {6, 300}, {64, 128}})
+    copy_compiled.entry(begin, end, copy_args.data());
+  for (std::size_t k = 0; k < a.size(); ++k) CHECK(a[k] == (k >= 3 ? b[k] : -1.0));
+}

@@ -96,12 +96,21 @@ class LlvmLowering : protected ir::Visitor {
   llvm::Value* combine(ir::ReduceOp op, ir::ScalarType type, llvm::Value* a, llvm::Value* b);
   /// A stack slot in the entry block (so that mem2reg promotes it).
   llvm::AllocaInst* entry_alloca(llvm::Type* type, const std::string& name);
+  /// What emit_counted_loop may assume of its bounds.
+  enum class Bounds {
+    Any,         ///< any begin and end
+    WholeSteps,  ///< end - begin is a multiple of step, and not negative
+  };
   /// for (counter = begin; counter < end; counter += step) body(counter),
   /// signed, evaluating begin and end once; `step` is positive. Never wraps:
   /// the loop stops when the next value would pass end. `interleave` > 0
-  /// asks LLVM's vectorizer to interleave that many vectors.
+  /// asks LLVM's vectorizer to interleave that many vectors. With
+  /// Bounds::WholeSteps the counter meets end exactly, so the loop goes on
+  /// while counter + step < end: a trip count LLVM can compute, and a loop
+  /// without effects it can delete.
   void emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
-                         const std::function<void(llvm::Value* counter)>& body, int interleave = 0);
+                         const std::function<void(llvm::Value* counter)>& body, int interleave = 0,
+                         Bounds bounds = Bounds::Any);
   /// `node`'s then and else bodies as an ordinary branch on the i1 `cond`.
   void emit_branch(llvm::Value* cond, const ir::If& node);
   /// Throws canopy::Error for a kernel this lowering cannot handle.
