@@ -80,6 +80,13 @@ backends::Range range_of(const Piece& piece, const Shape& region) {
   return range;
 }
 
+// One piece without loops, of fewer points than its program runs on the
+// caller's thread: dispatch runs it there when its leaf is idle.
+bool small_enough_to_run_inline(const RegionRun& run, const std::vector<Piece>& pieces, const Shape& range) {
+  return pieces.size() == 1 && !run.kernel->has_loops &&
+         range_of(pieces.front(), range).points() < run.programs.front()->inline_points();
+}
+
 }  // namespace
 
 std::vector<std::shared_future<void>> Engine::prepare(const std::vector<std::shared_ptr<const ir::Kernel>>& kernels) {
@@ -383,12 +390,12 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
 // A sleeping core takes 100-150 us to wake on a virtual machine. Woken here,
 // as soon as the pieces are known, the leaves' threads come up while the
 // caller finishes the launch (and, for a recorded region, until it starts),
-// not after the pieces are handed to them. A region dispatch would run on the
-// caller's thread wakes nothing.
+// not after the pieces are handed to them. A region small enough to run on
+// the caller's thread wakes nothing.
 void Engine::State::wake_ahead(const RegionRun& run, const std::vector<Piece>& pieces, const Shape& range) {
+  if (small_enough_to_run_inline(run, pieces, range)) return;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     const auto piece = range_of(pieces[i], range);
-    if (pieces.size() == 1 && !run.kernel->has_loops && piece.points() < run.programs[i]->inline_points()) return;
     auto& leaf = *workers.at(pieces[i].leaf->name());
     leaf.expect();
     leaf.device()->expect_run(*run.programs[i], piece);
@@ -401,12 +408,11 @@ void Engine::State::wake_ahead(const RegionRun& run, const std::vector<Piece>& p
 void Engine::State::dispatch(const std::shared_ptr<RegionRun>& run, const std::vector<Piece>& pieces,
                              const Shape& range, std::unique_lock<std::mutex>& order_lock) {
   auto& first = *workers.at(pieces.front().leaf->name());
-  const auto first_range = range_of(pieces.front(), range);
-  if (pieces.size() == 1 && first.place() == Coherence::kHost && !run->kernel->has_loops && first.idle() &&
-      run->moved.empty() && first_range.points() < run->programs.front()->inline_points() &&
+  if (small_enough_to_run_inline(*run, pieces, range) && first.place() == Coherence::kHost && first.idle() &&
+      run->moved.empty() &&
       std::all_of(run->deps.begin(), run->deps.end(), [](const CompletionPtr& d) { return d->done(); })) {
     order_lock.unlock();
-    run_piece(run, 0, first_range, first);
+    run_piece(run, 0, range_of(pieces.front(), range), first);
     return;
   }
   for (std::size_t i = 0; i < pieces.size(); ++i) {
