@@ -420,7 +420,9 @@ void Engine::State::dispatch(const std::shared_ptr<RegionRun>& run, const std::v
     const auto piece = range_of(pieces[i], range);
     leaf.push([state = this, run, i, piece](LeafWorker& worker) { state->run_piece(run, i, piece, worker); });
     // The worker and the device's own threads wake at once, not one after
-    // the other (a CPU leaf's helpers; see Device::expect_run).
+    // the other (a CPU leaf's helpers; see Device::expect_run). wake_ahead
+    // woke them at the launch, but a recorded region may start after they
+    // went back to sleep.
     leaf.device()->expect_run(*run->programs[i], piece);
   }
 }

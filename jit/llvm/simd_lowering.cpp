@@ -208,49 +208,47 @@ llvm::Value* SimdLowering::fill_row_block_by_tiles(const RowBlock& block, int pa
   const llvm::Align align = module_.getDataLayout().getABITypeAlign(element);
   llvm::Value* tiled_columns =
       builder_.CreateAnd(block.row_length, builder_.getInt64(-std::int64_t{tile}), "rows.tiled_columns");
-  emit_counted_loop(
-      builder_.getInt64(0), tiled_columns, tile, "rows.tile",
-      [&](llvm::Value* column) {
-        for (int group = 0; group < lanes_; group += tile) {
-          // Row r of the tile: lane group + r's elements column .. column + tile.
-          std::vector<llvm::Value*> rows(static_cast<std::size_t>(tile));
-          for (int r = 0; r < tile; ++r) {
-            llvm::Value* row =
-                builder_.CreateMul(builder_.CreateAdd(first_row, builder_.getInt64(group + r)), block.row_length);
-            rows[static_cast<std::size_t>(r)] = builder_.CreateAlignedLoad(
-                type, builder_.CreateInBoundsGEP(element, params_[param].base, builder_.CreateAdd(row, column)), align);
-          }
-          // The transpose, in log2(tile) steps: at step `half`, within each
-          // square of 2 * half rows and columns, the top-right and bottom-left
-          // squares of `half` change places.
-          for (int half = tile / 2; half >= 1; half /= 2) {
-            std::vector<int> low, high;
-            for (int at = 0; at < tile; ++at) {
-              const int square = at / (2 * half) * (2 * half), offset = at % (2 * half);
-              const bool second = offset >= half;
-              const int from = square + offset % half;
-              low.push_back(second ? tile + from : from);
-              high.push_back(second ? tile + from + half : from + half);
-            }
-            for (int r = 0; r < tile; ++r) {
-              if (r / half % 2 != 0) continue;
-              llvm::Value* top = rows[static_cast<std::size_t>(r)];
-              llvm::Value* bottom = rows[static_cast<std::size_t>(r + half)];
-              rows[static_cast<std::size_t>(r)] = builder_.CreateShuffleVector(top, bottom, low);
-              rows[static_cast<std::size_t>(r + half)] = builder_.CreateShuffleVector(top, bottom, high);
-            }
-          }
-          // Now rows[c] holds column column + c of lanes group .. group + tile.
-          for (int c = 0; c < tile; ++c) {
-            llvm::Value* at = builder_.CreateAdd(
-                builder_.CreateMul(builder_.CreateAdd(column, builder_.getInt64(c)), builder_.getInt64(lanes_)),
-                builder_.getInt64(group));
-            builder_.CreateAlignedStore(rows[static_cast<std::size_t>(c)],
-                                        builder_.CreateInBoundsGEP(element, block.buffer, at), align);
-          }
+  llvm::Value* zero = builder_.getInt64(0);
+  emit_counted_loop(zero, tiled_columns, tile, "rows.tile", Bounds::WholeSteps, [&](llvm::Value* column) {
+    for (int group = 0; group < lanes_; group += tile) {
+      // Row r of the tile: lane group + r's elements column .. column + tile.
+      std::vector<llvm::Value*> rows(static_cast<std::size_t>(tile));
+      for (int r = 0; r < tile; ++r) {
+        llvm::Value* row =
+            builder_.CreateMul(builder_.CreateAdd(first_row, builder_.getInt64(group + r)), block.row_length);
+        rows[static_cast<std::size_t>(r)] = builder_.CreateAlignedLoad(
+            type, builder_.CreateInBoundsGEP(element, params_[param].base, builder_.CreateAdd(row, column)), align);
+      }
+      // The transpose, in log2(tile) steps: at step `half`, within each
+      // square of 2 * half rows and columns, the top-right and bottom-left
+      // squares of `half` change places.
+      for (int half = tile / 2; half >= 1; half /= 2) {
+        std::vector<int> low, high;
+        for (int at = 0; at < tile; ++at) {
+          const int square = at / (2 * half) * (2 * half), offset = at % (2 * half);
+          const bool second = offset >= half;
+          const int from = square + offset % half;
+          low.push_back(second ? tile + from : from);
+          high.push_back(second ? tile + from + half : from + half);
         }
-      },
-      0, Bounds::WholeSteps);
+        for (int r = 0; r < tile; ++r) {
+          if (r / half % 2 != 0) continue;
+          llvm::Value* top = rows[static_cast<std::size_t>(r)];
+          llvm::Value* bottom = rows[static_cast<std::size_t>(r + half)];
+          rows[static_cast<std::size_t>(r)] = builder_.CreateShuffleVector(top, bottom, low);
+          rows[static_cast<std::size_t>(r + half)] = builder_.CreateShuffleVector(top, bottom, high);
+        }
+      }
+      // Now rows[c] holds column column + c of lanes group .. group + tile.
+      for (int c = 0; c < tile; ++c) {
+        llvm::Value* at = builder_.CreateAdd(
+            builder_.CreateMul(builder_.CreateAdd(column, builder_.getInt64(c)), builder_.getInt64(lanes_)),
+            builder_.getInt64(group));
+        builder_.CreateAlignedStore(rows[static_cast<std::size_t>(c)],
+                                    builder_.CreateInBoundsGEP(element, block.buffer, at), align);
+      }
+    }
+  });
   return tiled_columns;
 }
 
@@ -319,17 +317,14 @@ void SimdLowering::emit_index_space(const std::function<void()>& body) {
                                                         llvm::ConstantInt::get(i64, 0), nullptr, "points");
     llvm::Value* whole = builder_.CreateAnd(count, llvm::ConstantInt::get(i64, -std::int64_t{lanes_}));
     llvm::Value* whole_end = builder_.CreateAdd(lo, whole, "whole_end");
-    emit_counted_loop(
-        lo, whole_end, lanes_, "v" + std::to_string(last),
-        [&](llvm::Value* i) {
-          indices_[last] = linear(i, one);
-          mask_ = nullptr;
-          fill_row_blocks(i, llvm::ConstantInt::get(i64, lanes_), true);
-          whole_vector_ = true;
-          body();
-          whole_vector_ = false;
-        },
-        0, Bounds::WholeSteps);
+    emit_counted_loop(lo, whole_end, lanes_, "v" + std::to_string(last), Bounds::WholeSteps, [&](llvm::Value* i) {
+      indices_[last] = linear(i, one);
+      mask_ = nullptr;
+      fill_row_blocks(i, llvm::ConstantInt::get(i64, lanes_), true);
+      whole_vector_ = true;
+      body();
+      whole_vector_ = false;
+    });
     llvm::Value* rest = builder_.CreateSub(count, whole, "rest");
     auto* tail = llvm::BasicBlock::Create(context_, "tail", function_);
     auto* done = llvm::BasicBlock::Create(context_, "tail.done", function_);

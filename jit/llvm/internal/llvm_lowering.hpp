@@ -111,6 +111,11 @@ class LlvmLowering : protected ir::Visitor {
   void emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
                          const std::function<void(llvm::Value* counter)>& body, int interleave = 0,
                          Bounds bounds = Bounds::Any);
+  /// The same with `bounds` and no interleaving.
+  void emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
+                         Bounds bounds, const std::function<void(llvm::Value* counter)>& body) {
+    emit_counted_loop(begin, end, step, name, body, 0, bounds);
+  }
   /// `node`'s then and else bodies as an ordinary branch on the i1 `cond`.
   void emit_branch(llvm::Value* cond, const ir::If& node);
   /// Throws canopy::Error for a kernel this lowering cannot handle.
