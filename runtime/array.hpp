@@ -76,8 +76,19 @@ class ArrayStorage {
   void set_location(std::string location);
   /// "array 'grid' (f64 512x512 at numa0)", or "array #3 (...)" without a name.
   std::string describe() const;
-  /// The host copy of the elements (row-major).
-  void* host_data() const { return host_; }
+  /// The host copy of the elements (row-major), cleared first when its
+  /// zeros are still owed (see settle_contents).
+  void* host_data() const {
+    if (clear_owed_.load(std::memory_order_acquire)) settle_contents(false);
+    return host_;
+  }
+  /// A kept block handed to a new array (host_memory.hpp) still holds what
+  /// its last array left there: the zeros the array must read as are owed
+  /// until its first use. Called before that use (a region, a host view, a
+  /// copy): the block is cleared now, unless the use writes every element
+  /// before anything reads one (`overwritten`), which pays the debt as well.
+  /// Nothing once settled, and for memory given with wrap().
+  void settle_contents(bool overwritten) const;
   /// Gives the memory's pages back to the system; the contents read as zero
   /// afterwards (arrays with a per-region lifetime, between regions).
   void release_contents();
@@ -125,6 +136,8 @@ class ArrayStorage {
   void* host_ = nullptr;
   bool owns_memory_ = true;
   std::unique_ptr<DeviceCopies> copies_;
+  mutable std::atomic<bool> clear_owed_{false};
+  mutable std::mutex clear_mutex_;  ///< held while the owed zeros are written
 
   mutable std::mutex mutex_;
   std::string location_;

@@ -265,7 +265,7 @@ Engine::~Engine() {
 std::shared_ptr<ArrayStorage> Engine::allocate(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits) {
   const std::string location = state_->location_of_new_array(traits);
   auto array = std::make_shared<ArrayStorage>(type, shape, traits, location, state_->totals);
-  array->set_start_recorded([state = state_.get()] { state->start_recorded(); });
+  array->set_start_recorded([state = state_.get(), waited = array.get()] { state->start_recorded(true, waited); });
   state_->make_room_in_memory(location, static_cast<std::int64_t>(array->bytes()), array.get());
   {
     std::shared_lock lock(state_->tree_mutex);
@@ -283,7 +283,7 @@ std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& sha
                 " elements; pass the address of the program's data");
   auto array =
       std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), data, state_->totals);
-  array->set_start_recorded([state = state_.get()] { state->start_recorded(); });
+  array->set_start_recorded([state = state_.get(), waited = array.get()] { state->start_recorded(true, waited); });
   state_->register_array(array);
   return array;
 }
@@ -300,7 +300,7 @@ bool Engine::fusion() const {
 }
 
 void Engine::pause() {
-  state_->start_recorded();
+  state_->start_recorded(true);
   const trace::PauseSpan traced;
   std::vector<State::InFlight> pending;
   {

@@ -94,7 +94,8 @@ class KeptBlocks {
 
 }  // namespace
 
-void* allocate_host(std::size_t bytes, HostFill fill) {
+void* allocate_host(std::size_t bytes, HostFill fill, bool* clear_owed) {
+  if (clear_owed) *clear_owed = false;
   // The CPU's memory is the host's: CANOPY_FAULT=cpu.alloc:n fails here.
   if (backends::inject_fault("cpu", backends::FaultOperation::Alloc))
     throw Error("cannot allocate " + std::to_string(bytes) + " bytes of host memory" +
@@ -113,7 +114,12 @@ void* allocate_host(std::size_t bytes, HostFill fill) {
     // mapping's do: an array nothing writes (a fused chain's intermediate)
     // never takes physical memory, and the zeroing happens where each page
     // is first used.
-    if (fill == HostFill::Zero) release_host(kept, bytes);
+    if (fill == HostFill::Zero) {
+      if (clear_owed)
+        *clear_owed = true;
+      else
+        release_host(kept, bytes);
+    }
     return kept;
   }
   // Over-allocate by a huge page so the block can start on a huge-page boundary.

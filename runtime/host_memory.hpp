@@ -3,8 +3,10 @@
 // region that first writes it (NUMA-friendly), and backed by huge pages where
 // the system allows; small ones from the heap, cache-line aligned. On a
 // machine with one NUMA node, freed large blocks of up to 32 MiB (64 MiB in
-// all) are kept for the next block of the same size, which is then cleared
-// here (when it must read as zero) instead of faulting in fresh pages.
+// all) are kept for the next block of the same size. One that must read as
+// zero either has its pages given back here, to be faulted in again as
+// zeros, or is handed to an array that owes the clearing (ArrayStorage): its
+// first use clears it, unless that use writes every element anyway.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +20,11 @@ enum class HostFill { Zero, None };
 
 /// `bytes` of memory aligned to at least 64 bytes, filled as `fill` says;
 /// throws canopy::Error naming the size when the system has no memory for it.
-void* allocate_host(std::size_t bytes, HostFill fill = HostFill::Zero);
+/// With `clear_owed`, a kept block asked for as zeros comes back as it was
+/// left and *clear_owed is set: the caller clears it before its first use
+/// (or finds that its first use overwrites every byte); otherwise
+/// *clear_owed is false.
+void* allocate_host(std::size_t bytes, HostFill fill = HostFill::Zero, bool* clear_owed = nullptr);
 /// What free_host does with a large block on a machine with one NUMA node:
 /// keeps it for the next block of the same size (arrays made and dropped in
 /// a loop), or gives it back to the system at once (the outgrown blocks of a

@@ -80,6 +80,25 @@ backends::Range range_of(const Piece& piece, const Shape& region) {
   return range;
 }
 
+// Whether the region writes every element of the array it passes as
+// parameter `p` before anything reads one: a write-only parameter, stored at
+// each point's own element by every point (no atomic add, nothing under a
+// condition), over a range with the array's shape, the array passed once and
+// its writes not merged with what it holds.
+bool writes_every_element(const RegionRun& run, const RegionRequest& request, std::size_t p) {
+  const auto& kernel = *run.kernel->optimized;
+  const auto& array = std::get<std::shared_ptr<ArrayStorage>>(request.args[p]);
+  const auto* footprint = run.kernel->footprint.of(static_cast<int>(p));
+  if (kernel.params[p].reads() || array->traits().merge || !footprint || footprint->reads.present ||
+      !footprint->writes.unconditional || !ir::at_own_point(footprint->writes, request.range.rank()) ||
+      !(array->shape() == request.range))
+    return false;
+  return std::count_if(request.args.begin(), request.args.end(), [&](const ArgRef& arg) {
+           const auto* other = std::get_if<std::shared_ptr<ArrayStorage>>(&arg);
+           return other && *other == array;
+         }) == 1;
+}
+
 // One piece without loops, of fewer points than its program runs on the
 // caller's thread: dispatch runs it there when its leaf is idle.
 bool small_enough_to_run_inline(const RegionRun& run, const std::vector<Piece>& pieces, const Shape& range) {
@@ -240,7 +259,7 @@ std::vector<Piece> Engine::State::choose_pieces(RegionRun& run, const RegionRequ
                   std::string(name_of(piece.leaf->kind())) + ") has no device this build can run on");
     run.programs.push_back(program_for_piece(run, run.programs.size(), *worker->second));
   }
-  wake_ahead(run, pieces, request.range);
+  wake_ahead(run, pieces, request.range, waits_in_recorder(run, request, pieces));
   leave_placement(run, request, pieces);
   return pieces;
 }
@@ -370,6 +389,7 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
     if (pieces.empty()) continue;
     if (traits.lifetime == Lifetime::PerRegion) run.per_region_arrays.push_back(*storage);
     const bool reads = kernel.params[p].reads(), writes = kernel.params[p].writes();
+    (*storage)->settle_contents(writes_every_element(run, request, p));
     run.record->arrays.push_back(std::string(reads && writes ? "inout "
                                              : reads         ? "in "
                                                              : "out ") +
@@ -389,15 +409,20 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
 
 // A sleeping core takes 100-150 us to wake on a virtual machine. Woken here,
 // as soon as the pieces are known, the leaves' threads come up while the
-// caller finishes the launch (and, for a recorded region, until it starts),
-// not after the pieces are handed to them. A region small enough to run on
-// the caller's thread wakes nothing.
-void Engine::State::wake_ahead(const RegionRun& run, const std::vector<Piece>& pieces, const Shape& range) {
+// caller finishes the launch, not after the pieces are handed to them. A
+// region small enough to run on the caller's thread wakes nothing. One that
+// waits in the recorder wakes the pool's helpers but not the leaf's worker:
+// it starts either when the caller waits for it, and then runs on the
+// caller's thread (dispatch), where a worker polling on the same core would
+// take turns with it, or after the recorder's delay, which outlasts a
+// worker's polling anyway (dispatch wakes it then).
+void Engine::State::wake_ahead(const RegionRun& run, const std::vector<Piece>& pieces, const Shape& range,
+                               bool helpers_only) {
   if (small_enough_to_run_inline(run, pieces, range)) return;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     const auto piece = range_of(pieces[i], range);
     auto& leaf = *workers.at(pieces[i].leaf->name());
-    leaf.expect();
+    if (!helpers_only) leaf.expect();
     leaf.device()->expect_run(*run.programs[i], piece);
   }
 }
@@ -405,26 +430,47 @@ void Engine::State::wake_ahead(const RegionRun& run, const std::vector<Piece>& p
 // A small region for an idle leaf runs here and now: handing it to the
 // worker would cost more than the work. Order is kept, since the leaf has
 // nothing queued before it and later launches start after this one returns.
+// A region of any size whose caller waits for it next (start_recorded(true))
+// is kept for the caller to run, as the pool's first member, once the locks
+// are let go: the worker's wake-up (100-150 us on a virtual machine), its
+// hand-over and the caller's own wake-up at the end are spared.
 void Engine::State::dispatch(const std::shared_ptr<RegionRun>& run, const std::vector<Piece>& pieces,
                              const Shape& range, std::unique_lock<std::mutex>& order_lock) {
+  if (caller_piece) {  // an earlier region goes first
+    queue_piece(caller_piece->run, 0, caller_piece->range, *caller_piece->leaf);
+    caller_piece.reset();
+  }
   auto& first = *workers.at(pieces.front().leaf->name());
-  if (small_enough_to_run_inline(*run, pieces, range) && first.place() == Coherence::kHost && first.idle() &&
-      run->moved.empty() &&
-      std::all_of(run->deps.begin(), run->deps.end(), [](const CompletionPtr& d) { return d->done(); })) {
+  const bool runs_here =
+      pieces.size() == 1 && first.place() == Coherence::kHost && first.idle() && run->moved.empty() &&
+      std::all_of(run->deps.begin(), run->deps.end(), [](const CompletionPtr& d) { return d->done(); });
+  if (runs_here && small_enough_to_run_inline(*run, pieces, range)) {
     order_lock.unlock();
     run_piece(run, 0, range_of(pieces.front(), range), first);
     return;
   }
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
-    auto& leaf = *workers.at(pieces[i].leaf->name());
-    const auto piece = range_of(pieces[i], range);
-    leaf.push([state = this, run, i, piece](LeafWorker& worker) { state->run_piece(run, i, piece, worker); });
-    // The worker and the device's own threads wake at once, not one after
-    // the other (a CPU leaf's helpers; see Device::expect_run). wake_ahead
-    // woke them at the launch, but a recorded region may start after they
-    // went back to sleep.
-    leaf.device()->expect_run(*run->programs[i], piece);
+  const auto waited_for = [&] {
+    return !caller_waits_for || std::any_of(run->args.begin(), run->args.end(), [&](const ArgRef& arg) {
+      const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg);
+      return storage && storage->get() == caller_waits_for;
+    });
+  };
+  if (runs_here && caller_waits && waited_for()) {
+    caller_piece = CallerPiece{run, range_of(pieces.front(), range), &first};
+    return;
   }
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    queue_piece(run, i, range_of(pieces[i], range), *workers.at(pieces[i].leaf->name()));
+}
+
+void Engine::State::queue_piece(const std::shared_ptr<RegionRun>& run, std::size_t piece, const backends::Range& range,
+                                LeafWorker& leaf) {
+  leaf.push([state = this, run, piece, range](LeafWorker& worker) { state->run_piece(run, piece, range, worker); });
+  // The worker and the device's own threads wake at once, not one after the
+  // other (a CPU leaf's helpers; see Device::expect_run). wake_ahead woke
+  // them at the launch, but a recorded region may start after they went
+  // back to sleep.
+  leaf.device()->expect_run(*run->programs[piece], range);
 }
 
 }  // namespace canopy::runtime

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <sstream>
 
@@ -173,7 +174,9 @@ ArrayStorage::ArrayStorage(ir::ScalarType type, Shape shape, MemoryTraits traits
     host_ = user_data;
     owns_memory_ = false;
   } else {
-    host_ = allocate_host(bytes_, traits_.uninitialized ? HostFill::None : HostFill::Zero);
+    bool owed = false;
+    host_ = allocate_host(bytes_, traits_.uninitialized ? HostFill::None : HostFill::Zero, &owed);
+    clear_owed_.store(owed, std::memory_order_release);
   }
   copies_ = std::make_unique<DeviceCopies>(type_, static_cast<std::int64_t>(elements), host_, traits_.merge,
                                            std::move(totals));
@@ -245,7 +248,18 @@ std::string ArrayStorage::describe() const {
 }
 
 void ArrayStorage::release_contents() {
-  if (owns_memory_) release_host(host_, bytes_);
+  if (!owns_memory_) return;
+  std::lock_guard lock(clear_mutex_);
+  release_host(host_, bytes_);
+  clear_owed_.store(false, std::memory_order_release);
+}
+
+void ArrayStorage::settle_contents(bool overwritten) const {
+  if (!clear_owed_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(clear_mutex_);
+  if (!clear_owed_.load(std::memory_order_relaxed)) return;  // settled by another thread meanwhile
+  if (!overwritten) std::memset(host_, 0, bytes_);
+  clear_owed_.store(false, std::memory_order_release);
 }
 
 std::vector<CompletionPtr> ArrayStorage::add_use(const CompletionPtr& use, bool reads, bool writes) {

@@ -49,6 +49,10 @@ bool bind_current_thread(unsigned pu) {
   return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
+void name_current_thread(const std::string& role) {
+  pthread_setname_np(pthread_self(), ("canopy:" + role).substr(0, 15).c_str());
+}
+
 std::size_t last_level_cache_bytes(const std::vector<unsigned>& pus) {
   // Per PU: the highest-level data or unified cache; caches are the same
   // when their level and the PUs sharing them are.
@@ -181,6 +185,7 @@ void ThreadPool::wake_helpers() {
 
 void ThreadPool::worker(int member) {
   bind_current_thread(pus_[static_cast<std::size_t>(member)]);
+  name_current_thread("helper");
   // Generation 0 is the pool's start: a job or a stop posted before this
   // thread got here is still seen as new.
   std::uint32_t seen = 0;

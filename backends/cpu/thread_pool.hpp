@@ -26,6 +26,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -115,6 +116,10 @@ class ThreadPool {
 /// hwloc's os_index); false when the system refuses (the thread then runs
 /// unbound).
 bool bind_current_thread(unsigned pu);
+
+/// Names the calling thread "canopy:" + `role` (cut to the system's 15
+/// characters) where `top`, `gdb` and /proc/self/task/*/comm show it.
+void name_current_thread(const std::string& role);
 
 /// Bytes of last-level cache the processing units `pus` share among them
 /// (the sum over the distinct last-level caches that hold one of them, as

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -205,8 +206,17 @@ struct Engine::State {
   /// an array with) when it cannot wait there. recorder.mutex and tree_mutex
   /// (shared) held.
   void record_region(RecordedRegion region);
+  /// Whether the region may join a chain (recorder.mutex held).
+  bool fusable(const RegionRun& run, const RegionRequest& request, const std::vector<Piece>& pieces);
+  /// Whether it waits in the recorder once launched (fusable, no reduction:
+  /// a reduction ends its chain at once).
+  bool waits_in_recorder(const RegionRun& run, const RegionRequest& request, const std::vector<Piece>& pieces);
   /// Starts every recorded chain, fused where it can be (takes the locks).
-  void start_recorded();
+  /// `waits`: the caller waits for them next (pause, or a host view of
+  /// `array` when not null), so the last region (one that uses `array`),
+  /// when its leaf is an idle CPU leaf, runs on the caller's thread (see
+  /// dispatch) instead of waking the leaf's worker.
+  void start_recorded(bool waits = false, const ArrayStorage* array = nullptr);
   /// Starts recorder.chains[index] and removes it; recorder.mutex and
   /// tree_mutex (shared) held.
   void start_chain(std::size_t index);
@@ -226,10 +236,28 @@ struct Engine::State {
   void record_uses(RegionRun& run, RegionRequest& request, const Policy& policy, const Location& at,
                    const std::vector<Piece>& pieces);
   /// Wakes the leaves that will run the pieces, unless the region is small
-  /// enough to run on the caller's thread (see dispatch).
-  void wake_ahead(const RegionRun& run, const std::vector<Piece>& pieces, const Shape& range);
+  /// enough to run on the caller's thread (see dispatch); a region that
+  /// waits in the recorder wakes only the leaves' helpers (`helpers_only`).
+  void wake_ahead(const RegionRun& run, const std::vector<Piece>& pieces, const Shape& range, bool helpers_only);
   void dispatch(const std::shared_ptr<RegionRun>& run, const std::vector<Piece>& pieces, const Shape& range,
                 std::unique_lock<std::mutex>& order_lock);
+  /// Queues piece `piece` of `run` on `leaf`'s worker.
+  void queue_piece(const std::shared_ptr<RegionRun>& run, std::size_t piece, const backends::Range& range,
+                   LeafWorker& leaf);
+  /// A region's only piece that the thread in start_recorded(true) runs
+  /// itself once it has started every chain and let the recorder go.
+  struct CallerPiece {
+    std::shared_ptr<RegionRun> run;
+    backends::Range range;
+    LeafWorker* leaf = nullptr;
+  };
+  /// Set while start_recorded(true) starts chains, with the array the
+  /// caller waits for (null: every region); recorder.mutex held.
+  bool caller_waits = false;
+  const ArrayStorage* caller_waits_for = nullptr;
+  /// The piece kept for the caller (at most one: a region dispatched after
+  /// it queues it first, so that the leaf's order holds); recorder.mutex held.
+  std::optional<CallerPiece> caller_piece;
 
  private:
   std::vector<Executor> find_fallbacks(const Location& at) const;

@@ -1,6 +1,7 @@
 #include "leaf_worker.hpp"
 
 #include <canopy/backends/cpu/poll.hpp>
+#include <canopy/backends/cpu/thread_pool.hpp>
 
 namespace canopy::runtime {
 
@@ -13,6 +14,7 @@ LeafWorker::LeafWorker(std::string name, std::shared_ptr<backends::Device> devic
 void LeafWorker::start() {
   thread_ = std::thread([this] {
     if (!pus_.empty()) backends::cpu::bind_current_thread(pus_.front());  // a CPU leaf's first core
+    backends::cpu::name_current_thread(name_);
     run();
   });
 }

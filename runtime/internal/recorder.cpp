@@ -1,8 +1,11 @@
 #include "recorder.hpp"
 
 #include <algorithm>
+#include <canopy/backends/cpu/thread_pool.hpp>
 #include <canopy/ir/passes/fuse.hpp>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include "engine_state.hpp"
 
@@ -109,17 +112,29 @@ ChainPlan plan_chain(const std::vector<RecordedRegion>& chain) {
 
 }  // namespace
 
+bool Engine::State::fusable(const RegionRun& run, const RegionRequest& request, const std::vector<Piece>& pieces) {
+  if (!recorder.enabled || kernels.checked() || pieces.empty() || !run.moved.empty() || !run.kernel->own_point_only)
+    return false;
+  return std::none_of(request.args.begin(), request.args.end(), [](const ArgRef& arg) {
+    const auto* storage = array_of(arg);
+    if (!storage) return false;
+    const auto& traits = (*storage)->traits();
+    return traits.distance || traits.merge || traits.lifetime != Lifetime::Persistent;
+  });
+}
+
+bool Engine::State::waits_in_recorder(const RegionRun& run, const RegionRequest& request,
+                                      const std::vector<Piece>& pieces) {
+  const auto& params = run.kernel->optimized->params;
+  return fusable(run, request, pieces) &&
+         std::none_of(params.begin(), params.end(), [](const ir::Param& p) { return p.is_reduction(); });
+}
+
 void Engine::State::record_region(RecordedRegion region) {
   const auto& kernel = *region.run->kernel;
   bool reduces = false;  // ends its chain
   for (const auto& param : kernel.optimized->params) reduces = reduces || param.is_reduction();
-  bool fusable = recorder.enabled && !kernels.checked() && !region.pieces.empty() && region.run->moved.empty() &&
-                 kernel.own_point_only;
-  for (const auto& arg : region.request.args)
-    if (auto* storage = array_of(arg)) {
-      const auto& traits = (*storage)->traits();
-      if (traits.distance || traits.merge || traits.lifetime != Lifetime::Persistent) fusable = false;
-    }
+  const bool fusable = this->fusable(*region.run, region.request, region.pieces);
   // The chain it joins: the one over the same range, policy and location
   // (never two at once). Every other chain it shares an array with starts
   // first, oldest first: it depends on them, or they on it. (Starting a chain
@@ -155,7 +170,11 @@ void Engine::State::record_region(RecordedRegion region) {
     start_chain(static_cast<std::size_t>(chain - chains.data()));
     return;
   }
-  if (!recorder.timer.joinable()) recorder.timer = std::thread([this] { run_timer(); });
+  if (!recorder.timer.joinable())
+    recorder.timer = std::thread([this] {
+      backends::cpu::name_current_thread("recorder");
+      run_timer();
+    });
   if (recorder.sleeping) recorder.wake.notify_one();
 }
 
@@ -184,11 +203,26 @@ void Engine::State::run_timer() {
   }
 }
 
-void Engine::State::start_recorded() {
+void Engine::State::start_recorded(bool waits, const ArrayStorage* array) {
   std::unique_lock lock(recorder.mutex);
   if (recorder.chains.empty()) return;
   std::shared_lock tree_lock(tree_mutex);
+  // Nested (the recursive mutex held already by this thread, as in
+  // reconfigure): never kept for the caller, which holds the recorder.
+  const bool outermost = !caller_waits;
+  if (outermost) {
+    caller_waits = waits;
+    caller_waits_for = array;
+  }
   while (!recorder.chains.empty()) start_chain(0);
+  if (!outermost) return;
+  caller_waits = false;
+  std::optional<CallerPiece> mine = std::exchange(caller_piece, std::nullopt);
+  if (!mine) return;
+  // Launches from other threads go on meanwhile; the tree (and so the leaf)
+  // stays as it is until the piece is done.
+  lock.unlock();
+  run_piece(mine->run, 0, mine->range, *mine->leaf);
 }
 
 void Engine::State::start_chain(std::size_t index) {

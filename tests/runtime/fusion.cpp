@@ -12,12 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <unistd.h>
 
+#include "engine_trees.hpp"
 #include "scoped_setting.hpp"
 #include "trace_json.hpp"
 
@@ -382,6 +384,47 @@ TEST_CASE("fusion: a recorded region starts on its own soon after its launch, wi
   CHECK(ran);
   rt.pause();
   CHECK(rt.stats().regions == 1);
+}
+
+namespace {
+
+// The names of the process's threads that Canopy named (name_current_thread).
+std::multiset<std::string> canopy_threads() {
+  std::multiset<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind("canopy:", 0) == 0) names.insert(name);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("fusion: a recorded region the caller waits for next runs on the caller's thread") {
+  Runtime rt;
+  canopy::engine_tests::use_tree(rt, canopy::engine_tests::one_leaf_tree());
+  const std::int64_t n = std::int64_t{1} << 20;  // far past what runs inline anyway
+  auto a = rt.array<double>(n), b = rt.array<double>(n);
+  rt.region(init()).over(n).launch(a, b);
+  {
+    auto view = b.host_read();  // starts the recorded region: this thread runs it
+    std::int64_t wrong = 0;
+    for (std::int64_t i = 0; i < n; ++i) wrong += view[i] != static_cast<double>(i % 7) - 3.0 ? 1 : 0;
+    CHECK(wrong == 0);
+  }
+  CHECK(canopy_threads().count("canopy:cpu0") == 0);  // the leaf's worker never started
+
+  // Unrecorded, a region goes to the leaf's worker, which the count sees.
+  rt.fuse(false);
+  rt.region(step()).over(n).launch(a, b, 2.0, 1.0);
+  rt.pause();
+  CHECK(canopy_threads().count("canopy:cpu0") == 1);
+  auto view = b.host_read();
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i) wrong += view[i] != static_cast<double>(i % 13) * 2.0 + 1.0 ? 1 : 0;
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("fusion: the trace names the regions a fused kernel ran") {
