@@ -89,6 +89,8 @@ class ArrayStorage {
   /// before anything reads one (`overwritten`), which pays the debt as well.
   /// Nothing once settled, and for memory given with wrap().
   void settle_contents(bool overwritten) const;
+  /// Whether the zeros are still owed.
+  bool zeros_owed() const { return clear_owed_.load(std::memory_order_acquire); }
   /// Gives the memory's pages back to the system; the contents read as zero
   /// afterwards (arrays with a per-region lifetime, between regions).
   void release_contents();

@@ -389,7 +389,7 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
     if (pieces.empty()) continue;
     if (traits.lifetime == Lifetime::PerRegion) run.per_region_arrays.push_back(*storage);
     const bool reads = kernel.params[p].reads(), writes = kernel.params[p].writes();
-    (*storage)->settle_contents(writes_every_element(run, request, p));
+    if ((*storage)->zeros_owed()) (*storage)->settle_contents(writes_every_element(run, request, p));
     run.record->arrays.push_back(std::string(reads && writes ? "inout "
                                              : reads         ? "in "
                                                              : "out ") +
