@@ -49,8 +49,8 @@ bool bind_current_thread(unsigned pu) {
   return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
-void name_current_thread(const std::string& role) {
-  pthread_setname_np(pthread_self(), ("canopy:" + role).substr(0, 15).c_str());
+void name_thread(std::thread& thread, const std::string& role) {
+  pthread_setname_np(thread.native_handle(), ("canopy:" + role).substr(0, 15).c_str());
 }
 
 std::size_t last_level_cache_bytes(const std::vector<unsigned>& pus) {
@@ -158,18 +158,26 @@ void ThreadPool::run_erased(std::int64_t begin, std::int64_t end, int chunks, st
     // The helpers start at the first run that needs them; generation_ is
     // still 0 then, so they see this run's bump below as a new job.
     if (threads_.empty()) {
-      for (int member = 1; member < size(); ++member) threads_.emplace_back([this, member] { worker(member); });
+      for (int member = 1; member < size(); ++member) {
+        threads_.emplace_back([this, member] { worker(member); });
+        name_thread(threads_.back(), "helper");
+      }
       started_.store(true, std::memory_order_release);
     }
-    remaining_.store(static_cast<std::uint32_t>(size() - 1), std::memory_order_relaxed);
+    closed_.store(false, std::memory_order_seq_cst);  // the job's fields are written
     generation_.fetch_add(1, std::memory_order_release);
     wake_sleepers();
   }
   run_member(0);
-  if (helpers > 0 && !poll_until([&] { return remaining_.load(std::memory_order_acquire) == 0; })) {
-    for (auto left = remaining_.load(std::memory_order_acquire); left != 0;
-         left = remaining_.load(std::memory_order_acquire))
-      remaining_.wait(left, std::memory_order_acquire);
+  if (helpers > 0) {
+    // Every chunk is taken: a helper that has not joined yet (asleep, or
+    // its core busy) no longer may, and only those inside are waited for.
+    closed_.store(true, std::memory_order_seq_cst);
+    if (!poll_until([&] { return inside_.load(std::memory_order_seq_cst) == 0; })) {
+      for (auto left = inside_.load(std::memory_order_acquire); left != 0;
+           left = inside_.load(std::memory_order_acquire))
+        inside_.wait(left, std::memory_order_acquire);
+    }
   }
   if (error_) std::rethrow_exception(error_);
 }
@@ -185,7 +193,6 @@ void ThreadPool::wake_helpers() {
 
 void ThreadPool::worker(int member) {
   bind_current_thread(pus_[static_cast<std::size_t>(member)]);
-  name_current_thread("helper");
   // Generation 0 is the pool's start: a job or a stop posted before this
   // thread got here is still seen as new.
   std::uint32_t seen = 0;
@@ -202,8 +209,12 @@ void ThreadPool::worker(int member) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stopping_.load()) return;
-    run_member(member);
-    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
+    // In, then a look at the gate: either the caller, closing it, sees this
+    // member inside and waits for it, or this member sees it closed and
+    // leaves the job's fields alone (they may be the next job's by now).
+    inside_.fetch_add(1, std::memory_order_seq_cst);
+    if (!closed_.load(std::memory_order_seq_cst)) run_member(member);
+    if (inside_.fetch_sub(1, std::memory_order_acq_rel) == 1) inside_.notify_one();
   }
 }
 

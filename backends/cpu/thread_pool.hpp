@@ -18,7 +18,11 @@
 //
 // Helpers poll for a while after a run, then sleep. Whoever hands a run to
 // member 0's thread may wake them first (wake_helpers), so that both
-// threads' wake-ups overlap instead of following one another.
+// threads' wake-ups overlap instead of following one another. A run ends
+// when its chunks are done: a helper still asleep or not yet scheduled when
+// the others have taken every chunk skips the run instead of being waited
+// for (an empty region over a million points: 1.5 instead of 5.2 us).
+
 #pragma once
 
 #include <atomic>
@@ -104,7 +108,12 @@ class ThreadPool {
   std::mutex error_mutex_;
 
   std::atomic<std::uint32_t> generation_{0};
-  std::atomic<std::uint32_t> remaining_{0};
+  /// Helpers inside the current job (joined and not yet left).
+  std::atomic<std::uint32_t> inside_{0};
+  /// Set by the caller of run() once every chunk is taken: a helper that
+  /// comes later skips the job. Cleared, after the job's fields are
+  /// written, when the next job is posted.
+  std::atomic<bool> closed_{true};
   /// What sleeping helpers wait on: bumped by each job and by wake_helpers().
   std::atomic<std::uint32_t> wake_{0};
   std::atomic<std::uint32_t> sleepers_{0};
@@ -117,9 +126,10 @@ class ThreadPool {
 /// unbound).
 bool bind_current_thread(unsigned pu);
 
-/// Names the calling thread "canopy:" + `role` (cut to the system's 15
-/// characters) where `top`, `gdb` and /proc/self/task/*/comm show it.
-void name_current_thread(const std::string& role);
+/// Names `thread` "canopy:" + `role` (cut to the system's 15 characters)
+/// where `top -H`, `gdb` and /proc/self/task/*/comm show it; named by the
+/// thread that starts it, the name is there as soon as the thread is.
+void name_thread(std::thread& thread, const std::string& role);
 
 /// Bytes of last-level cache the processing units `pus` share among them
 /// (the sum over the distinct last-level caches that hold one of them, as

@@ -14,9 +14,9 @@ LeafWorker::LeafWorker(std::string name, std::shared_ptr<backends::Device> devic
 void LeafWorker::start() {
   thread_ = std::thread([this] {
     if (!pus_.empty()) backends::cpu::bind_current_thread(pus_.front());  // a CPU leaf's first core
-    backends::cpu::name_current_thread(name_);
     run();
   });
+  backends::cpu::name_thread(thread_, name_);
 }
 
 LeafWorker::~LeafWorker() {

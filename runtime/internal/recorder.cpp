@@ -170,11 +170,10 @@ void Engine::State::record_region(RecordedRegion region) {
     start_chain(static_cast<std::size_t>(chain - chains.data()));
     return;
   }
-  if (!recorder.timer.joinable())
-    recorder.timer = std::thread([this] {
-      backends::cpu::name_current_thread("recorder");
-      run_timer();
-    });
+  if (!recorder.timer.joinable()) {
+    recorder.timer = std::thread([this] { run_timer(); });
+    backends::cpu::name_thread(recorder.timer, "recorder");
+  }
   if (recorder.sleeping) recorder.wake.notify_one();
 }
 

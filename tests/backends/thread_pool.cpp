@@ -1,16 +1,24 @@
-// The CPU thread pool: how a range is cut into chunks, and that every chunk
-// runs exactly once even when a member is held up and the others take over
-// the rest of its block.
+// The CPU thread pool: how a range is cut into chunks, that every chunk runs
+// exactly once even when a member is held up and the others take over the
+// rest of its block, and that a run does not wait for a helper that never
+// came once its chunks are done.
 #include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <canopy/backends/cpu/thread_pool.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <future>
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -24,6 +32,28 @@ std::vector<std::pair<std::int64_t, std::int64_t>> all_chunks(std::int64_t begin
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
   for (int c = 0; c < chunks; ++c) out.push_back(ThreadPool::chunk_bounds(begin, end, chunks, c, grain));
   return out;
+}
+
+// The threads of the process named canopy:helper (ThreadPool's), by id.
+std::set<long> helper_threads() {
+  std::set<long> ids;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "canopy:helper") ids.insert(std::stol(task.path().filename().string()));
+  }
+  return ids;
+}
+
+// A thread sent SIGUSR1 waits in the handler until `thawed`: frozen wherever
+// it was (polling, asleep, between two instructions).
+std::atomic<bool> thawed{false};
+void wait_for_thaw(int) {
+  while (!thawed.load()) {
+    const timespec millisecond{0, 1000000};
+    nanosleep(&millisecond, nullptr);
+  }
 }
 
 }  // namespace
@@ -166,4 +196,46 @@ TEST_CASE("thread pool: helpers woken early (wake_helpers) go back to sleep with
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     pool.wake_helpers();
   }
+}
+
+TEST_CASE("thread pool: a run whose chunks are all taken does not wait for a helper that has not joined") {
+  ThreadPool pool({0, 0});
+  const auto before = helper_threads();
+  std::atomic<std::int64_t> points{0};
+  pool.run(0, 1000, 8, 1, [&](int, std::int64_t b, std::int64_t e) { points.fetch_add(e - b); });  // starts it
+  REQUIRE(points.load() == 1000);
+  std::set<long> ours;
+  for (long id : helper_threads())
+    if (!before.count(id)) ours.insert(id);
+  REQUIRE(ours.size() == 1);
+
+  struct sigaction freeze {};
+  freeze.sa_handler = wait_for_thaw;
+  sigemptyset(&freeze.sa_mask);
+  struct sigaction previous {};
+  REQUIRE(sigaction(SIGUSR1, &freeze, &previous) == 0);
+  thawed = false;
+  REQUIRE(syscall(SYS_tgkill, getpid(), *ours.begin(), SIGUSR1) == 0);
+
+  // The helper is frozen: the caller takes every chunk and returns (5 s at
+  // most: a pool that waits for the helper fails here, and is thawed).
+  std::vector<int> runs(8, 0);  // written by the caller alone; a stale helper would touch it later
+  auto job = std::async(std::launch::async, [&] {
+    pool.run(0, 800, 8, 1, [&](int chunk, std::int64_t, std::int64_t) { ++runs[static_cast<std::size_t>(chunk)]; });
+  });
+  const bool returned = job.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  CHECK(returned);
+  thawed = true;
+  job.wait();
+  for (int c = 0; c < 8; ++c) CHECK(runs[static_cast<std::size_t>(c)] == 1);
+
+  // Thawed, the helper finds the run over and skips it, then takes part in
+  // the next ones; the first run's chunks ran once each, whatever it did.
+  for (int round = 0; round < 200; ++round) {
+    std::atomic<std::int64_t> sum{0};
+    pool.run(0, 1000, 8, 1, [&](int, std::int64_t b, std::int64_t e) { sum.fetch_add(e - b); });
+    CHECK(sum.load() == 1000);
+  }
+  for (int c = 0; c < 8; ++c) CHECK(runs[static_cast<std::size_t>(c)] == 1);
+  sigaction(SIGUSR1, &previous, nullptr);
 }

@@ -1,9 +1,13 @@
 // canopy-bench overhead: what a region costs beyond its work. Launch + pause
 // of an empty region on one CPU leaf, timed one by one, beside an OpenMP
-// `parallel for` with the same empty body and range, in the same run.
+// `parallel for` with the same empty body and range, in the same run. A
+// large region is timed twice: as launched by default (recorded, then run
+// by pause() on the caller's thread with the leaf's helpers) and with fusion
+// off (queued to the leaf's worker thread at launch).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -80,20 +84,31 @@ int overhead_command(int argc, char** argv) {
       leaf.c_str(), leaves.front()->traits().cores, openmp::threads(), repeat);
   std::printf("%-10s %-34s %8s %8s %8s %8s\n", "points", "", "median", "p90", "p99", "ratio");
   std::vector<Row> rows;
+  auto show = [&](std::int64_t points, const char* impl, const char* path, const std::vector<double>& samples,
+                  const std::vector<double>* openmp) {
+    const double mine = percentile(samples, 0.5);
+    std::printf("%-10s %-34s %8.2f %8.2f %8.2f", impl[0] == 'o' ? "" : std::to_string(points).c_str(), path, mine * 1e6,
+                percentile(samples, 0.9) * 1e6, percentile(samples, 0.99) * 1e6);
+    if (openmp) std::printf(" %7.2fx", mine / percentile(*openmp, 0.5));
+    std::printf("\n");
+    rows.push_back(Row()
+                       .set("impl", impl)
+                       .set("points", double(points))
+                       .set("median_s", mine)
+                       .set("p90_s", percentile(samples, 0.9)));
+  };
   for (auto points : sizes) {
+    const bool small = points < 16384;
     auto o = measure(rt, empty, leaf, points, repeat);
-    const double mine = percentile(o.canopy, 0.5), theirs = percentile(o.openmp, 0.5);
-    const char* path = points < 16384 ? "canopy (small: runs in the caller)" : "canopy (queued to the leaf worker)";
-    std::printf("%-10lld %-34s %8.2f %8.2f %8.2f %7.2fx\n", static_cast<long long>(points), path, mine * 1e6,
-                percentile(o.canopy, 0.9) * 1e6, percentile(o.canopy, 0.99) * 1e6, mine / theirs);
-    std::printf("%-10s %-34s %8.2f %8.2f %8.2f\n", "", "openmp parallel for", theirs * 1e6,
-                percentile(o.openmp, 0.9) * 1e6, percentile(o.openmp, 0.99) * 1e6);
-    for (auto [impl, samples] : {std::pair{"canopy", &o.canopy}, std::pair{"openmp", &o.openmp}})
-      rows.push_back(Row()
-                         .set("impl", impl)
-                         .set("points", double(points))
-                         .set("median_s", percentile(*samples, 0.5))
-                         .set("p90_s", percentile(*samples, 0.9)));
+    show(points, "canopy", small ? "canopy (small: runs in the caller)" : "canopy (pause runs it on caller)", o.canopy,
+         &o.openmp);
+    if (!small) {
+      rt.fuse(false);
+      auto queued = measure(rt, empty, leaf, points, repeat);
+      rt.fuse(true);
+      show(points, "canopy_worker", "canopy, fusion off (leaf worker)", queued.canopy, &queued.openmp);
+    }
+    show(points, "openmp", "openmp parallel for", o.openmp, nullptr);
   }
   if (args.has("--json")) write_json(args.get("--json", ""), rows);
   return 0;
