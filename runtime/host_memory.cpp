@@ -110,10 +110,11 @@ void* allocate_host(std::size_t bytes, HostFill fill, bool* clear_owed) {
     return p;
   }
   if (void* kept = KeptBlocks::get().take(round_up(bytes, huge_page))) {
-    // Its pages go back and read as zero when first touched, as a fresh
-    // mapping's do: an array nothing writes (a fused chain's intermediate)
-    // never takes physical memory, and the zeroing happens where each page
-    // is first used.
+    // To read as zero, it is handed over as it is, the caller owing the
+    // clearing (an array: at its first use, which may overwrite it all, and
+    // an array nothing uses, such as a fused chain's intermediate, never
+    // touches it); else its pages go back, to read as zero when first
+    // touched, as a fresh mapping's do.
     if (fill == HostFill::Zero) {
       if (clear_owed)
         *clear_owed = true;
