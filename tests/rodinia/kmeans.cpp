@@ -4,10 +4,13 @@
 // be equal; centres agree to a relative 1e-4, since they are means of float
 // sums taken in another order (per block, then merged with atomic adds).
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -145,4 +148,33 @@ TEST_CASE(
     const RegionStats region = last_region(rt);
     CHECK(region.pieces.size() == 2);
   }
+}
+
+TEST_CASE("rodinia kmeans: the text reader reads dense and sparse files alike, past the room it takes at first") {
+  // One-digit values two bytes apart (denser than the reader's first guess
+  // of four bytes a value) and long ones: the values, in order, either way.
+  const std::string path =
+      std::filesystem::temp_directory_path() / ("canopy-kmeans-read-" + std::to_string(::getpid()));
+  for (const bool dense : {true, false}) {
+    CAPTURE(dense);
+    std::vector<float> expected;
+    {
+      std::ofstream out(path);
+      for (int p = 0; p < 5000; ++p) {
+        out << p;
+        for (int f = 0; f < 6; ++f) {
+          const float v = dense ? float((p + f) % 10) : float((p * 6 + f) % 1000) + 0.125f;
+          expected.push_back(v);
+          out << (dense ? "," : "    ") << v;
+        }
+        out << '\n';
+      }
+    }
+    const auto points = rodinia::kmeans::read_text(path);
+    CHECK(points.count == 5000);
+    CHECK(points.features == 6);
+    REQUIRE(points.values.size() == expected.size());
+    CHECK(std::equal(points.values.begin(), points.values.end(), expected.begin()));
+  }
+  std::filesystem::remove(path);
 }
