@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -88,10 +89,14 @@ inline Points read_text(const std::string& path) {
   // Room, taken at once, for the values of a file whose values average 4
   // bytes or more with their separators (Rodinia's take 6 to 10): growing by
   // doubling would map, fault in and copy each larger block again. Only the
-  // pages the values fill are touched; denser files grow from there.
+  // pages the values fill are touched; denser files grow from there, and so
+  // does any file when the room cannot be had.
   if (std::fseek(file, 0, SEEK_END) == 0) {
     const long bytes = std::ftell(file);
-    if (bytes > 0) points.values.reserve(static_cast<std::size_t>(bytes) / 4);
+    try {
+      if (bytes > 0) points.values.reserve(static_cast<std::size_t>(bytes) / 4);
+    } catch (const std::bad_alloc&) {
+    }
     std::rewind(file);
   }
   std::string line;
