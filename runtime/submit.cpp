@@ -85,6 +85,14 @@ backends::Range range_of(const Piece& piece, const Shape& region) {
 // each point's own element by every point (no atomic add, nothing under a
 // condition), over a range with the array's shape, the array passed once and
 // its writes not merged with what it holds.
+// How many of `args` pass `array`.
+std::ptrdiff_t times_passed(const std::vector<ArgRef>& args, const ArrayStorage* array) {
+  return std::count_if(args.begin(), args.end(), [&](const ArgRef& arg) {
+    const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg);
+    return storage && storage->get() == array;
+  });
+}
+
 bool writes_every_element(const RegionRun& run, const RegionRequest& request, std::size_t p) {
   const auto& kernel = *run.kernel->optimized;
   const auto& array = std::get<std::shared_ptr<ArrayStorage>>(request.args[p]);
@@ -93,10 +101,7 @@ bool writes_every_element(const RegionRun& run, const RegionRequest& request, st
       !footprint->writes.unconditional || !ir::at_own_point(footprint->writes, request.range.rank()) ||
       !(array->shape() == request.range))
     return false;
-  return std::count_if(request.args.begin(), request.args.end(), [&](const ArgRef& arg) {
-           const auto* other = std::get_if<std::shared_ptr<ArrayStorage>>(&arg);
-           return other && *other == array;
-         }) == 1;
+  return times_passed(request.args, array.get()) == 1;
 }
 
 // One piece without loops, of fewer points than its program runs on the
@@ -449,13 +454,7 @@ void Engine::State::dispatch(const std::shared_ptr<RegionRun>& run, const std::v
     run_piece(run, 0, range_of(pieces.front(), range), first);
     return;
   }
-  const auto waited_for = [&] {
-    return !caller_waits_for || std::any_of(run->args.begin(), run->args.end(), [&](const ArgRef& arg) {
-      const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg);
-      return storage && storage->get() == caller_waits_for;
-    });
-  };
-  if (runs_here && caller_waits && waited_for()) {
+  if (runs_here && caller_waits && (!caller_waits_for || times_passed(run->args, caller_waits_for) > 0)) {
     caller_piece = CallerPiece{run, range_of(pieces.front(), range), &first};
     return;
   }

@@ -110,6 +110,11 @@ ChainPlan plan_chain(const std::vector<RecordedRegion>& chain) {
   return plan;
 }
 
+// Whether the kernel has a reduction parameter.
+bool has_reduction(const ir::Kernel& kernel) {
+  return std::any_of(kernel.params.begin(), kernel.params.end(), [](const ir::Param& p) { return p.is_reduction(); });
+}
+
 }  // namespace
 
 bool Engine::State::fusable(const RegionRun& run, const RegionRequest& request, const std::vector<Piece>& pieces) {
@@ -125,15 +130,11 @@ bool Engine::State::fusable(const RegionRun& run, const RegionRequest& request, 
 
 bool Engine::State::waits_in_recorder(const RegionRun& run, const RegionRequest& request,
                                       const std::vector<Piece>& pieces) {
-  const auto& params = run.kernel->optimized->params;
-  return fusable(run, request, pieces) &&
-         std::none_of(params.begin(), params.end(), [](const ir::Param& p) { return p.is_reduction(); });
+  return fusable(run, request, pieces) && !has_reduction(*run.kernel->optimized);
 }
 
 void Engine::State::record_region(RecordedRegion region) {
-  const auto& kernel = *region.run->kernel;
-  bool reduces = false;  // ends its chain
-  for (const auto& param : kernel.optimized->params) reduces = reduces || param.is_reduction();
+  const bool reduces = has_reduction(*region.run->kernel->optimized);  // ends its chain
   const bool fusable = this->fusable(*region.run, region.request, region.pieces);
   // The chain it joins: the one over the same range, policy and location
   // (never two at once). Every other chain it shares an array with starts

@@ -87,7 +87,8 @@ int overhead_command(int argc, char** argv) {
   auto show = [&](std::int64_t points, const char* impl, const char* path, const std::vector<double>& samples,
                   const std::vector<double>* openmp) {
     const double mine = percentile(samples, 0.5);
-    std::printf("%-10s %-34s %8.2f %8.2f %8.2f", impl[0] == 'o' ? "" : std::to_string(points).c_str(), path, mine * 1e6,
+    // Canopy's rows open with the size and end with the ratio to OpenMP's row, which has neither.
+    std::printf("%-10s %-34s %8.2f %8.2f %8.2f", openmp ? std::to_string(points).c_str() : "", path, mine * 1e6,
                 percentile(samples, 0.9) * 1e6, percentile(samples, 0.99) * 1e6);
     if (openmp) std::printf(" %7.2fx", mine / percentile(*openmp, 0.5));
     std::printf("\n");
