@@ -561,6 +561,15 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
   Kernel exponential =
       make_kernel("simd.exp", {Param::array("out", F64, 1, Access::Out), Param::array("in", F64, 1, Access::In)}, 1,
                   {make_store(0, {i}, make_call(MathFn::Exp, {make_load(F64, 1, {i})}))});
+  // out[0] = sum over k of in[k], never reading the point's index: a task
+  // for one point, every lane of which would do the same work.
+  Kernel task = make_kernel(
+      "simd.task", {Param::array("out", F64, 1, Access::Out), Param::array("in", F64, 1, Access::In)}, 1,
+      {make_decl("acc", make_const(F64, 0.0)),
+       make_for(
+           "k", make_int(I64, 0), make_extent(1, 0),
+           make_block({make_assign("acc", make_binary(BinaryOp::Add, make_var(F64, "acc"), make_load(F64, 1, {k})))})),
+       make_store(0, {make_int(I64, 0)}, make_var(F64, "acc"))});
   auto first_line = [&](const std::string& name) {
     const std::string text = read_all((dumps.path() / (name + ".llvm")).string());
     return text.substr(0, text.find('\n'));
@@ -575,6 +584,7 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
     compiler.compile(exponential);
     compiler.compile(picked("simd.picked_once", 0));
     compiler.compile(picked("simd.picked_squared", 12));
+    compiler.compile(task);
     const std::string lanes = "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH)";
     CHECK(first_line("simd.pairs") == lanes + "; LLVM pipeline: O2 without vectorizers");
     CHECK(first_line("simd.row_sums") == lanes + "; LLVM pipeline: O2 without vectorizers");
@@ -591,6 +601,9 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
         first_line("simd.picked_once").find("; canopy: scalar point loop: 2 gathers or scatters in a point beside ") ==
         0);
     CHECK(first_line("simd.picked_squared") == lanes + "; LLVM pipeline: light");
+    CHECK(first_line("simd.task") ==
+          "; canopy: scalar point loop: the kernel does not read index(0), so every lane would do the same work; "
+          "LLVM pipeline: O3");
     const std::string pairs_ir = read_all((dumps.path() / "simd.pairs.llvm").string());
     CHECK(pairs_ir.find("x double>") != std::string::npos);
     // And beside the IR dump.
