@@ -80,6 +80,7 @@ Settings Settings::from_environment() {
   s.simd = word_of("CANOPY_SIMD", {"auto", "on", "off"}, "auto, on or off");
   s.fuse = word_of("CANOPY_FUSE", {"on", "off", "eager"}, "on, off or eager");
   s.prefetch = word_of("CANOPY_PREFETCH", {"auto", "off"}, "auto or off");
+  s.huge_pages = word_of("CANOPY_HUGE_PAGES", {"auto", "on", "off"}, "auto, on or off");
   s.device_memory = variable("CANOPY_DEVICE_MEMORY");
   if (const std::string width = variable("CANOPY_SIMD_WIDTH"); !width.empty()) {
     const std::string allowed = "a power of two from 2 to 64";
@@ -169,6 +170,7 @@ const std::vector<std::string_view>& setting_names() {
                                                       "CANOPY_SIMD_WIDTH",
                                                       "CANOPY_FUSE",
                                                       "CANOPY_PREFETCH",
+                                                      "CANOPY_HUGE_PAGES",
                                                       "CANOPY_DEVICE_MEMORY",
                                                       "CANOPY_CONFIG",
                                                       "CANOPY_CONFIG_STRICT",

@@ -38,6 +38,7 @@ struct Settings {
   std::string device_memory;   ///< CANOPY_DEVICE_MEMORY: "<leaf>:<size>[,...]", what each device leaf may hold (checked
                                ///< by the runtime)
   std::string prefetch;        ///< CANOPY_PREFETCH: "", "auto" or "off" (software prefetches of row walks)
+  std::string huge_pages;      ///< CANOPY_HUGE_PAGES: "", "auto", "on" or "off" (large host blocks)
   std::string config;          ///< CANOPY_CONFIG: a configuration file
   bool config_strict = false;  ///< CANOPY_CONFIG_STRICT=1: a file the node cannot serve as written is an error
   std::string cpu_leaves;      ///< CANOPY_CPU_LEAVES: numa, l3 or core, any case (checked by discovery)

@@ -7,12 +7,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include <canopy/backends/fault_injection.hpp>
 #include <canopy/ir/error.hpp>
+#include <canopy/ir/settings.hpp>
 
 namespace canopy::runtime {
 
@@ -135,13 +137,36 @@ void* allocate_host(std::size_t bytes, HostFill fill, bool* clear_owed) {
   if (aligned > start) munmap(raw, aligned - start);
   const auto tail = start + length - (aligned + used);
   if (tail > 0) munmap(reinterpret_cast<void*>(aligned + used), tail);
-#ifdef MADV_HUGEPAGE
-  madvise(reinterpret_cast<void*>(aligned), used, MADV_HUGEPAGE);
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  madvise(reinterpret_cast<void*>(aligned), used, advises_huge_pages() ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 #endif
   return reinterpret_cast<void*>(aligned);
 }
 
 std::size_t mapped_length(std::size_t bytes) { return bytes < mapped_threshold ? 0 : round_up(bytes, huge_page); }
+
+bool advises_huge_pages() {
+  const std::string& choice = settings().huge_pages;
+  if (choice == "on" || choice == "off") return choice == "on";
+  static const bool hypervisor_takes_them = hypervisor_takes_free_huge_pages();
+  return !hypervisor_takes_them;
+}
+
+bool hypervisor_takes_free_huge_pages(const std::string& sys) {
+  // A balloon is virtio device 5; free page reporting is its feature bit 5
+  // (`features` lists the negotiated bits as 0/1 characters, bit 0 first).
+  constexpr std::size_t kReportingBit = 5;
+  std::error_code error;
+  for (const auto& device : std::filesystem::directory_iterator(sys + "/bus/virtio/devices", error)) {
+    std::ifstream id(device.path() / "device"), features(device.path() / "features");
+    std::string id_text, bits;
+    id >> id_text;
+    features >> bits;
+    if (std::strtol(id_text.c_str(), nullptr, 0) == 5 && bits.size() > kReportingBit && bits[kReportingBit] == '1')
+      return true;
+  }
+  return false;
+}
 
 void release_host(void* data, std::size_t bytes) {
   if (!data) return;

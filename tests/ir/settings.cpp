@@ -75,6 +75,7 @@ TEST_CASE("settings: a bad value is an error naming the variable, the value and 
       {"CANOPY_STREAMING_STORES", "maybe", "auto, on or off"},
       {"CANOPY_SIMD", "yes", "auto, on or off"},
       {"CANOPY_PREFETCH", "on", "auto or off"},
+      {"CANOPY_HUGE_PAGES", "2M", "auto, on or off"},
       {"CANOPY_SIMD_WIDTH", "3", "a power of two from 2 to 64"},
       {"CANOPY_SIMD_WIDTH", "128", "a power of two from 2 to 64"},
       {"CANOPY_SIMD_WIDTH", "1", "a power of two from 2 to 64"},

@@ -4,17 +4,22 @@
 // programs load their data with (runtime/host_allocator.hpp).
 #include <doctest/doctest.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <new>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <canopy/runtime/host_allocator.hpp>
 #include <canopy/runtime/host_memory.hpp>
+
+#include "scoped_setting.hpp"
 
 using canopy::runtime::allocate_host;
 using canopy::runtime::free_host;
@@ -42,7 +47,90 @@ std::size_t nonzero_words(const void* data, std::size_t bytes) {
   return count;
 }
 
+// The kB of huge pages backing the mapping that holds `address`, from
+// /proc/self/smaps; -1 when no mapping holds it.
+long huge_kb_at(const void* address) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t start = 0, end = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> start >> dash >> end && dash == '-' && line.find(':') > line.find(' ')) {
+      inside = start <= at && at < end;
+      continue;
+    }
+    if (inside && line.rfind("AnonHugePages:", 0) == 0) return std::stol(line.substr(14));
+  }
+  return -1;
+}
+
+// A sysfs tree holding one virtio device of id `id` with the feature bits
+// `features` (as its `features` file lists them).
+struct FakeSysfs {
+  std::filesystem::path root = std::filesystem::temp_directory_path() / ("canopy-sysfs-" + std::to_string(::getpid()));
+  FakeSysfs() { std::filesystem::remove_all(root); }
+  ~FakeSysfs() { std::filesystem::remove_all(root); }
+  void device(const std::string& name, const std::string& id, const std::string& features) const {
+    const auto dir = root / "bus/virtio/devices" / name;
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "device") << id << "\n";
+    std::ofstream(dir / "features") << features << "\n";
+  }
+};
+
 }  // namespace
+
+TEST_CASE("host memory: a machine whose balloon reports free pages to the hypervisor is told apart") {
+  using canopy::runtime::hypervisor_takes_free_huge_pages;
+  FakeSysfs sys;
+  CHECK_FALSE(hypervisor_takes_free_huge_pages(sys.root.string()));  // no virtio bus: bare metal
+  // This project's VM: a disk, a network card, and a balloon with bits 1, 2,
+  // 5 and 7 (statistics, deflate on OOM, free page reporting, ...).
+  sys.device("virtio1", "0x0002", "0010001001100100000000000000010010000000");
+  sys.device("virtio2", "0x0001", "1111111111111111111111111111111111111111");  // every bit, but no balloon
+  CHECK_FALSE(hypervisor_takes_free_huge_pages(sys.root.string()));
+  sys.device("virtio0", "0x0005", "0110000100000000000000000000000010000000");  // a balloon without reporting
+  CHECK_FALSE(hypervisor_takes_free_huge_pages(sys.root.string()));
+  sys.device("virtio0", "0x0005", "0110010100000000000000000000000010000000");
+  CHECK(hypervisor_takes_free_huge_pages(sys.root.string()));
+}
+
+TEST_CASE("host memory: CANOPY_HUGE_PAGES decides whether a large block is backed by huge pages") {
+  // Past the largest block kept for reuse (32 MiB): always a fresh mapping.
+  const std::size_t bytes = std::size_t{34} << 20;
+  auto touched_block = [&] {
+    void* block = allocate_host(bytes);
+    scribble(block, bytes);
+    return block;
+  };
+  {
+    canopy::testing::ScopedSetting off("CANOPY_HUGE_PAGES", "off");
+    CHECK_FALSE(canopy::runtime::advises_huge_pages());
+    void* block = touched_block();
+    CHECK(huge_kb_at(block) == 0);
+    free_host(block, bytes, canopy::runtime::HostRelease::Unmap);
+  }
+  {
+    canopy::testing::ScopedSetting on("CANOPY_HUGE_PAGES", "on");
+    CHECK(canopy::runtime::advises_huge_pages());
+    std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string modes;
+    std::getline(enabled, modes);
+    if (modes.find("[never]") != std::string::npos || modes.empty()) {
+      MESSAGE("SKIPPED: the kernel gives no huge pages (transparent_hugepage: '" << modes << "')");
+    } else {
+      void* block = touched_block();
+      CHECK(huge_kb_at(block) > 0);
+      free_host(block, bytes, canopy::runtime::HostRelease::Unmap);
+    }
+  }
+  {
+    canopy::testing::ScopedSetting unset("CANOPY_HUGE_PAGES", nullptr);
+    CHECK(canopy::runtime::advises_huge_pages() == !canopy::runtime::hypervisor_takes_free_huge_pages());
+  }
+}
 
 TEST_CASE("host memory: a freed block comes back for the same size, cleared when it must read as zero") {
   const std::size_t bytes = std::size_t{4} << 20;  // 4 MiB: Rodinia pathfinder's cost rows
