@@ -21,6 +21,7 @@
 #include <canopy/jit/cpu_compiler.hpp>
 
 #include "config.hpp"
+#include "host_memory.hpp"
 #include "internal/engine_state.hpp"
 #include "numa_binding.hpp"
 
@@ -507,6 +508,7 @@ std::string Engine::describe() const {
   const auto& node = state_->inventory;
   out << describe_inventory(node);
   out << "JIT target: " << short_target(jit::CpuCompiler::shared().target_description()) << "\n";
+  out << "Host memory: " << describe_host_pages() << "\n";
   out << hierarchy().to_text();
   return out.str();
 }

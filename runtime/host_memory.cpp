@@ -168,6 +168,15 @@ bool hypervisor_takes_free_huge_pages(const std::string& sys) {
   return false;
 }
 
+std::string describe_host_pages() {
+  const std::string& choice = settings().huge_pages;
+  if (choice == "on") return "huge pages for blocks of 64 KiB or more (CANOPY_HUGE_PAGES=on)";
+  if (choice == "off") return "small pages (CANOPY_HUGE_PAGES=off)";
+  if (advises_huge_pages()) return "huge pages for blocks of 64 KiB or more";
+  return "small pages: a virtio balloon hands free memory back to the hypervisor, so a fresh huge page would fault "
+         "in slowly (CANOPY_HUGE_PAGES=on asks for them anyway)";
+}
+
 void release_host(void* data, std::size_t bytes) {
   if (!data) return;
   if (bytes < mapped_threshold)

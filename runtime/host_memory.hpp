@@ -55,4 +55,7 @@ bool advises_huge_pages();
 /// pages on the project's VM, which made a whole Rodinia nw run 2.2x slower.
 bool hypervisor_takes_free_huge_pages(const std::string& sys = "/sys");
 
+/// What backs large blocks and why, in a line for people (canopy-info).
+std::string describe_host_pages();
+
 }  // namespace canopy::runtime

@@ -108,6 +108,7 @@ TEST_CASE("host memory: CANOPY_HUGE_PAGES decides whether a large block is backe
   {
     canopy::testing::ScopedSetting off("CANOPY_HUGE_PAGES", "off");
     CHECK_FALSE(canopy::runtime::advises_huge_pages());
+    CHECK(canopy::runtime::describe_host_pages() == "small pages (CANOPY_HUGE_PAGES=off)");
     void* block = touched_block();
     CHECK(huge_kb_at(block) == 0);
     free_host(block, bytes, canopy::runtime::HostRelease::Unmap);
@@ -115,6 +116,7 @@ TEST_CASE("host memory: CANOPY_HUGE_PAGES decides whether a large block is backe
   {
     canopy::testing::ScopedSetting on("CANOPY_HUGE_PAGES", "on");
     CHECK(canopy::runtime::advises_huge_pages());
+    CHECK(canopy::runtime::describe_host_pages() == "huge pages for blocks of 64 KiB or more (CANOPY_HUGE_PAGES=on)");
     std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
     std::string modes;
     std::getline(enabled, modes);
@@ -129,6 +131,9 @@ TEST_CASE("host memory: CANOPY_HUGE_PAGES decides whether a large block is backe
   {
     canopy::testing::ScopedSetting unset("CANOPY_HUGE_PAGES", nullptr);
     CHECK(canopy::runtime::advises_huge_pages() == !canopy::runtime::hypervisor_takes_free_huge_pages());
+    // canopy-info's line says which, and how to ask for the other.
+    const std::string line = canopy::runtime::describe_host_pages();
+    CHECK(line.rfind(canopy::runtime::advises_huge_pages() ? "huge pages" : "small pages: a virtio balloon", 0) == 0);
   }
 }
 
