@@ -15,6 +15,7 @@
 
 #include <canopy/canopy.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
+#include <canopy/runtime/host_memory.hpp>
 #include <canopy/runtime/machine_model.hpp>
 #ifdef CANOPY_WITH_MPI
 #include <canopy/runtime/mpi/job.hpp>
@@ -53,6 +54,7 @@ std::string json(const canopy::Runtime& rt) {
     out += (i ? "," : "") + std::string("{\"backend\":") + quoted(node.absent[i].backend) +
            ",\"reason\":" + quoted(node.absent[i].reason) + "}";
   out += "],\"jit_target\":" + quoted(canopy::jit::CpuCompiler::shared().target_description());
+  out += ",\"host_pages\":" + quoted(canopy::runtime::advises_huge_pages() ? "huge" : "small");
   out += ",\"hierarchy\":" + rt.hierarchy().to_json() + "}\n";
   return out;
 }
