@@ -47,13 +47,24 @@ std::set<long> helper_threads() {
 }
 
 // A thread sent SIGUSR1 waits in the handler until `thawed`: frozen wherever
-// it was (polling, asleep, between two instructions).
-std::atomic<bool> thawed{false};
+// it was (polling, asleep, between two instructions). `frozen` and `left`
+// say that it entered the handler and returned from it: the signal is
+// delivered only once the thread is scheduled, and one still pending when
+// the test restores the default action would end the process.
+std::atomic<bool> thawed{false}, frozen{false}, left{false};
 void wait_for_thaw(int) {
+  frozen.store(true);
   while (!thawed.load()) {
     const timespec millisecond{0, 1000000};
     nanosleep(&millisecond, nullptr);
   }
+  left.store(true);
+}
+
+// Waits up to 5 s for `flag`; its value then.
+bool wait_for(const std::atomic<bool>& flag) {
+  for (int k = 0; k < 5000 && !flag.load(); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return flag.load();
 }
 
 }  // namespace
@@ -221,7 +232,14 @@ TEST_CASE("thread pool: a run whose chunks are all taken does not wait for a hel
   struct sigaction previous {};
   REQUIRE(sigaction(SIGUSR1, &freeze, &previous) == 0);
   thawed = false;
+  frozen = false;
+  left = false;
   REQUIRE(syscall(SYS_tgkill, getpid(), *ours.begin(), SIGUSR1) == 0);
+  // The helper is in the handler before the run starts. If it never gets
+  // there, a late delivery must find the handler installed and pass through.
+  const bool got_frozen = wait_for(frozen);
+  if (!got_frozen) thawed = true;
+  REQUIRE(got_frozen);
 
   // The helper is frozen: the caller takes every chunk and returns (5 s at
   // most: a pool that waits for the helper fails here, and is thawed).
@@ -233,6 +251,7 @@ TEST_CASE("thread pool: a run whose chunks are all taken does not wait for a hel
   CHECK(returned);
   thawed = true;
   job.wait();
+  REQUIRE(wait_for(left));
   for (int c = 0; c < 8; ++c) CHECK(runs[static_cast<std::size_t>(c)] == 1);
 
   // Thawed, the helper finds the run over and skips it, then takes part in
