@@ -153,16 +153,17 @@ bool advises_huge_pages() {
 }
 
 bool hypervisor_takes_free_huge_pages(const std::string& sys) {
-  // A balloon is virtio device 5; free page reporting is its feature bit 5
-  // (`features` lists the negotiated bits as 0/1 characters, bit 0 first).
-  constexpr std::size_t kReportingBit = 5;
+  // `features` lists a device's negotiated bits as 0/1 characters, bit 0 first.
+  constexpr long kBalloonDevice = 5;
+  constexpr std::size_t kReportingBit = 5;  // VIRTIO_BALLOON_F_REPORTING
   std::error_code error;
   for (const auto& device : std::filesystem::directory_iterator(sys + "/bus/virtio/devices", error)) {
     std::ifstream id(device.path() / "device"), features(device.path() / "features");
     std::string id_text, bits;
     id >> id_text;
     features >> bits;
-    if (std::strtol(id_text.c_str(), nullptr, 0) == 5 && bits.size() > kReportingBit && bits[kReportingBit] == '1')
+    if (std::strtol(id_text.c_str(), nullptr, 0) == kBalloonDevice && bits.size() > kReportingBit &&
+        bits[kReportingBit] == '1')
       return true;
   }
   return false;
@@ -170,9 +171,9 @@ bool hypervisor_takes_free_huge_pages(const std::string& sys) {
 
 std::string describe_host_pages() {
   const std::string& choice = settings().huge_pages;
-  if (choice == "on") return "huge pages for blocks of 64 KiB or more (CANOPY_HUGE_PAGES=on)";
-  if (choice == "off") return "small pages (CANOPY_HUGE_PAGES=off)";
-  if (advises_huge_pages()) return "huge pages for blocks of 64 KiB or more";
+  const std::string chosen = choice == "on" || choice == "off" ? " (CANOPY_HUGE_PAGES=" + choice + ")" : "";
+  if (advises_huge_pages()) return "huge pages for blocks of 64 KiB or more" + chosen;
+  if (!chosen.empty()) return "small pages" + chosen;
   return "small pages: a virtio balloon hands free memory back to the hypervisor, so a fresh huge page would fault "
          "in slowly (CANOPY_HUGE_PAGES=on asks for them anyway)";
 }

@@ -80,11 +80,6 @@ backends::Range range_of(const Piece& piece, const Shape& region) {
   return range;
 }
 
-// Whether the region writes every element of the array it passes as
-// parameter `p` before anything reads one: a write-only parameter, stored at
-// each point's own element by every point (no atomic add, nothing under a
-// condition), over a range with the array's shape, the array passed once and
-// its writes not merged with what it holds.
 // How many of `args` pass `array`.
 std::ptrdiff_t times_passed(const std::vector<ArgRef>& args, const ArrayStorage* array) {
   return std::count_if(args.begin(), args.end(), [&](const ArgRef& arg) {
@@ -93,6 +88,11 @@ std::ptrdiff_t times_passed(const std::vector<ArgRef>& args, const ArrayStorage*
   });
 }
 
+// Whether the region writes every element of the array it passes as
+// parameter `p` before anything reads one: a write-only parameter, stored at
+// each point's own element by every point (no atomic add, nothing under a
+// condition), over a range with the array's shape, the array passed once and
+// its writes not merged with what it holds.
 bool writes_every_element(const RegionRun& run, const RegionRequest& request, std::size_t p) {
   const auto& kernel = *run.kernel->optimized;
   const auto& array = std::get<std::shared_ptr<ArrayStorage>>(request.args[p]);
