@@ -1,7 +1,10 @@
 #include "report.hpp"
 
+#include <dirent.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <string>
 #include <thread>
 
 #include <canopy/canopy.hpp>
@@ -126,21 +130,59 @@ std::string common_parent(const Hierarchy& tree, const std::pair<std::string, st
   fail("leaves " + leaves.first + " and " + leaves.second + " have no common ancestor");
 }
 
+namespace {
+
+/// How many threads of this process, the caller aside, are running or
+/// waiting for a core (state R in /proc/self/task/TID/stat); -1 when the
+/// kernel does not say.
+int busy_threads() {
+  DIR* tasks = ::opendir("/proc/self/task");
+  if (!tasks) return -1;
+  const auto self = static_cast<long>(::syscall(SYS_gettid));
+  int busy = 0;
+  while (const dirent* entry = ::readdir(tasks)) {
+    if (entry->d_name[0] == '.' || std::atol(entry->d_name) == self) continue;
+    std::ifstream stat(std::string("/proc/self/task/") + entry->d_name + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    // "TID (NAME) STATE ...": NAME may hold spaces and parentheses.
+    const auto close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'R') ++busy;
+  }
+  ::closedir(tasks);
+  return busy;
+}
+
+}  // namespace
+
 void settle() {
+  // Quiet: no other thread of the process running in two looks 1 ms apart.
+  // (The process's CPU time cannot tell: the kernel adds a thread's time up
+  // at its scheduler tick, every 4 ms at 250 Hz, so a thread that spins
+  // without a pause shows no time at all in half of all 2 ms steps, and a
+  // test on such steps let libgomp's spinning threads into Canopy's runs.)
+  // Where /proc does not list the threads, steps of 10 ms, over two ticks,
+  // in which the whole process used under a tenth of a core.
+  using std::chrono::milliseconds;
+  if (busy_threads() >= 0) {
+    for (int k = 0, quiet = 0; k < 200 && quiet < 2; ++k) {
+      std::this_thread::sleep_for(milliseconds(1));
+      quiet = busy_threads() == 0 ? quiet + 1 : 0;
+    }
+    return;
+  }
   auto cpu_seconds = [] {
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
     return double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
            1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
   };
-  // Quiet: a 2 ms step in which the whole process used under a tenth of a
-  // core. libgomp's threads spin for about 9 ms on this project's machine.
-  constexpr auto step = std::chrono::milliseconds(2);
+  constexpr auto step = milliseconds(10);
   double before = cpu_seconds();
-  for (int k = 0; k < 100; ++k) {
+  for (int k = 0; k < 20; ++k) {
     std::this_thread::sleep_for(step);
     const double now = cpu_seconds();
-    if (now - before < 0.1 * 0.002) return;
+    if (now - before < 0.1 * 0.010) return;
     before = now;
   }
 }
