@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -36,6 +37,31 @@ std::size_t size_of_text(const std::string& text) {
   const std::size_t scale = unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : unit == 'G' ? 1024ull << 20 : 1;
   return static_cast<std::size_t>(value) * scale;
 }
+
+/// While it lives, the calling thread runs on processing unit `pu`, when it
+/// is on another one now and its affinity allows `pu`; its affinity is
+/// restored after. run()'s caller is member 0: a program's own thread,
+/// running a region it waits for, may sit on a helper's core, and would take
+/// turns there with that helper while member 0's core idles, until the
+/// scheduler moved it (up to a few milliseconds).
+class OnMemberZeroCore {
+ public:
+  explicit OnMemberZeroCore(unsigned pu) {
+    const int now = sched_getcpu();
+    if (now < 0 || static_cast<unsigned>(now) == pu || pu >= CPU_SETSIZE) return;
+    if (sched_getaffinity(0, sizeof saved_, &saved_) != 0 || !CPU_ISSET(pu, &saved_)) return;
+    moved_ = bind_current_thread(pu);
+  }
+  ~OnMemberZeroCore() {
+    if (moved_) sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+  OnMemberZeroCore(const OnMemberZeroCore&) = delete;
+  OnMemberZeroCore& operator=(const OnMemberZeroCore&) = delete;
+
+ private:
+  cpu_set_t saved_{};
+  bool moved_ = false;
+};
 
 }  // namespace
 
@@ -168,6 +194,8 @@ void ThreadPool::run_erased(std::int64_t begin, std::int64_t end, int chunks, st
     generation_.fetch_add(1, std::memory_order_release);
     wake_sleepers();
   }
+  std::optional<OnMemberZeroCore> on_core;
+  if (helpers > 0) on_core.emplace(pus_.front());
   run_member(0);
   if (helpers > 0) {
     // Every chunk is taken: a helper that has not joined yet (asleep, or

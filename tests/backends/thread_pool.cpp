@@ -3,6 +3,7 @@
 // rest of its block, and that a run does not wait for a helper that never
 // came once its chunks are done.
 #include <doctest/doctest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -263,4 +264,50 @@ TEST_CASE("thread pool: a run whose chunks are all taken does not wait for a hel
   }
   for (int c = 0; c < 8; ++c) CHECK(runs[static_cast<std::size_t>(c)] == 1);
   sigaction(SIGUSR1, &previous, nullptr);
+}
+
+TEST_CASE("thread pool: a calling thread on a helper's core runs its part on member 0's core, its affinity kept") {
+  cpu_set_t allowed;
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  std::vector<unsigned> cpus;
+  for (unsigned cpu = 0; cpu < CPU_SETSIZE && cpus.size() < 2; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  if (cpus.size() < 2) {
+    MESSAGE("SKIPPED: the process may use one CPU; the case needs two");
+    return;
+  }
+  // The caller moves to the helper's core, then may use both again: it stays
+  // where it is until the scheduler moves it.
+  cpu_set_t helper_core;
+  CPU_ZERO(&helper_core);
+  CPU_SET(cpus[1], &helper_core);
+  REQUIRE(sched_setaffinity(0, sizeof helper_core, &helper_core) == 0);
+  cpu_set_t both;
+  CPU_ZERO(&both);
+  CPU_SET(cpus[0], &both);
+  CPU_SET(cpus[1], &both);
+  REQUIRE(sched_setaffinity(0, sizeof both, &both) == 0);
+  REQUIRE(sched_getcpu() == static_cast<int>(cpus[1]));
+
+  ThreadPool pool(cpus);
+  const auto caller = std::this_thread::get_id();
+  std::mutex mutex;
+  std::vector<int> caller_cpus;
+  std::atomic<int> chunks_run{0};
+  pool.run(0, 2, 2, 1, [&](int, std::int64_t, std::int64_t) {
+    // Long enough that the helper comes: it then runs on its core beside
+    // the caller, were the caller still there.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    chunks_run.fetch_add(1);
+    if (std::this_thread::get_id() != caller) return;
+    std::lock_guard lock(mutex);
+    caller_cpus.push_back(sched_getcpu());
+  });
+  CHECK(chunks_run.load() == 2);
+  REQUIRE(!caller_cpus.empty());
+  for (int cpu : caller_cpus) CHECK(cpu == static_cast<int>(cpus[0]));
+  cpu_set_t after;
+  REQUIRE(sched_getaffinity(0, sizeof after, &after) == 0);
+  CHECK(CPU_EQUAL(&after, &both));
+  REQUIRE(sched_setaffinity(0, sizeof allowed, &allowed) == 0);
 }
