@@ -26,6 +26,7 @@
 
 #include <canopy/jit/cpu_abi.hpp>
 #include "internal/llvm_lowering.hpp"
+#include "internal/page_prefetch.hpp"
 #include "internal/row_prefetch.hpp"
 #include "internal/simd_lowering.hpp"
 
@@ -111,7 +112,10 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, Pipeline pipel
     llvm::ModulePassManager light;
     if (auto error = passes.parsePassPipeline(light, kLightPipeline))
       throw Error("Canopy's light LLVM pipeline does not parse: " + llvm::toString(std::move(error)));
-    if (prefetch) light.addPass(llvm::createModuleToFunctionPassAdaptor(RowPrefetchPass()));
+    if (prefetch) {
+      light.addPass(llvm::createModuleToFunctionPassAdaptor(RowPrefetchPass()));
+      light.addPass(llvm::createModuleToFunctionPassAdaptor(PageAheadPrefetchPass()));
+    }
     light.run(module, modules);
     return;
   }
@@ -119,6 +123,7 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, Pipeline pipel
   if (prefetch)
     passes.registerOptimizerLastEPCallback([](llvm::ModulePassManager& pipeline, llvm::OptimizationLevel) {
       pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(RowPrefetchPass()));
+      pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(PageAheadPrefetchPass()));
     });
   passes
       .buildPerModuleDefaultPipeline(pipeline == Pipeline::Full ? llvm::OptimizationLevel::O3

@@ -1,5 +1,7 @@
 #include "internal/llvm_lowering.hpp"
 
+#include "internal/page_prefetch.hpp"
+
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
@@ -102,10 +104,13 @@ void LlvmLowering::emit_index_space(const std::function<void()>& body) {
     if (dim == kernel_.dims) return body();
     std::string name = "i";  // (not "i" + ...: GCC 12 warns falsely on that)
     name += std::to_string(dim);
-    emit_counted_loop(ranges_[dim].first, ranges_[dim].second, 1, name, [&](llvm::Value* i) {
-      index_[dim] = i;
-      nest(dim + 1);
-    });
+    emit_counted_loop(
+        ranges_[dim].first, ranges_[dim].second, 1, name,
+        [&](llvm::Value* i) {
+          index_[dim] = i;
+          nest(dim + 1);
+        },
+        0, Bounds::Any, dim == kernel_.dims - 1);
   };
   nest(0);
 }
@@ -230,7 +235,8 @@ llvm::AllocaInst* LlvmLowering::entry_alloca(llvm::Type* type, const std::string
 }
 
 void LlvmLowering::emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
-                                     const std::function<void(llvm::Value*)>& body, int interleave, Bounds bounds) {
+                                     const std::function<void(llvm::Value*)>& body, int interleave, Bounds bounds,
+                                     bool points) {
   auto* type = llvm::cast<llvm::IntegerType>(begin->getType());
   auto* step_value = llvm::ConstantInt::get(type, step, true);
   const bool next_below_end = step == 1 || bounds == Bounds::WholeSteps;
@@ -260,13 +266,17 @@ void LlvmLowering::emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::
                                       : builder_.CreateAnd(can_step, builder_.CreateICmpSLT(counter, limit));
   counter->addIncoming(next, builder_.GetInsertBlock());
   auto* latch = builder_.CreateCondBr(again, loop, after);
-  if (interleave > 0) {
-    llvm::Metadata* count[] = {
-        llvm::MDString::get(context_, "llvm.loop.interleave.count"),
-        llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(builder_.getInt32Ty(), interleave))};
-    llvm::Metadata* parts[] = {nullptr, llvm::MDNode::get(context_, count)};
+  if (interleave > 0 || points) {
+    std::vector<llvm::Metadata*> parts{nullptr};  // a loop's id names itself first
+    if (interleave > 0) {
+      llvm::Metadata* count[] = {
+          llvm::MDString::get(context_, "llvm.loop.interleave.count"),
+          llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(builder_.getInt32Ty(), interleave))};
+      parts.push_back(llvm::MDNode::get(context_, count));
+    }
+    if (points) parts.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, kPointLoopProperty)}));
     auto* id = llvm::MDNode::getDistinct(context_, parts);
-    id->replaceOperandWith(0, id);  // a loop's id names itself
+    id->replaceOperandWith(0, id);
     latch->setMetadata(llvm::LLVMContext::MD_loop, id);
   }
   builder_.SetInsertPoint(after);

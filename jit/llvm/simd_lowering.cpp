@@ -327,14 +327,17 @@ void SimdLowering::emit_index_space(const std::function<void()>& body) {
                                                         llvm::ConstantInt::get(i64, 0), nullptr, "points");
     llvm::Value* whole = builder_.CreateAnd(count, llvm::ConstantInt::get(i64, -std::int64_t{lanes_}));
     llvm::Value* whole_end = builder_.CreateAdd(lo, whole, "whole_end");
-    emit_counted_loop(lo, whole_end, lanes_, "v" + std::to_string(last), Bounds::WholeSteps, [&](llvm::Value* i) {
-      indices_[last] = linear(i, one);
-      mask_ = nullptr;
-      fill_row_blocks(i, llvm::ConstantInt::get(i64, lanes_), true);
-      whole_vector_ = true;
-      body();
-      whole_vector_ = false;
-    });
+    emit_counted_loop(
+        lo, whole_end, lanes_, "v" + std::to_string(last), Bounds::WholeSteps,
+        [&](llvm::Value* i) {
+          indices_[last] = linear(i, one);
+          mask_ = nullptr;
+          fill_row_blocks(i, llvm::ConstantInt::get(i64, lanes_), true);
+          whole_vector_ = true;
+          body();
+          whole_vector_ = false;
+        },
+        true);
     llvm::Value* rest = builder_.CreateSub(count, whole, "rest");
     auto* tail = llvm::BasicBlock::Create(context_, "tail", function_);
     auto* done = llvm::BasicBlock::Create(context_, "tail.done", function_);

@@ -179,15 +179,19 @@ TEST_CASE("thread pool: helpers woken early (wake_helpers) go back to sleep with
     std::atomic<std::int64_t> points{0};
     std::mutex mutex;
     std::set<std::thread::id> threads;
-    pool.run(0, 1000, 8, 1, [&](int chunk, std::int64_t b, std::int64_t e) {
-      // The caller's first chunk waits for the helper to run the others, so
-      // that the helper has to take part (10 s at most: then the checks fail).
+    pool.run(0, 1000, 8, 1, [&](int, std::int64_t b, std::int64_t e) {
+      // Whichever member comes first waits in its chunk for the other to
+      // take one, so that both take part, the helper included (10 s at
+      // most: then the checks fail). The caller may come second: it first
+      // moves to member 0's core, here the helper's.
+      auto members = [&] {
+        std::lock_guard lock(mutex);
+        threads.insert(std::this_thread::get_id());
+        return threads.size();
+      };
       const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      if (chunk == 0)
-        while (points.load() < 1000 - (e - b) && std::chrono::steady_clock::now() < give_up)
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      std::lock_guard lock(mutex);
-      threads.insert(std::this_thread::get_id());
+      while (members() < 2 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       points.fetch_add(e - b);
     });
     CHECK(threads.size() == 2);

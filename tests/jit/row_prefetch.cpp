@@ -1,7 +1,10 @@
-// The CPU compiler's software prefetches (jit/llvm/internal/row_prefetch.hpp):
-// loops that move a row per iteration get prefetches, loops that walk along
-// a row do not, CANOPY_PREFETCH=off turns them off, and the results are
-// those of plain loops in C++ either way.
+// The CPU compiler's software prefetches: loops that move a row per
+// iteration get prefetches of the lines ahead (jit/llvm/internal/row_prefetch.hpp),
+// loops that walk along a row do not; a loop over points that streams
+// through its arrays gets one prefetch a page ahead per array
+// (jit/llvm/internal/page_prefetch.hpp), a point loop with a loop inside it
+// does not; CANOPY_PREFETCH=off turns both off, and the results are those of
+// plain loops in C++ either way.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -46,8 +49,28 @@ Compiled compile(const Kernel& kernel, const char* prefetch) {
   return compiled;
 }
 
-bool prefetches(const Compiled& compiled) {
-  return compiled.llvm.find("call void @llvm.prefetch") != std::string::npos;
+// Whether the kernel has row prefetches (RowPrefetchPass's lines are named canopy.line).
+bool prefetches(const Compiled& compiled) { return compiled.llvm.find("%canopy.line") != std::string::npos; }
+
+// How many page-ahead prefetches the kernel has.
+int page_prefetches(const Compiled& compiled) {
+  const std::string call = "call void @llvm.prefetch.p0(ptr %canopy.page.ahead";
+  int count = 0;
+  for (auto at = compiled.llvm.find(call); at != std::string::npos; at = compiled.llvm.find(call, at + 1)) ++count;
+  return count;
+}
+
+// out(p) = 3 * a(p) + b(p) - a(p + 1): two arrays streamed (a read at two
+// points, one stream), one written.
+Kernel streamed() {
+  const Expr p = make_index(0);
+  return make_kernel("prefetch.streamed",
+                     {Param::array("out", I64, 1, Access::Out), Param::array("a", I64, 1, Access::In),
+                      Param::array("b", I64, 1, Access::In)},
+                     1,
+                     {make_store(0, {p},
+                                 add(add(mul(num(3), make_load(I64, 1, {p})), make_load(I64, 2, {p})),
+                                     mul(num(-1), make_load(I64, 1, {add(p, num(1))}))))});
 }
 
 // Point p fills columns 8p .. 8p+7 of y row by row, each row from the one
@@ -143,4 +166,37 @@ TEST_CASE("prefetch: a column walk is prefetched, a walk along a row is not") {
     for (std::int64_t c = 0; c < columns; ++c) s += x[r * columns + c];
     return s;
   });
+}
+
+TEST_CASE(
+    "prefetch: a streaming point loop gets one prefetch a page ahead per array read, and the plain loop's results") {
+  // 300,000 points: 2.4 MB an array, hundreds of pages; the last prefetches
+  // land past the arrays' ends, where a prefetch must not fault.
+  const std::int64_t points = 300000, begin = 7, end = points - 5;
+  std::vector<std::int64_t> a(static_cast<std::size_t>(points + 1)), b(static_cast<std::size_t>(points));
+  for (std::int64_t i = 0; i <= points; ++i) a[static_cast<std::size_t>(i)] = (i * 7919) % 1009 - 500;
+  for (std::int64_t i = 0; i < points; ++i) b[static_cast<std::size_t>(i)] = (i * 104729) % 997;
+  for (const char* prefetch : {"auto", "off"}) {
+    CAPTURE(prefetch);
+    const Compiled compiled = compile(streamed(), prefetch);
+    CHECK(page_prefetches(compiled) == (std::string(prefetch) == "auto" ? 2 : 0));
+    std::vector<std::int64_t> out(static_cast<std::size_t>(points), -1);
+    ArgBlock args(streamed());
+    args.array(0, out.data(), {points}).array(1, a.data(), {points + 1}).array(2, b.data(), {points});
+    compiled.entry(begin, end, args.data());
+    for (std::int64_t i = 0; i < points; ++i) {
+      const auto at = static_cast<std::size_t>(i);
+      const std::int64_t want = i < begin || i >= end ? -1 : 3 * a[at] + b[at] - a[at + 1];
+      if (out[at] != want) {
+        CAPTURE(i);
+        CHECK(out[at] == want);
+        break;
+      }
+    }
+  }
+}
+
+TEST_CASE("prefetch: a point loop with a loop inside its points gets no page-ahead prefetch") {
+  CHECK(page_prefetches(compile(sums(true), "auto")) == 0);
+  CHECK(page_prefetches(compile(sums(false), "auto")) == 0);
 }

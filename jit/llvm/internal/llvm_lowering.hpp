@@ -107,14 +107,16 @@ class LlvmLowering : protected ir::Visitor {
   /// asks LLVM's vectorizer to interleave that many vectors. With
   /// Bounds::WholeSteps the counter meets end exactly, so the loop goes on
   /// while counter + step < end: a trip count LLVM can compute, and a loop
-  /// without effects it can delete.
+  /// without effects it can delete. `points`: the loop walks the points of
+  /// the innermost range dimension (its loop id says so to
+  /// PageAheadPrefetchPass, kPointLoopProperty).
   void emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
                          const std::function<void(llvm::Value* counter)>& body, int interleave = 0,
-                         Bounds bounds = Bounds::Any);
+                         Bounds bounds = Bounds::Any, bool points = false);
   /// The same with `bounds` and no interleaving.
   void emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
-                         Bounds bounds, const std::function<void(llvm::Value* counter)>& body) {
-    emit_counted_loop(begin, end, step, name, body, 0, bounds);
+                         Bounds bounds, const std::function<void(llvm::Value* counter)>& body, bool points = false) {
+    emit_counted_loop(begin, end, step, name, body, 0, bounds, points);
   }
   /// `node`'s then and else bodies as an ordinary branch on the i1 `cond`.
   void emit_branch(llvm::Value* cond, const ir::If& node);
