@@ -1,5 +1,6 @@
 #include "internal/page_prefetch.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -26,12 +27,15 @@ constexpr std::size_t kMaxStreams = 16;
 // instruction of its body (an LLVM instruction, before code generation).
 constexpr std::int64_t kBytesPerInstruction = 2;
 
-// An address that moves forward through memory with the loop: an affine
-// recurrence of the loop with a constant step of 1 to kMaxStepBytes bytes.
+// An array a loop walks forward through: its address an affine recurrence
+// of the loop with a constant step of 1 to kMaxStepBytes bytes. Where the
+// loop reads it, `load` is the load to prefetch before: one that every
+// iteration makes (`every`), where there is one.
 struct Stream {
   const llvm::SCEVAddRecExpr* address;
   std::int64_t step;
-  llvm::LoadInst* first;  ///< the stream's first load in the loop's blocks
+  llvm::LoadInst* load = nullptr;
+  bool every = false;
 };
 
 bool is_point_loop(const llvm::Loop& loop) {
@@ -46,13 +50,19 @@ bool is_point_loop(const llvm::Loop& loop) {
   return false;
 }
 
+// `instruction` as a stream when it is a plain load or store that walks
+// forward through an array with `loop`.
 std::optional<Stream> dense_access(llvm::Instruction& instruction, const llvm::Loop& loop,
                                    llvm::ScalarEvolution& evolution) {
-  // Loads only: a prefetch ahead of a store stream (plain or streaming
-  // stores) gained nothing or lost up to 4% in the harness.
   auto* load = llvm::dyn_cast<llvm::LoadInst>(&instruction);
-  if (!load || !load->isSimple()) return std::nullopt;
-  llvm::Value* pointer = load->getPointerOperand();
+  auto* store = llvm::dyn_cast<llvm::StoreInst>(&instruction);
+  llvm::Value* pointer = nullptr;
+  if (load && load->isSimple())
+    pointer = load->getPointerOperand();
+  else if (store && store->isSimple())
+    pointer = store->getPointerOperand();
+  else
+    return std::nullopt;
   if (!pointer->getType()->isPointerTy() || !evolution.isSCEVable(pointer->getType())) return std::nullopt;
   // The kernel's own buffers on the stack stay in the cache.
   if (llvm::isa<llvm::AllocaInst>(llvm::getUnderlyingObject(pointer))) return std::nullopt;
@@ -62,27 +72,24 @@ std::optional<Stream> dense_access(llvm::Instruction& instruction, const llvm::L
   if (!step || step->getAPInt().getMinSignedBits() > 32) return std::nullopt;
   const std::int64_t bytes = step->getAPInt().getSExtValue();
   if (bytes <= 0 || bytes > PageAheadPrefetchPass::kMaxStepBytes) return std::nullopt;
-  return Stream{address, bytes, load};
+  return Stream{address, bytes, load, false};
 }
 
-// Adds `access` to the stream of its array (the same base pointer and
-// step: the rows above and below a point in a stencil move with it), or
-// starts one. A stream is prefetched before a load that every iteration
-// makes where it has one (`every` says whether the load does).
-void add_to_streams(std::vector<Stream>& streams, const Stream& access, bool every, llvm::ScalarEvolution& evolution,
-                    std::vector<bool>& made_every) {
+// Adds `access` (made on every iteration when `every`) to the stream of its
+// array (the same base pointer and step: the rows above and below a point
+// in a stencil move with it), or starts one.
+void add_to_streams(std::vector<Stream>& streams, Stream access, bool every, llvm::ScalarEvolution& evolution) {
+  access.every = access.load && every;
   const llvm::SCEV* base = evolution.getPointerBase(access.address);
-  for (std::size_t s = 0; s < streams.size(); ++s)
-    if (streams[s].step == access.step && evolution.getPointerBase(streams[s].address) == base) {
-      if (every && !made_every[s]) {
-        streams[s] = access;
-        made_every[s] = true;
-      }
-      return;
+  for (Stream& stream : streams) {
+    if (stream.step != access.step || evolution.getPointerBase(stream.address) != base) continue;
+    if (access.load && (!stream.load || (access.every && !stream.every))) {
+      stream.load = access.load;
+      stream.every = access.every;
     }
-  if (streams.size() >= kMaxStreams) return;
-  streams.push_back(access);
-  made_every.push_back(every);
+    return;
+  }
+  if (streams.size() < kMaxStreams) streams.push_back(access);
 }
 
 // The streams of a point loop, found before any loop is changed.
@@ -98,7 +105,10 @@ struct Plan {
 // vectors and run 9% slower).
 void prefetch_pages(const Plan& plan) {
   for (const Stream& stream : plan.streams) {
-    llvm::LoadInst* load = stream.first;
+    // Stores are left alone: a prefetch ahead of plain or streaming stores
+    // gained nothing, or lost up to 4%, in the harness.
+    llvm::LoadInst* load = stream.load;
+    if (!load) continue;
     llvm::IRBuilder<> builder(load);
     llvm::Value* address = load->getPointerOperand();
     llvm::Value* offset = builder.CreateAnd(builder.CreatePtrToInt(address, builder.getInt64Ty()),
@@ -126,23 +136,23 @@ llvm::PreservedAnalyses PageAheadPrefetchPass::run(llvm::Function& function, llv
     for (llvm::Loop* loop : llvm::depth_first(top)) {
       if (!is_point_loop(*loop) || !loop->getLoopPredecessor() || !loop->getLoopLatch()) continue;
       Plan plan{loop, {}};
-      std::vector<bool> made_every;
       int accesses = 0;
       for (llvm::BasicBlock* block : loop->blocks()) {
         const bool every = dominators.dominates(block, loop->getLoopLatch());
         for (llvm::Instruction& instruction : *block)
           if (auto access = dense_access(instruction, *loop, evolution); access && accesses++ < kMaxAccesses)
-            add_to_streams(plan.streams, *access, every, evolution, made_every);
+            add_to_streams(plan.streams, *access, every, evolution);
       }
-      // Work enough per byte streamed hides the walks: a loop bound by its
-      // arithmetic gains nothing, and its extra branches cost (the branchy
-      // kernel of `canopy-bench kernels`, 224 instructions per 256 bytes
-      // streamed: 5 to 8% slower). A loop inside the points (a kernel's own
-      // loop) is work the count below does not see.
+      // Work enough per byte streamed, read or written, hides the walks: a
+      // loop bound by its arithmetic gains nothing, and its extra branches
+      // cost (the branchy kernel of `canopy-bench kernels`, 224 instructions
+      // per 256 bytes streamed: 5 to 8% slower). A loop inside the points (a
+      // kernel's own loop) is work the count below does not see.
       std::int64_t instructions = 0, bytes = 0;
       for (llvm::BasicBlock* block : loop->blocks()) instructions += static_cast<std::int64_t>(block->size());
       for (const Stream& stream : plan.streams) bytes += stream.step;
-      if (plan.streams.empty() || !loop->getSubLoops().empty() || instructions * kBytesPerInstruction > bytes) continue;
+      const bool reads = std::any_of(plan.streams.begin(), plan.streams.end(), [](const Stream& s) { return s.load; });
+      if (!reads || !loop->getSubLoops().empty() || instructions * kBytesPerInstruction > bytes) continue;
       plans.push_back(std::move(plan));
     }
   for (const Plan& plan : plans) prefetch_pages(plan);

@@ -20,16 +20,17 @@ namespace canopy::jit {
 /// marks a loop over the points of a kernel's innermost range dimension.
 inline constexpr const char* kPointLoopProperty = "canopy.points";
 
-/// In every loop marked with kPointLoopProperty that has no loop inside it
-/// and little work per byte it reads (kBytesPerInstruction in the source),
-/// the loads whose address moves forward by at most kMaxStepBytes per
-/// iteration are grouped into streams, one per array and step, and before
-/// each stream's first load, when its address enters a new page, a prefetch
-/// into the second-level cache kAheadBytes further on: a compare and a
-/// branch per stream and iteration. Stores are left alone (a prefetch ahead
-/// of plain or streaming stores gained nothing, or lost up to 4%), and so
-/// are buffers on the stack. A prefetch never faults and never changes a
-/// result.
+/// In every loop marked with kPointLoopProperty, the loads and stores whose
+/// address moves forward by at most kMaxStepBytes per iteration are grouped
+/// into streams, one per array and step. A loop with no loop inside it and
+/// little work per byte its streams move (kBytesPerInstruction in the
+/// source) gets, before the first load of each stream it reads (one that
+/// every iteration makes, where there is one), when that load's address
+/// enters a new page, a prefetch into the second-level cache kAheadBytes
+/// further on: a compare and a branch per stream read and iteration. Streams
+/// only written are left alone (a prefetch ahead of plain or streaming
+/// stores gained nothing, or lost up to 4%), and so are buffers on the
+/// stack. A prefetch never faults and never changes a result.
 class PageAheadPrefetchPass : public llvm::PassInfoMixin<PageAheadPrefetchPass> {
  public:
   static constexpr long kPageBytes = 4096;
