@@ -109,6 +109,8 @@ Settings Settings::from_environment() {
   s.lib_ze = variable("CANOPY_LIBZE");
   s.cuda_home = variable("CUDA_HOME");
   s.home = variable("HOME");
+  s.temp_dir = variable("TMPDIR");
+  s.search_path = variable("PATH");
   s.check = word_of("CANOPY_CHECK", {"off", "bounds"}, "bounds (check every array index of generated code) or off");
   s.split_writes = word_of("CANOPY_SPLIT_WRITES", {"auto", "merge", "one"},
                            "auto (merge where it pays), merge (always merge what each memory wrote) or one (run such "

@@ -54,11 +54,13 @@ struct Settings {
   std::string lib_ze;                             ///< CANOPY_LIBZE: the Level Zero loader to open
   std::string cuda_home;                          ///< CUDA_HOME: where NVRTC is also looked for (lib64/)
   std::string home;                               ///< HOME: where the default cache directory is
-  std::string check;                              ///< CANOPY_CHECK: "", "off" or "bounds"
-  std::string split_writes;                       ///< CANOPY_SPLIT_WRITES: "", "auto", "merge" or "one"
-  std::string sequence_placement;                 ///< CANOPY_SEQUENCE_PLACEMENT: "", "on", "off" or "always"
-  std::string fault;                              ///< CANOPY_FAULT: faults to inject (checked by the backends)
-  std::string test_rank_time;  ///< CANOPY_TEST_RANK_TIME: modelled step times (checked by mpi::Partition)
+  std::string temp_dir;            ///< TMPDIR: where the CPU compiler links kernels into shared objects (empty: /tmp)
+  std::string search_path;         ///< PATH: where the system linker (ld) is looked for (empty: /usr/bin:/bin)
+  std::string check;               ///< CANOPY_CHECK: "", "off" or "bounds"
+  std::string split_writes;        ///< CANOPY_SPLIT_WRITES: "", "auto", "merge" or "one"
+  std::string sequence_placement;  ///< CANOPY_SEQUENCE_PLACEMENT: "", "on", "off" or "always"
+  std::string fault;               ///< CANOPY_FAULT: faults to inject (checked by the backends)
+  std::string test_rank_time;      ///< CANOPY_TEST_RANK_TIME: modelled step times (checked by mpi::Partition)
   /// CANOPY_TRACE: the file a trace of the run goes to (checked by the
   /// runtime); unset: no trace. Set but empty is kept, to be refused.
   std::optional<std::string> trace;

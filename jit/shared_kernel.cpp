@@ -15,7 +15,7 @@
 #include <iterator>
 #include <sstream>
 
-extern char** environ;
+#include <canopy/ir/settings.hpp>
 
 namespace canopy::jit {
 
@@ -35,6 +35,21 @@ bool is_elf(std::string_view bytes, int type) {
   return header.e_ident[EI_CLASS] == ELFCLASS64 && header.e_type == type;
 }
 
+/// The first executable `name` in the folders of `search_path` (a PATH:
+/// folders between colons, an empty one the current folder), or "".
+std::string find_program(const std::string& name, const std::string& search_path) {
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t colon = search_path.find(':', from);
+    std::string folder = search_path.substr(from, colon == std::string::npos ? std::string::npos : colon - from);
+    if (folder.empty()) folder = ".";
+    const std::string candidate = folder + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string::npos) return "";
+    from = colon + 1;
+  }
+}
+
 }  // namespace
 
 bool is_shared_object(std::string_view bytes) { return is_elf(bytes, ET_DYN); }
@@ -42,9 +57,18 @@ bool is_shared_object(std::string_view bytes) { return is_elf(bytes, ET_DYN); }
 bool is_relocatable_object(std::string_view bytes) { return is_elf(bytes, ET_REL); }
 
 std::optional<std::string> link_shared_object(std::string_view object, std::string& why) {
-  std::error_code no_tmp;
-  const auto tmp = std::filesystem::temp_directory_path(no_tmp);
-  std::string pattern = (no_tmp ? std::string("/tmp") : tmp.string()) + "/canopy-link-XXXXXX";
+  // TMPDIR and PATH as the settings' snapshot read them, not the environment
+  // as it is now: this runs on the compiler's writer thread, while another
+  // thread may be changing the environment (getenv beside setenv crashed a
+  // sanitized test whose main thread set a variable meanwhile).
+  const Settings& now = settings();
+  std::string pattern = (now.temp_dir.empty() ? std::string("/tmp") : now.temp_dir) + "/canopy-link-XXXXXX";
+  const std::string search_path = now.search_path.empty() ? "/usr/bin:/bin" : now.search_path;
+  const std::string linker = find_program("ld", search_path);
+  if (linker.empty()) {
+    why = "no system linker (ld) on the PATH";
+    return std::nullopt;
+  }
   if (!::mkdtemp(pattern.data())) {
     why = "cannot make a temporary folder in " + pattern.substr(0, pattern.rfind('/'));
     return std::nullopt;
@@ -65,12 +89,15 @@ std::optional<std::string> link_shared_object(std::string_view object, std::stri
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    // The linker gets the search path and nothing else of the environment.
+    std::string path_variable = "PATH=" + search_path;
+    char* environment[] = {path_variable.data(), nullptr};
     pid_t pid = 0;
-    const int spawned = ::posix_spawnp(&pid, "ld", &actions, nullptr, argv, environ);
+    const int spawned = ::posix_spawn(&pid, linker.c_str(), &actions, nullptr, argv, environment);
     posix_spawn_file_actions_destroy(&actions);
     int status = 0;
     if (spawned != 0) {
-      why = "no system linker (ld) on the PATH";
+      why = "the system linker (" + linker + ") could not be started";
     } else if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       why = "the system linker (ld) failed";
     } else {

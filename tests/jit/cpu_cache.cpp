@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -655,4 +656,39 @@ TEST_CASE(
   for (auto [begin, end] : {std::pair{0, 0}, {3, 5}, {5, 6}, {6, 300}, {64, 128}})
     copy_compiled.entry(begin, end, copy_args.data());
   for (std::size_t k = 0; k < a.size(); ++k) CHECK(a[k] == (k >= 3 ? b[k] : -1.0));
+}
+
+TEST_CASE("the linker's folder (TMPDIR) and search path (PATH) come from the settings' snapshot, not the environment") {
+  // The process-wide compiler links kernels on a thread of its own while the
+  // program's threads may change the environment, so it reads neither
+  // variable itself (getenv beside setenv can crash).
+  Kernel kernel = scaled_kernel("link_snapshot");
+  const char* const nowhere = "/nonexistent/canopy-link-test";
+  TempDir first, second, third;  // made before TMPDIR points nowhere
+  {
+    // In the snapshot: no folder to link in, so the entry is the object file.
+    canopy::testing::ScopedSetting tmp("TMPDIR", nowhere);
+    CpuCompiler compiler(CpuCompiler::Options{first.str()});
+    const auto compiled = compiler.compile(kernel);
+    CHECK(runs_correctly(kernel, compiled.entry));
+    CHECK_FALSE(std::filesystem::exists(compiler.disk_cache()->loadable_path_of(compiled.key)));
+    CHECK(std::filesystem::exists(compiler.disk_cache()->path_of(compiled.key)));
+  }
+  {
+    // Only in the environment, the snapshot not read again: linked as before.
+    const char* before = std::getenv("TMPDIR");
+    const std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
+    ::setenv("TMPDIR", nowhere, 1);
+    CpuCompiler compiler(CpuCompiler::Options{second.str()});
+    const auto compiled = compiler.compile(kernel);
+    saved ? ::setenv("TMPDIR", saved->c_str(), 1) : ::unsetenv("TMPDIR");
+    CHECK(std::filesystem::exists(compiler.disk_cache()->loadable_path_of(compiled.key)));
+  }
+  {
+    // The same for PATH: no linker in the snapshot's search path.
+    canopy::testing::ScopedSetting path("PATH", nowhere);
+    CpuCompiler compiler(CpuCompiler::Options{third.str()});
+    const auto compiled = compiler.compile(kernel);
+    CHECK_FALSE(std::filesystem::exists(compiler.disk_cache()->loadable_path_of(compiled.key)));
+  }
 }
