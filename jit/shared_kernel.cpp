@@ -99,14 +99,14 @@ std::optional<std::string> link_shared_object(std::string_view object, std::stri
     if (spawned != 0) {
       why = "the system linker (" + linker + ") could not be started";
     } else if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      why = "the system linker (ld) failed";
+      why = "the system linker (" + linker + ") failed";
     } else {
       std::ifstream in(output, std::ios::binary);
       std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       if (is_shared_object(bytes))
         shared = std::move(bytes);
       else
-        why = "the system linker (ld) wrote no shared object";
+        why = "the system linker (" + linker + ") wrote no shared object";
     }
   } else {
     why = "cannot write " + input;

@@ -42,8 +42,8 @@ std::size_t size_of_text(const std::string& text) {
 /// is on another one now and its affinity allows `pu`; its affinity is
 /// restored after. run()'s caller is member 0: a program's own thread,
 /// running a region it waits for, may sit on a helper's core, and would take
-/// turns there with that helper while member 0's core idles, until the
-/// scheduler moved it (up to a few milliseconds).
+/// turns there with that helper while member 0's core idles, for as long as
+/// the scheduler leaves it there (a whole 40 ms run in the test).
 class OnMemberZeroCore {
  public:
   explicit OnMemberZeroCore(unsigned pu) {
