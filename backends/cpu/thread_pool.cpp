@@ -38,31 +38,6 @@ std::size_t size_of_text(const std::string& text) {
   return static_cast<std::size_t>(value) * scale;
 }
 
-/// While it lives, the calling thread runs on processing unit `pu`, when it
-/// is on another one now and its affinity allows `pu`; its affinity is
-/// restored after. run()'s caller is member 0: a program's own thread,
-/// running a region it waits for, may sit on a helper's core, and would take
-/// turns there with that helper while member 0's core idles, for as long as
-/// the scheduler leaves it there (a whole 40 ms run in the test).
-class OnMemberZeroCore {
- public:
-  explicit OnMemberZeroCore(unsigned pu) {
-    const int now = sched_getcpu();
-    if (now < 0 || static_cast<unsigned>(now) == pu || pu >= CPU_SETSIZE) return;
-    if (sched_getaffinity(0, sizeof saved_, &saved_) != 0 || !CPU_ISSET(pu, &saved_)) return;
-    moved_ = bind_current_thread(pu);
-  }
-  ~OnMemberZeroCore() {
-    if (moved_) sched_setaffinity(0, sizeof saved_, &saved_);
-  }
-  OnMemberZeroCore(const OnMemberZeroCore&) = delete;
-  OnMemberZeroCore& operator=(const OnMemberZeroCore&) = delete;
-
- private:
-  cpu_set_t saved_{};
-  bool moved_ = false;
-};
-
 }  // namespace
 
 // Both read what they need from the kernel directly: a second hwloc topology
@@ -73,6 +48,18 @@ bool bind_current_thread(unsigned pu) {
   if (pu >= CPU_SETSIZE) return false;
   CPU_SET(pu, &set);
   return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+SavedAffinity::SavedAffinity() : read_(sched_getaffinity(0, sizeof saved_, &saved_) == 0) {}
+
+SavedAffinity::~SavedAffinity() {
+  if (narrowed_) sched_setaffinity(0, sizeof saved_, &saved_);
+}
+
+bool SavedAffinity::narrow(const cpu_set_t& set) {
+  const bool narrowed = read_ && sched_setaffinity(0, sizeof set, &set) == 0;
+  narrowed_ = narrowed_ || narrowed;
+  return narrowed;
 }
 
 void name_thread(std::thread& thread, const std::string& role) {
@@ -194,8 +181,22 @@ void ThreadPool::run_erased(std::int64_t begin, std::int64_t end, int chunks, st
     generation_.fetch_add(1, std::memory_order_release);
     wake_sleepers();
   }
-  std::optional<OnMemberZeroCore> on_core;
-  if (helpers > 0) on_core.emplace(pus_.front());
+  // The caller is member 0: a program's own thread, running a region it
+  // waits for, may sit on a helper's core, and would take turns there with
+  // that helper while member 0's core idles, for as long as the scheduler
+  // leaves it there (a whole 40 ms run in the test). It runs its part on
+  // member 0's core, where its affinity allows, and gets that affinity back.
+  std::optional<SavedAffinity> caller_affinity;
+  const unsigned core = pus_.empty() ? 0 : pus_.front();
+  if (helpers > 0 && sched_getcpu() != static_cast<int>(core) && core < CPU_SETSIZE) {
+    const cpu_set_t* allowed = caller_affinity.emplace().saved();
+    if (allowed && CPU_ISSET(core, allowed)) {
+      cpu_set_t only;
+      CPU_ZERO(&only);
+      CPU_SET(core, &only);
+      caller_affinity->narrow(only);
+    }
+  }
   run_member(0);
   if (helpers > 0) {
     // Every chunk is taken: a helper that has not joined yet (asleep, or

@@ -25,6 +25,8 @@
 
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -125,6 +127,26 @@ class ThreadPool {
 /// hwloc's os_index); false when the system refuses (the thread then runs
 /// unbound).
 bool bind_current_thread(unsigned pu);
+
+/// The calling thread's CPU affinity, read when this is made and given back
+/// when it goes if narrow() changed it meanwhile. Made and destroyed on the
+/// same thread.
+class SavedAffinity {
+ public:
+  SavedAffinity();
+  ~SavedAffinity();
+  SavedAffinity(const SavedAffinity&) = delete;
+  SavedAffinity& operator=(const SavedAffinity&) = delete;
+
+  /// The affinity read, or null when the system did not say.
+  const cpu_set_t* saved() const { return read_ ? &saved_ : nullptr; }
+  /// Keeps the calling thread to `set` until this goes; false when refused.
+  bool narrow(const cpu_set_t& set);
+
+ private:
+  cpu_set_t saved_{};
+  bool read_ = false, narrowed_ = false;
+};
 
 /// Names `thread` "canopy:" + `role` (cut to the system's 15 characters)
 /// where `top -H`, `gdb` and /proc/self/task/*/comm show it; named by the

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include <canopy/backends/cpu/thread_pool.hpp>
 #include <canopy/canopy.hpp>
 #include <canopy/runtime/discovery.hpp>
 
@@ -54,40 +55,22 @@ std::int64_t Args::count(const std::string& flag, std::int64_t fallback) const {
   return value;
 }
 
-namespace {
-
-// Keeps the calling thread off the first core it may use while it lives.
-class FirstCoreLeftFree {
- public:
-  FirstCoreLeftFree() {
-    if (sched_getaffinity(0, sizeof allowed_, &allowed_) != 0 || CPU_COUNT(&allowed_) < 2) return;
-    cpu_set_t others = allowed_;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &others)) {
-        CPU_CLR(cpu, &others);
-        break;
-      }
-    narrowed_ = sched_setaffinity(0, sizeof others, &others) == 0;
-  }
-  ~FirstCoreLeftFree() {
-    if (narrowed_) sched_setaffinity(0, sizeof allowed_, &allowed_);
-  }
-  FirstCoreLeftFree(const FirstCoreLeftFree&) = delete;
-  FirstCoreLeftFree& operator=(const FirstCoreLeftFree&) = delete;
-
- private:
-  cpu_set_t allowed_{};
-  bool narrowed_ = false;
-};
-
-}  // namespace
-
 Runtime runtime_off_first_core() {
   // The Runtime keeps to its constructing thread's cores unless told which:
   // every core the thread may use before it is narrowed.
   runtime::RuntimeOptions options;
   options.pus = thread_affinity();
-  const FirstCoreLeftFree narrowed;  // its cores come back after the Runtime is made
+  // Off the first core while the Runtime is made; its cores come back after.
+  backends::cpu::SavedAffinity affinity;
+  if (const cpu_set_t* allowed = affinity.saved(); allowed && CPU_COUNT(allowed) >= 2) {
+    cpu_set_t others = *allowed;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &others)) {
+        CPU_CLR(cpu, &others);
+        break;
+      }
+    affinity.narrow(others);
+  }
   return options.pus.empty() ? Runtime() : Runtime(options);
 }
 
