@@ -380,14 +380,21 @@ void CpuCompiler::compile_together(const std::vector<const ir::Kernel*>& kernels
 std::vector<int> streaming_candidates(const ir::Kernel& kernel) {
   std::vector<int> candidates;
 #if defined(__x86_64__)
-  if (kernel.dims != 1) return candidates;
   const auto footprint = ir::footprint_of(kernel);
   for (const auto& array : footprint.arrays) {
     const auto& param = kernel.params[static_cast<std::size_t>(array.param)];
     const auto& w = array.writes;
-    if (param.rank != 1 || array.reads.present || !w.present || !w.unconditional || w.atomic) continue;
-    const auto& dim = w.dims.at(0);
-    if (dim.is_affine() && dim.coeff[0] == 1 && dim.lo == 0 && dim.hi == 0) candidates.push_back(array.param);
+    if (param.rank != kernel.dims || array.reads.present || !w.present || !w.unconditional || w.atomic) continue;
+    // Dimension d at exactly index(d): the points of the innermost range
+    // dimension, the SIMD lanes, store consecutive elements.
+    bool own_point = true;
+    for (int d = 0; d < param.rank; ++d) {
+      const auto& dim = w.dims.at(static_cast<std::size_t>(d));
+      std::array<std::int64_t, 3> coeff{};
+      coeff[static_cast<std::size_t>(d)] = 1;
+      own_point = own_point && dim.is_affine() && dim.coeff == coeff && dim.lo == 0 && dim.hi == 0;
+    }
+    if (own_point) candidates.push_back(array.param);
   }
 #endif
   return candidates;

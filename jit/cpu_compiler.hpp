@@ -117,9 +117,10 @@ class CpuCompiler {
   std::unique_ptr<State> state_;
 };
 
-/// The array parameters of a one-dimensional kernel that could take
-/// streaming stores: written only (never read), always at exactly index(0),
-/// unconditionally and not atomically. Empty when the host is not x86-64.
+/// The array parameters of a kernel that could take streaming stores:
+/// written only (never read), always at exactly the point's own element
+/// (index(0), index(1), ... in the array's dimensions, as many as the range
+/// has), unconditionally and not atomically. Empty when the host is not x86-64.
 std::vector<int> streaming_candidates(const ir::Kernel& kernel);
 
 /// "memory", "disk" or "compiled".

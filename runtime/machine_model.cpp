@@ -323,11 +323,12 @@ ir::KernelCost MachineModel::cost_of(const ir::Kernel& kernel, std::string_view 
   } else if (m.streaming_threshold >= 0 && jit::streaming_entry_type(kernel)) {
     threshold = static_cast<double>(m.streaming_threshold);
   }
-  if (threshold && !options.streaming_stores && !reduces && range[0] > 0) {
+  double points = 1;
+  for (int d = 0; d < kernel.dims; ++d) points *= static_cast<double>(std::max<std::int64_t>(range[d], 0));
+  if (threshold && !options.streaming_stores && !reduces && points > 0) {
     double written = 0;
     for (int p : jit::streaming_candidates(kernel))
-      written += static_cast<double>(range[0]) *
-                 static_cast<double>(ir::size_of(kernel.params[static_cast<std::size_t>(p)].type));
+      written += points * static_cast<double>(ir::size_of(kernel.params[static_cast<std::size_t>(p)].type));
     options.streaming_stores = written > 0 && written >= *threshold;
   }
   return ir::cost_of(kernel, options);

@@ -196,7 +196,8 @@ class MachineModel {
   /// piece) over `range` (index extents, 0 where unknown): ir::cost_of with
   /// cost_options(leaf, base), the range, and streaming stores where the
   /// leaf's backend uses them. CPU leaves write the write-only arrays of a
-  /// one-dimensional kernel without reductions (jit::streaming_candidates)
+  /// kernel without reductions stored at each point's own element
+  /// (jit::streaming_candidates)
   /// with streaming stores when the piece writes at least the leaf's
   /// streaming_threshold into them (the CPU backend's own threshold), or as
   /// CANOPY_STREAMING_STORES (on, off, auto) says; device leaves where their

@@ -46,19 +46,30 @@ ReductionValue partial_of(const jit::ArgSlot& slot, ir::ScalarType type) {
   return v;
 }
 
-// True when every streaming array of `program` starts on a 64-byte boundary.
-bool streaming_arrays_aligned(const CpuProgram& program, const std::vector<KernelArg>& args) {
-  for (int p : program.streaming->params)
-    if (reinterpret_cast<std::uintptr_t>(std::get<ArrayArg>(args[static_cast<std::size_t>(p)]).data) % 64 != 0)
+// True when every vector store the streaming entry makes into its arrays
+// over `range` is aligned: each array starts on a 64-byte boundary and, in a
+// kernel of two or three dimensions, so do its rows and the range's first
+// column (a one-dimensional chunk aligns its own start; see run()).
+bool streaming_arrays_aligned(const CpuProgram& program, const std::vector<KernelArg>& args, const Range& range) {
+  const int last = program.ir->dims - 1;
+  for (int p : program.streaming->params) {
+    const auto& array = std::get<ArrayArg>(args[static_cast<std::size_t>(p)]);
+    if (reinterpret_cast<std::uintptr_t>(array.data) % 64 != 0) return false;
+    if (last == 0) continue;
+    const auto size = static_cast<std::int64_t>(ir::size_of(program.ir->params[static_cast<std::size_t>(p)].type));
+    if (array.extents[static_cast<std::size_t>(last)] * size % 64 != 0 ||
+        range.begin[static_cast<std::size_t>(last)] * size % 64 != 0)
       return false;
+  }
   return true;
 }
 
-// Bytes a launch over `rows` rows writes into the streaming arrays.
-std::size_t streaming_bytes(const CpuProgram& program, std::int64_t rows) {
+// Bytes a launch over `range` writes into the streaming arrays.
+std::size_t streaming_bytes(const CpuProgram& program, const Range& range) {
   std::size_t bytes = 0;
   for (int p : program.streaming->params)
-    bytes += static_cast<std::size_t>(rows) * ir::size_of(program.ir->params[static_cast<std::size_t>(p)].type);
+    bytes +=
+        static_cast<std::size_t>(range.points()) * ir::size_of(program.ir->params[static_cast<std::size_t>(p)].type);
   return bytes;
 }
 
@@ -206,11 +217,12 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   const std::int64_t grain = kernel.dims == 1 && rows >= kPointGrain * chunks ? kPointGrain : 1;
 
   // Streaming stores for launches that write far more than the caches hold.
-  // Each chunk runs its first rows, up to a 64-byte boundary, with the plain
-  // entry, since the streaming entry's stores assume aligned starts.
+  // A one-dimensional chunk runs its first points, up to a 64-byte boundary,
+  // with the plain entry, since the streaming entry's stores assume aligned
+  // starts; a range of more dimensions is aligned as a whole or not at all.
   jit::CpuEntry streaming_entry = nullptr;
-  if (program.streaming && streaming_bytes(program, rows) >= streaming_threshold_ &&
-      streaming_arrays_aligned(program, args)) {
+  if (program.streaming && streaming_bytes(program, range) >= streaming_threshold_ &&
+      streaming_arrays_aligned(program, args, range)) {
     std::call_once(program.streaming->compiled, [&] {
       jit::CpuCompiler::CodeOptions code;
       code.streaming_stores = program.streaming->params;
@@ -220,8 +232,10 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   }
 
   // Each chunk's partial reductions: one set per entry it runs (the head
-  // before a 64-byte boundary and the streaming rest are two), combined in order.
-  const int parts = streaming_entry ? 2 : 1;
+  // before a 64-byte boundary and the streaming rest of a one-dimensional
+  // range are two), combined in order.
+  const bool aligns_head = streaming_entry && kernel.dims == 1;
+  const int parts = aligns_head ? 2 : 1;
   const std::size_t sets = static_cast<std::size_t>(chunks) * static_cast<std::size_t>(parts);
   std::vector<jit::ArgSlot> partials(reductions.size() * sets);
   std::vector<char> ran(sets, 0);
@@ -239,8 +253,8 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   };
   auto run_chunk = [&](int chunk, std::int64_t b, std::int64_t e) {
     const auto set = static_cast<std::size_t>(chunk) * static_cast<std::size_t>(parts);
-    if (!streaming_entry) {
-      run_part(set, program.entry, b, e);
+    if (!aligns_head) {
+      run_part(set, streaming_entry ? streaming_entry : program.entry, b, e);
       return;
     }
     const std::int64_t aligned = std::min(e, (b + 15) / 16 * 16);

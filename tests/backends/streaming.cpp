@@ -38,8 +38,96 @@ TEST_CASE("streaming candidates: write-only arrays stored at exactly index(0), u
   });
   CHECK(jit::streaming_candidates(two_outputs.ir()) == std::vector<int>{0, 1});
 
-  Kernel grid("grid", [](Out<double, 2> g) { g(index(0), index(1)) = 1.0; });
-  CHECK(jit::streaming_candidates(grid.ir()).empty());  // two-dimensional
+  Kernel grid("grid", [](Out<double, 2> g, Out<float, 2> transposed, Out<float> column) {
+    Idx i = index(0), j = index(1);
+    g(i, j) = 1.0;
+    transposed(j, i) = 2.0f;
+    column[j] = 3.0f;
+  });
+  // The point's own element in each dimension; not a transpose (the lanes'
+  // stores are a column apart), nor an array of another rank.
+  CHECK(jit::streaming_candidates(grid.ir()) == std::vector<int>{0});
+
+  Kernel box("box", [](Out<float, 3> b, Out<float, 3> shifted) {
+    Idx i = index(0), j = index(1), k = index(2);
+    b(i, j, k) = 1.0f;
+    shifted(i, j, k + 1) = 1.0f;
+  });
+  CHECK(jit::streaming_candidates(box.ir()) == std::vector<int>{0});
+}
+
+TEST_CASE("a two-dimensional kernel's streaming variant stores non-temporally") {
+  const auto dir = std::filesystem::temp_directory_path() / "canopy-streaming-test-2d";
+  std::filesystem::remove_all(dir);
+  {
+    canopy::testing::ScopedSetting dump("CANOPY_DUMP", "asm"), dump_dir("CANOPY_DUMP_DIR", dir.c_str());
+    Kernel copy("stream_copy_2d",
+                [](Out<float, 2> a, In<float, 2> b) { a(index(0), index(1)) = b(index(0), index(1)) * 2.0f; });
+    jit::CpuCompiler compiler({"off"});
+    jit::CpuCompiler::CodeOptions code;
+    code.streaming_stores = {0};
+    compiler.compile(copy.ir(), code);
+  }
+  std::ifstream file(dir / "stream_copy_2d.streaming.asm");
+  REQUIRE(file);
+  std::stringstream text;
+  text << file.rdbuf();
+  CHECK(text.str().find("vmovnt") != std::string::npos);
+  CHECK(text.str().find("sfence") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("two- and three-dimensional launches with streaming stores give the results of plain stores") {
+  canopy::testing::ScopedSetting streaming("CANOPY_STREAMING_STORES", "on");
+  Runtime rt;
+  // Columns whose rows start on 64-byte boundaries (16, 64, 1040 floats)
+  // take the streaming entry; the others (1, 17, 100) the plain one.
+  Kernel coefficients("stream_grid", [](Out<float, 2> a, Out<double, 2> b, In<float, 2> c, Val<float> s) {
+    Idx i = index(0), j = index(1);
+    const Idx cols = c.extent(1);
+    Var<float> east = 0.0f;
+    If(j < cols - 1, [&] { east = c(i, j + 1); });
+    a(i, j) = c(i, j) * s + east.value();
+    b(i, j) = cast<double>(c(i, j)) - 0.5;
+  });
+  for (std::int64_t rows : {1, 3, 129}) {
+    for (std::int64_t cols : {1, 16, 17, 64, 100, 1040}) {
+      auto a = rt.array<float, 2>(Shape(rows, cols));
+      auto b = rt.array<double, 2>(Shape(rows, cols));
+      auto c = rt.array<float, 2>(Shape(rows, cols));
+      std::vector<float> input(static_cast<std::size_t>(rows * cols));
+      for (std::size_t k = 0; k < input.size(); ++k) input[k] = float(k % 97) * 0.25f - 3.0f;
+      {
+        auto hc = c.host();
+        std::copy(input.begin(), input.end(), hc.begin());
+      }
+      rt.region(coefficients).over(rows, cols).launch(a, b, c, 1.5f);
+      auto ha = a.host_read();
+      auto hb = b.host_read();
+      bool same = true;
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const float here = input[std::size_t(i * cols + j)];
+          const float east = j < cols - 1 ? input[std::size_t(i * cols + j + 1)] : 0.0f;
+          same = same && ha(i, j) == here * 1.5f + east && hb(i, j) == double(here) - 0.5;
+        }
+      CHECK_MESSAGE(same, rows << " x " << cols);
+    }
+  }
+  Kernel box("stream_box", [](Out<std::int32_t, 3> b) {
+    Idx i = index(0), j = index(1), k = index(2);
+    b(i, j, k) = cast<std::int32_t>(i * 10000 + j * 100 + k);
+  });
+  for (std::int64_t depth : {5, 16, 33}) {
+    auto b = rt.array<std::int32_t, 3>(Shape(3, 7, depth));
+    rt.region(box).over(3, 7, depth).launch(b);
+    auto hb = b.host_read();
+    bool same = true;
+    for (std::int64_t i = 0; i < 3; ++i)
+      for (std::int64_t j = 0; j < 7; ++j)
+        for (std::int64_t k = 0; k < depth; ++k) same = same && hb(i, j, k) == i * 10000 + j * 100 + k;
+    CHECK_MESSAGE(same, "depth " << depth);
+  }
 }
 
 TEST_CASE("the streaming variant's stores are non-temporal and fenced") {

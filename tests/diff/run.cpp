@@ -262,9 +262,12 @@ std::unique_ptr<Runtime> runtime_with(const char* name, const char* value) {
 // kernel happens to be compiled, so that every program's chains run fused.
 // An adaptive region follows the split its inputs were left in wherever it
 // differs (CANOPY_SEQUENCE_PLACEMENT=always), not only where that pays on
-// this machine, so that following is exercised.
+// this machine, so that following is exercised. The CPU writes every array
+// that may take streaming stores with them (CANOPY_STREAMING_STORES=on),
+// not only in launches larger than its caches.
 std::unique_ptr<Runtime> unchecked_runtime() {
-  canopy::testing::ScopedSetting eager("CANOPY_FUSE", "eager"), follow("CANOPY_SEQUENCE_PLACEMENT", "always");
+  canopy::testing::ScopedSetting eager("CANOPY_FUSE", "eager"), follow("CANOPY_SEQUENCE_PLACEMENT", "always"),
+      streaming("CANOPY_STREAMING_STORES", "on");
   return runtime_with("CANOPY_SPLIT_WRITES", "merge");
 }
 
