@@ -95,7 +95,12 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, Pipeline pipel
   // would find nothing to do in it and only cost compile time.
   tuning.LoopVectorization = pipeline == Pipeline::Full;
   tuning.SLPVectorization = pipeline == Pipeline::Full;
-  tuning.LoopUnrolling = true;
+  // LLVM's unroller runs only on the loops the lowerings mark for it
+  // (unrolls_fully): small loops of a known trip count. Its heuristics
+  // unrolled whole loop nests at a cost of compile time (Rodinia lud's
+  // lud_top_16: 370 ms; gaussian_step, nw and backprop twice what they
+  // take without) for no speed measurable in canopy-bench rodinia or kernels.
+  tuning.LoopUnrolling = false;
   llvm::PassBuilder passes(&machine, tuning);
   // The host's C library: registered first so that it wins over the default.
   llvm::TargetLibraryInfoImpl library_info(machine.getTargetTriple());

@@ -236,7 +236,7 @@ llvm::AllocaInst* LlvmLowering::entry_alloca(llvm::Type* type, const std::string
 
 void LlvmLowering::emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::int64_t step, const std::string& name,
                                      const std::function<void(llvm::Value*)>& body, int interleave, Bounds bounds,
-                                     bool points) {
+                                     bool points, bool unroll_fully) {
   auto* type = llvm::cast<llvm::IntegerType>(begin->getType());
   auto* step_value = llvm::ConstantInt::get(type, step, true);
   const bool next_below_end = step == 1 || bounds == Bounds::WholeSteps;
@@ -266,8 +266,10 @@ void LlvmLowering::emit_counted_loop(llvm::Value* begin, llvm::Value* end, std::
                                       : builder_.CreateAnd(can_step, builder_.CreateICmpSLT(counter, limit));
   counter->addIncoming(next, builder_.GetInsertBlock());
   auto* latch = builder_.CreateCondBr(again, loop, after);
-  if (interleave > 0 || points) {
+  if (interleave > 0 || points || unroll_fully) {
     std::vector<llvm::Metadata*> parts{nullptr};  // a loop's id names itself first
+    if (unroll_fully)
+      parts.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.full")}));
     if (interleave > 0) {
       llvm::Metadata* count[] = {
           llvm::MDString::get(context_, "llvm.loop.interleave.count"),
@@ -542,13 +544,11 @@ void LlvmLowering::emit_branch(llvm::Value* cond, const ir::If& node) {
 
 namespace {
 
-// A loop body with no loop in it and at most kMostNodes expressions: more
-// chains side by side would not fit the registers.
-bool is_small_innermost(const ir::Stmt& body) {
-  constexpr int kMostNodes = 256;
+// The operations of `body` (leaves not counted), or -1 when it has a loop.
+int operations_without_loops(const ir::Stmt& body) {
   struct Counter : ir::Visitor {
     bool loop = false;
-    int nodes = 0;  // the operations (leaves not counted)
+    int nodes = 0;
     void visit(const ir::For&) override { loop = true; }
     void visit(const ir::Load& n) override { ++nodes, ir::Visitor::visit(n); }
     void visit(const ir::Unary& n) override { ++nodes, ir::Visitor::visit(n); }
@@ -559,10 +559,30 @@ bool is_small_innermost(const ir::Stmt& body) {
     void visit(const ir::Select& n) override { ++nodes, ir::Visitor::visit(n); }
   } counter;
   counter.walk(body);
-  return !counter.loop && counter.nodes <= kMostNodes;
+  return counter.loop ? -1 : counter.nodes;
+}
+
+// A loop body with no loop in it and at most kMostNodes expressions: more
+// chains side by side would not fit the registers.
+bool is_small_innermost(const ir::Stmt& body) {
+  constexpr int kMostNodes = 256;
+  const int operations = operations_without_loops(body);
+  return operations >= 0 && operations <= kMostNodes;
 }
 
 }  // namespace
+
+bool unrolls_fully(const ir::For& node) {
+  constexpr std::int64_t kMostTrips = 16, kMostOperations = 1024;
+  if (!ir::is_const(node.begin) || !ir::is_const(node.end) || !ir::is_const(node.step) || !ir::is_int(node.step->type))
+    return false;
+  const std::int64_t begin = node.begin->as<ir::Const>().int_value, end = node.end->as<ir::Const>().int_value;
+  const std::int64_t step = node.step->as<ir::Const>().int_value;
+  if (step <= 0 || end <= begin || (end - begin) / step >= kMostTrips) return false;
+  const std::int64_t trips = (end - begin + step - 1) / step;
+  const int operations = operations_without_loops(node.body);
+  return operations >= 0 && trips * std::max(operations, 1) <= kMostOperations;
+}
 
 void LlvmLowering::visit(const ir::For& node) {
   if (!ir::is_const(node.step) || !ir::is_int(node.step->type) || node.step->as<ir::Const>().int_value <= 0)
@@ -577,7 +597,7 @@ void LlvmLowering::visit(const ir::For& node) {
         walk(node.body);
         loop_counters_.erase(node.var);
       },
-      interleave);
+      interleave, Bounds::Any, false, unrolls_fully(node));
 }
 
 }  // namespace canopy::jit

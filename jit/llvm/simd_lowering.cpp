@@ -999,10 +999,13 @@ void SimdLowering::visit(const ir::For& node) {
   const Shaped end = shaped_of(node.end);
   if (begin.shape == Shape::Uniform && end.shape == Shape::Uniform) {
     loop_first_blocks_.push_back(function_->size());
-    emit_counted_loop(begin.value, end.value, step, node.var, [&](llvm::Value* counter) {
-      bound_[node.var] = uniform(counter);
-      walk(node.body);
-    });
+    emit_counted_loop(
+        begin.value, end.value, step, node.var,
+        [&](llvm::Value* counter) {
+          bound_[node.var] = uniform(counter);
+          walk(node.body);
+        },
+        0, Bounds::Any, false, unrolls_fully(node));
     loop_first_blocks_.pop_back();
     bound_.erase(node.var);
     return;
