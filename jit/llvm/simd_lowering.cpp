@@ -1,6 +1,7 @@
 #include "internal/simd_lowering.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Intrinsics.h>
@@ -91,6 +92,124 @@ struct RowWalks : ir::Visitor {
 // A row block's buffer: small enough to stay in the level-1 cache beside the
 // rest of a point's data.
 constexpr std::int64_t kRowBlockBytes = 16 * 1024;
+
+// True when `expr` is the same for every point of a row of the lanes'
+// dimension `lane_dim` and can be computed before the row's loop: literals,
+// scalar parameters, extents, the indices of outer dimensions and integer
+// arithmetic on them (no variable, no load).
+bool row_invariant(const ir::Expr& expr, int lane_dim) {
+  switch (expr->kind) {
+    case ir::ExprKind::Const:
+    case ir::ExprKind::Param:
+    case ir::ExprKind::Extent: return ir::is_int(expr->type);
+    case ir::ExprKind::Index: return expr->as<ir::Index>().dim < lane_dim;
+    case ir::ExprKind::Binary: {
+      const auto& b = expr->as<ir::Binary>();
+      const bool arithmetic = b.op == ir::BinaryOp::Add || b.op == ir::BinaryOp::Sub || b.op == ir::BinaryOp::Mul ||
+                              b.op == ir::BinaryOp::Min || b.op == ir::BinaryOp::Max;
+      return arithmetic && expr->type == ir::ScalarType::I64 && row_invariant(b.lhs, lane_dim) &&
+             row_invariant(b.rhs, lane_dim);
+    }
+    case ir::ExprKind::Cast: {
+      const auto& c = expr->as<ir::Cast>();
+      return expr->type == ir::ScalarType::I64 && ir::is_int(c.operand->type) && row_invariant(c.operand, lane_dim);
+    }
+    default: return false;
+  }
+}
+
+// `cond` as an EdgeBound (the index moved to the left), when it compares
+// index(lane_dim), plus or minus a literal of at most 2^31, with a
+// row-invariant value: a stencil's `j > 0` or `j + 1 < cols`.
+std::optional<EdgeBound> edge_bound(const ir::Expr& cond, int lane_dim) {
+  if (cond->kind != ir::ExprKind::Compare) return std::nullopt;
+  const auto& compare = cond->as<ir::Compare>();
+  if (compare.op == ir::CompareOp::Eq || compare.op == ir::CompareOp::Ne || compare.lhs->type != ir::ScalarType::I64)
+    return std::nullopt;
+  constexpr std::int64_t kMostOffset = std::int64_t{1} << 31;
+  // index(lane_dim) + offset, or nothing.
+  auto own_index = [&](const ir::Expr& e) -> std::optional<std::int64_t> {
+    if (is_lane_index(e, lane_dim)) return 0;
+    if (e->kind != ir::ExprKind::Binary) return std::nullopt;
+    const auto& b = e->as<ir::Binary>();
+    if (b.op != ir::BinaryOp::Add && b.op != ir::BinaryOp::Sub) return std::nullopt;
+    const bool literal_right = ir::is_const(b.rhs) && is_lane_index(b.lhs, lane_dim);
+    const bool literal_left = b.op == ir::BinaryOp::Add && ir::is_const(b.lhs) && is_lane_index(b.rhs, lane_dim);
+    if (!literal_right && !literal_left) return std::nullopt;
+    const std::int64_t value = (literal_right ? b.rhs : b.lhs)->as<ir::Const>().int_value;
+    if (value <= -kMostOffset || value >= kMostOffset) return std::nullopt;
+    return b.op == ir::BinaryOp::Sub ? -value : value;
+  };
+  if (auto offset = own_index(compare.lhs); offset && row_invariant(compare.rhs, lane_dim))
+    return EdgeBound{compare.op, *offset, compare.rhs};
+  if (auto offset = own_index(compare.rhs); offset && row_invariant(compare.lhs, lane_dim)) {
+    ir::CompareOp flipped = compare.op;  // bound op index  <=>  index flipped bound
+    switch (compare.op) {
+      case ir::CompareOp::Lt: flipped = ir::CompareOp::Gt; break;
+      case ir::CompareOp::Le: flipped = ir::CompareOp::Ge; break;
+      case ir::CompareOp::Gt: flipped = ir::CompareOp::Lt; break;
+      case ir::CompareOp::Ge: flipped = ir::CompareOp::Le; break;
+      default: break;
+    }
+    return EdgeBound{flipped, *offset, compare.lhs};
+  }
+  return std::nullopt;
+}
+
+// The conditions of a body's Ifs and selects that bound the lanes' own index
+// (edge_bound), each alone or in a logical and of such bounds, with the
+// bounds; empty when the body has a loop or more than kMostOperations
+// operations (its lowering is made twice when there are such conditions).
+struct EdgeConditions : ir::Visitor {
+  static constexpr int kMostOperations = 256;
+  int lane_dim;
+  std::vector<const ir::ExprNode*> conditions;
+  std::vector<EdgeBound> bounds;
+  bool loops = false;
+  int operations = 0;
+
+  explicit EdgeConditions(int dim) : lane_dim(dim) {}
+
+  // Adds `cond` when every part of it is a bound.
+  bool add(const ir::Expr& cond) {
+    if (cond->kind == ir::ExprKind::Binary && cond->as<ir::Binary>().op == ir::BinaryOp::And &&
+        cond->type == ir::ScalarType::Bool) {
+      const auto& both = cond->as<ir::Binary>();
+      const std::size_t kept = bounds.size(), noted = conditions.size();
+      if (!add(both.lhs) || !add(both.rhs)) {
+        bounds.resize(kept);
+        conditions.resize(noted);
+        return false;
+      }
+      conditions.push_back(cond.get());
+      return true;
+    }
+    auto bound = edge_bound(cond, lane_dim);
+    if (!bound) return false;
+    bounds.push_back(*bound);
+    conditions.push_back(cond.get());
+    return true;
+  }
+
+  void visit(const ir::For&) override { loops = true; }
+  void visit(const ir::If& node) override {
+    add(node.cond);
+    ir::Visitor::visit(node);
+  }
+  void visit(const ir::Select& node) override {
+    ++operations;
+    add(node.cond);
+    ir::Visitor::visit(node);
+  }
+  void visit(const ir::Load& n) override { ++operations, ir::Visitor::visit(n); }
+  void visit(const ir::Unary& n) override { ++operations, ir::Visitor::visit(n); }
+  void visit(const ir::Binary& n) override { ++operations, ir::Visitor::visit(n); }
+  void visit(const ir::Compare& n) override { ++operations, ir::Visitor::visit(n); }
+  void visit(const ir::Cast& n) override { ++operations, ir::Visitor::visit(n); }
+  void visit(const ir::Call& n) override { ++operations, ir::Visitor::visit(n); }
+
+  bool usable() const { return !bounds.empty() && !loops && operations <= kMostOperations; }
+};
 
 }  // namespace
 
@@ -327,17 +446,20 @@ void SimdLowering::emit_index_space(const std::function<void()>& body) {
                                                         llvm::ConstantInt::get(i64, 0), nullptr, "points");
     llvm::Value* whole = builder_.CreateAnd(count, llvm::ConstantInt::get(i64, -std::int64_t{lanes_}));
     llvm::Value* whole_end = builder_.CreateAdd(lo, whole, "whole_end");
-    emit_counted_loop(
-        lo, whole_end, lanes_, "v" + std::to_string(last), Bounds::WholeSteps,
-        [&](llvm::Value* i) {
-          indices_[last] = linear(i, one);
-          mask_ = nullptr;
-          fill_row_blocks(i, llvm::ConstantInt::get(i64, lanes_), true);
-          whole_vector_ = true;
-          body();
-          whole_vector_ = false;
-        },
-        true);
+    auto whole_vector = [&](llvm::Value* i) {
+      indices_[last] = linear(i, one);
+      mask_ = nullptr;
+      fill_row_blocks(i, llvm::ConstantInt::get(i64, lanes_), true);
+      whole_vector_ = true;
+      body();
+      whole_vector_ = false;
+    };
+    EdgeConditions edges(last);
+    edges.walk(kernel_.body);
+    if (edges.usable())
+      emit_whole_vectors_around_interior(lo, whole_end, edges.bounds, edges.conditions, whole_vector);
+    else
+      emit_counted_loop(lo, whole_end, lanes_, "v" + std::to_string(last), Bounds::WholeSteps, whole_vector, true);
     llvm::Value* rest = builder_.CreateSub(count, whole, "rest");
     auto* tail = llvm::BasicBlock::Create(context_, "tail", function_);
     auto* done = llvm::BasicBlock::Create(context_, "tail.done", function_);
@@ -352,6 +474,98 @@ void SimdLowering::emit_index_space(const std::function<void()>& body) {
     builder_.SetInsertPoint(done);
   };
   nest(0);
+}
+
+void SimdLowering::emit_whole_vectors_around_interior(llvm::Value* lo, llvm::Value* whole_end,
+                                                      const std::vector<EdgeBound>& bounds,
+                                                      const std::vector<const ir::ExprNode*>& conditions,
+                                                      const std::function<void(llvm::Value*)>& whole_vector) {
+  auto* i64 = builder_.getInt64Ty();
+  auto constant = [&](std::int64_t v) { return llvm::ConstantInt::get(i64, v, true); };
+  auto saturating = [&](llvm::Intrinsic::ID id, llvm::Value* a, std::int64_t b) {
+    return builder_.CreateBinaryIntrinsic(id, a, constant(b));
+  };
+  // The interior: the vectors whose first lane starts in [first, last) and
+  // in which every bound holds in every lane. A bound on index + c holds in
+  // lanes i .. i + L - 1 when, for >, i + c > u; for >=, i + c >= u; for <,
+  // i + L - 1 + c < u; for <=, i + L - 1 + c <= u (saturating: a bound out
+  // of reach leaves the interior empty or whole, never wrong).
+  llvm::Value* first = lo;
+  llvm::Value* last = whole_end;
+  const std::int64_t reach = lanes_ - 1;
+  for (const EdgeBound& b : bounds) {
+    llvm::Value* u = shaped_of(b.bound).value;
+    llvm::Value* shifted = saturating(llvm::Intrinsic::ssub_sat, u, b.offset);  // u - c
+    switch (b.op) {
+      case ir::CompareOp::Gt:
+        first = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, first,
+                                               saturating(llvm::Intrinsic::sadd_sat, shifted, 1));
+        break;
+      case ir::CompareOp::Ge: first = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, first, shifted); break;
+      case ir::CompareOp::Lt:
+        last = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, last,
+                                              saturating(llvm::Intrinsic::ssub_sat, shifted, reach));
+        break;
+      case ir::CompareOp::Le:
+        last = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, last,
+                                              saturating(llvm::Intrinsic::ssub_sat, shifted, reach - 1));
+        break;
+      default: break;
+    }
+  }
+  // On whole vectors from lo: first rounded up, last (exclusive) rounded up,
+  // both within [lo, whole_end]. Indices this far from the ends of int64
+  // keep i + c + L from wrapping (|c| < 2^31); beyond, no interior.
+  auto on_vectors = [&](llvm::Value* at) {
+    llvm::Value* clamped = builder_.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smin, builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, at, lo), whole_end);
+    llvm::Value* offset = builder_.CreateSub(clamped, lo);
+    llvm::Value* up = builder_.CreateAnd(builder_.CreateAdd(offset, constant(lanes_ - 1)), constant(-lanes_));
+    return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder_.CreateAdd(lo, up), whole_end);
+  };
+  llvm::Value* interior_first = on_vectors(first);
+  llvm::Value* interior_end = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, on_vectors(last), interior_first);
+  constexpr std::int64_t kFar = std::int64_t{1} << 62;
+  llvm::Value* in_reach = builder_.CreateAnd(builder_.CreateICmpSGE(lo, constant(-kFar)),
+                                             builder_.CreateICmpSLE(whole_end, constant(kFar)));
+  llvm::Value* has_interior = builder_.CreateAnd(in_reach, builder_.CreateICmpSLT(interior_first, interior_end));
+  // Where the loop over the edges' vectors turns to the interior's: a start
+  // it never meets when there is none.
+  llvm::Value* turn = builder_.CreateSelect(has_interior, interior_first, whole_end, "interior.first");
+
+  // for (i = lo; i < whole_end;) { if (i == turn) { the interior; i = its end; } else { a vector; i += L; } }
+  auto* before = builder_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(context_, "edges.loop", function_);
+  auto* edge = llvm::BasicBlock::Create(context_, "edges.vector", function_);
+  auto* interior = llvm::BasicBlock::Create(context_, "interior", function_);
+  auto* done = llvm::BasicBlock::Create(context_, "edges.done", function_);
+  builder_.CreateCondBr(builder_.CreateICmpSLT(lo, whole_end), header, done);
+
+  builder_.SetInsertPoint(header);
+  auto* i = builder_.CreatePHI(i64, 3, "edges.i");
+  i->addIncoming(lo, before);
+  builder_.CreateCondBr(builder_.CreateICmpEQ(i, turn), interior, edge);
+
+  builder_.SetInsertPoint(edge);
+  whole_vector(i);
+  llvm::Value* next = builder_.CreateAdd(i, constant(lanes_), "edges.next", false, true);
+  i->addIncoming(next, builder_.GetInsertBlock());
+  builder_.CreateCondBr(builder_.CreateICmpSLT(next, whole_end), header, done);
+
+  // The interior's body, lowered with its bounds known to hold. It counts
+  // for nothing in refusal(): the kernel's shape is the edges' body's.
+  builder_.SetInsertPoint(interior);
+  const int deepest = deepest_, scattered = scattered_, arithmetic = lane_arithmetic();
+  for (const ir::ExprNode* condition : conditions) known_true_.insert(condition);
+  emit_counted_loop(interior_first, interior_end, lanes_, "interior.v", Bounds::WholeSteps, whole_vector, true);
+  known_true_.clear();
+  interior_arithmetic_ += lane_arithmetic() - arithmetic;
+  deepest_ = deepest;
+  scattered_ = scattered;
+  i->addIncoming(interior_end, builder_.GetInsertBlock());
+  builder_.CreateCondBr(builder_.CreateICmpSLT(interior_end, whole_end), header, done);
+
+  builder_.SetInsertPoint(done);
 }
 
 void SimdLowering::begin_reductions() {
@@ -561,7 +775,7 @@ int SimdLowering::lane_arithmetic() const {
 
 std::string SimdLowering::refusal() const {
   if (scattered_ == 0) return "";
-  const int arithmetic = lane_arithmetic();
+  const int arithmetic = lane_arithmetic() - interior_arithmetic_;
   if (deepest_ == 0 && arithmetic >= kArithmeticPerGather * scattered_) return "";
   return "scalar point loop: " + std::to_string(scattered_) + " gathers or scatters " +
          (deepest_ > 0 ? "in the innermost loop of a point"
@@ -802,6 +1016,10 @@ llvm::Value* SimdLowering::call_per_active_lane(ir::MathFn fn, ScalarType type, 
 }
 
 void SimdLowering::visit(const ir::Select& node) {
+  if (known_true_.count(node.cond.get())) {  // in the interior: every lane takes the first
+    shaped_ = shaped_of(node.if_true);
+    return;
+  }
   const Shaped cond = shaped_of(node.cond);
   const Shaped if_true = shaped_of(node.if_true);
   const Shaped if_false = shaped_of(node.if_false);
@@ -932,6 +1150,10 @@ void SimdLowering::visit(const ir::Reduce& node) {
 }
 
 void SimdLowering::visit(const ir::If& node) {
+  if (known_true_.count(node.cond.get())) {  // in the interior: every lane takes it
+    walk(node.then_body);
+    return;
+  }
   if (!mask_) {
     // All lanes active and, in most vectors, all deciding alike: that side
     // runs as plain vector code, without masks; the vectors where the lanes

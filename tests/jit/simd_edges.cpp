@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "simd_lanes.hpp"
@@ -97,6 +99,122 @@ TEST_CASE("If on the lanes' own index: lanes whose values wrap within a vector e
       const auto product = static_cast<std::int64_t>(static_cast<std::uint64_t>(e) * static_cast<std::uint64_t>(s));
       REQUIRE(out[e] == (product < 0 ? 1 : 0));
     }
+  }
+}
+
+TEST_CASE("If and select on bounds of the lanes' own index: the interior's vectors and the edges' agree") {
+  // out[i] = (i >= a) + 10 (i + 2 < b) + 100 (b - 1 >= i - 3) + 1000 (c > i) + 10000 (i > a and i <= b),
+  // clamped[i] = x[i > 0 ? i - 1 : i]: every kind of bound, the index on either side, with offsets, in
+  // a logical and and in a select, with bounds anywhere from the range's ends to int64's.
+  const Expr i = make_index(0);
+  const Expr a = make_param(I64, 3), b = make_param(I64, 4), c = make_param(I64, 5);
+  auto when = [&](Expr cond, std::int64_t weight) {
+    return make_if(std::move(cond), make_block({make_assign("v", add(make_var(I64, "v"), make_int(I64, weight)))}));
+  };
+  auto minus = [](Expr x, std::int64_t k) { return make_binary(BinaryOp::Sub, std::move(x), make_int(I64, k)); };
+  const Kernel kernel = make_kernel(
+      "edges.bounds",
+      {Param::array("out", I64, 1, Access::Out), Param::array("clamped", I64, 1, Access::Out),
+       Param::array("x", I64, 1, Access::In), Param::scalar("a", I64), Param::scalar("b", I64),
+       Param::scalar("c", I64)},
+      1,
+      {make_decl("v", make_int(I64, 0)), when(make_compare(CompareOp::Ge, i, a), 1),
+       when(make_compare(CompareOp::Lt, add(i, make_int(I64, 2)), b), 10),
+       when(make_compare(CompareOp::Ge, minus(b, 1), minus(i, 3)), 100), when(make_compare(CompareOp::Gt, c, i), 1000),
+       when(make_binary(BinaryOp::And, make_compare(CompareOp::Gt, i, a), make_compare(CompareOp::Le, i, b)), 10000),
+       make_store(0, {i}, make_var(I64, "v")),
+       make_store(1, {i},
+                  make_load(I64, 2, {make_select(make_compare(CompareOp::Gt, i, make_int(I64, 0)), minus(i, 1), i)}))});
+  const std::int64_t count = 203;
+  std::vector<std::int64_t> x(count);
+  for (std::int64_t e = 0; e < count; ++e) x[e] = (e * 7919) % 1000;
+  constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t highest = std::numeric_limits<std::int64_t>::max();
+  const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> bounds = {{0, count, count},
+                                                                                    {5, 100, 50},
+                                                                                    {lowest, highest, lowest},
+                                                                                    {highest, lowest, highest},
+                                                                                    {-5, 3, 1000},
+                                                                                    {40, 41, 42},
+                                                                                    {150, 20, 7},
+                                                                                    {0, 0, 0}};
+  for (const char* lanes : {"4", "8", "16", "32"}) {
+    const CpuEntry entry = compile_with_lanes(kernel, lanes);
+    for (auto [begin, end] : {std::pair{0, 203}, {1, 202}, {13, 160}, {0, 5}, {190, 203}}) {
+      for (auto [av, bv, cv] : bounds) {
+        CAPTURE(lanes);
+        CAPTURE(begin);
+        CAPTURE(end);
+        CAPTURE(av);
+        CAPTURE(bv);
+        CAPTURE(cv);
+        std::vector<std::int64_t> out(count, -1), clamped(count, -1);
+        ArgBlock args(kernel);
+        args.array(0, out.data(), {count}).array(1, clamped.data(), {count}).array(2, x.data(), {count});
+        args.integer(3, av).integer(4, bv).integer(5, cv);
+        entry(begin, end, args.data());
+        // b - 1 wraps as the IR's integers do.
+        const auto b_less = static_cast<std::int64_t>(static_cast<std::uint64_t>(bv) - 1);
+        for (std::int64_t e = 0; e < count; ++e) {
+          CAPTURE(e);
+          if (e < begin || e >= end) {
+            REQUIRE(out[e] == -1);
+            REQUIRE(clamped[e] == -1);
+            continue;
+          }
+          const std::int64_t want = (e >= av ? 1 : 0) + (e + 2 < bv ? 10 : 0) + (b_less >= e - 3 ? 100 : 0) +
+                                    (cv > e ? 1000 : 0) + (e > av && e <= bv ? 10000 : 0);
+          REQUIRE(out[e] == want);
+          REQUIRE(clamped[e] == x[e > 0 ? e - 1 : e]);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a stencil's interior runs apart from its edges, in two dimensions too") {
+  // out(r, j) = in(r, j) + (j > 0 ? in(r, j - 1) : 0) + (j < cols - 1 ? in(r, j + 1) : 0) + (j >= r ? 1000 : 0):
+  // the last bound moves with the row.
+  const Expr r = make_index(0), j = make_index(1);
+  const Expr cols = make_extent(1, 1);
+  const Kernel kernel = make_kernel(
+      "edges.rows", {Param::array("out", I64, 2, Access::Out), Param::array("in", I64, 2, Access::In)}, 2,
+      {make_decl("v", make_load(I64, 1, {r, j})),
+       make_if(make_compare(CompareOp::Gt, j, make_int(I64, 0)),
+               make_block(
+                   {make_assign("v", add(make_var(I64, "v"),
+                                         make_load(I64, 1, {r, make_binary(BinaryOp::Sub, j, make_int(I64, 1))})))})),
+       make_if(
+           make_compare(CompareOp::Lt, j, make_binary(BinaryOp::Sub, cols, make_int(I64, 1))),
+           make_block({make_assign("v", add(make_var(I64, "v"), make_load(I64, 1, {r, add(j, make_int(I64, 1))})))})),
+       make_if(make_compare(CompareOp::Ge, j, r),
+               make_block({make_assign("v", add(make_var(I64, "v"), make_int(I64, 1000)))})),
+       make_store(0, {r, j}, make_var(I64, "v"))});
+  const std::int64_t rows = 37, width = 101;
+  std::vector<std::int64_t> in(rows * width);
+  for (std::int64_t e = 0; e < rows * width; ++e) in[e] = (e * 31) % 97;
+  for (const char* lanes : {"8", "16"}) {
+    CAPTURE(lanes);
+    const CpuEntry entry = compile_with_lanes(kernel, lanes);
+    std::vector<std::int64_t> out(rows * width, -1);
+    ArgBlock args(kernel);
+    args.array(0, out.data(), {rows, width}).array(1, in.data(), {rows, width});
+    args.range(1, 3, width - 2);  // columns 3 .. width - 3
+    entry(2, rows, args.data());
+    for (std::int64_t row = 0; row < rows; ++row)
+      for (std::int64_t col = 0; col < width; ++col) {
+        CAPTURE(row);
+        CAPTURE(col);
+        const std::int64_t got = out[row * width + col];
+        if (row < 2 || col < 3 || col >= width - 2) {
+          REQUIRE(got == -1);
+          continue;
+        }
+        const std::int64_t* line = &in[row * width];
+        const std::int64_t want =
+            line[col] + (col > 0 ? line[col - 1] : 0) + (col < width - 1 ? line[col + 1] : 0) + (col >= row ? 1000 : 0);
+        REQUIRE(got == want);
+      }
   }
 }
 

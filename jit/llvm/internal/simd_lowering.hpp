@@ -50,6 +50,14 @@ struct SimdPlan {
 /// may still send it back to the scalar lowering (with `on` it may not).
 SimdPlan simd_plan(const ir::Kernel& kernel, int vector_bits);
 
+/// A bound on the lanes' own index in a condition: index(lanes' dimension)
+/// + offset `op` bound, where the bound is the same for every point of a row.
+struct EdgeBound {
+  ir::CompareOp op;
+  std::int64_t offset;
+  ir::Expr bound;
+};
+
 class SimdLowering final : public LlvmLowering {
  public:
   SimdLowering(llvm::Module& module, const ir::Kernel& kernel, int lanes);
@@ -144,6 +152,16 @@ class SimdLowering final : public LlvmLowering {
   std::pair<llvm::Value*, llvm::Value*> lanes_agree(const ir::Expr& cond);
   /// An If with a varying condition: each side under its mask.
   void masked_if(const ir::If& node);
+  /// The whole vectors of points from `lo` to `whole_end` where the body has
+  /// conditions that bound the lanes' own index (a stencil's `j > 0`, `j <
+  /// cols - 1`; `bounds`, found in `conditions`): the vectors where every
+  /// bound holds in every lane (the interior) run a second lowering of the
+  /// body with those conditions taken as true, without the tests and masked
+  /// paths; the vectors at the edges run the general one, in the points'
+  /// order. `whole_vector(i)` lowers the body for the vector at i.
+  void emit_whole_vectors_around_interior(llvm::Value* lo, llvm::Value* whole_end, const std::vector<EdgeBound>& bounds,
+                                          const std::vector<const ir::ExprNode*>& conditions,
+                                          const std::function<void(llvm::Value*)>& whole_vector);
 
   void visit(const ir::Const& node) override;
   void visit(const ir::Index& node) override;
@@ -222,6 +240,12 @@ class SimdLowering final : public LlvmLowering {
   /// True while the body is lowered for a whole vector of points (not the
   /// last, partial one under a mask).
   bool whole_vector_ = false;
+  /// While the interior's vectors are lowered: the conditions that hold in
+  /// every lane (emit_whole_vectors_around_interior).
+  std::unordered_set<const ir::ExprNode*> known_true_;
+  /// The operations on lanes of the interior's lowering, which refusal()
+  /// leaves out.
+  int interior_arithmetic_ = 0;
   /// int64 lanes to double, correctly rounded, without a conversion
   /// instruction: x = hi * 2^32 + lo, each half made exact through a
   /// double's significand, summed with one rounding.
