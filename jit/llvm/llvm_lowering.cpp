@@ -542,9 +542,6 @@ void LlvmLowering::emit_branch(llvm::Value* cond, const ir::If& node) {
   builder_.SetInsertPoint(merge);
 }
 
-namespace {
-
-// The operations of `body` (leaves not counted), or -1 when it has a loop.
 int operations_without_loops(const ir::Stmt& body) {
   struct Counter : ir::Visitor {
     bool loop = false;
@@ -561,6 +558,8 @@ int operations_without_loops(const ir::Stmt& body) {
   counter.walk(body);
   return counter.loop ? -1 : counter.nodes;
 }
+
+namespace {
 
 // A loop body with no loop in it and at most kMostNodes expressions: more
 // chains side by side would not fit the registers.

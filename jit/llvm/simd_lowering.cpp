@@ -158,15 +158,11 @@ std::optional<EdgeBound> edge_bound(const ir::Expr& cond, int lane_dim) {
 
 // The conditions of a body's Ifs and selects that bound the lanes' own index
 // (edge_bound), each alone or in a logical and of such bounds, with the
-// bounds; empty when the body has a loop or more than kMostOperations
-// operations (its lowering is made twice when there are such conditions).
+// bounds.
 struct EdgeConditions : ir::Visitor {
-  static constexpr int kMostOperations = 256;
   int lane_dim;
   std::vector<const ir::ExprNode*> conditions;
   std::vector<EdgeBound> bounds;
-  bool loops = false;
-  int operations = 0;
 
   explicit EdgeConditions(int dim) : lane_dim(dim) {}
 
@@ -191,24 +187,14 @@ struct EdgeConditions : ir::Visitor {
     return true;
   }
 
-  void visit(const ir::For&) override { loops = true; }
   void visit(const ir::If& node) override {
     add(node.cond);
     ir::Visitor::visit(node);
   }
   void visit(const ir::Select& node) override {
-    ++operations;
     add(node.cond);
     ir::Visitor::visit(node);
   }
-  void visit(const ir::Load& n) override { ++operations, ir::Visitor::visit(n); }
-  void visit(const ir::Unary& n) override { ++operations, ir::Visitor::visit(n); }
-  void visit(const ir::Binary& n) override { ++operations, ir::Visitor::visit(n); }
-  void visit(const ir::Compare& n) override { ++operations, ir::Visitor::visit(n); }
-  void visit(const ir::Cast& n) override { ++operations, ir::Visitor::visit(n); }
-  void visit(const ir::Call& n) override { ++operations, ir::Visitor::visit(n); }
-
-  bool usable() const { return !bounds.empty() && !loops && operations <= kMostOperations; }
 };
 
 }  // namespace
@@ -454,9 +440,12 @@ void SimdLowering::emit_index_space(const std::function<void()>& body) {
       body();
       whole_vector_ = false;
     };
+    // A body with such conditions is lowered twice: not one with a loop
+    // (whose work outweighs the tests) or of more than 256 operations.
     EdgeConditions edges(last);
-    edges.walk(kernel_.body);
-    if (edges.usable())
+    const int operations = operations_without_loops(kernel_.body);
+    if (operations >= 0 && operations <= 256) edges.walk(kernel_.body);
+    if (!edges.bounds.empty())
       emit_whole_vectors_around_interior(lo, whole_end, edges.bounds, edges.conditions, whole_vector);
     else
       emit_counted_loop(lo, whole_end, lanes_, "v" + std::to_string(last), Bounds::WholeSteps, whole_vector, true);

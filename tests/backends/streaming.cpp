@@ -15,7 +15,30 @@
 
 using namespace canopy;
 
-TEST_CASE("streaming candidates: write-only arrays stored at exactly index(0), unconditionally") {
+namespace {
+
+// The assembly of `kernel`'s variant with streaming stores into parameter 0.
+std::string streaming_assembly(const ir::Kernel& kernel) {
+  const auto dir = std::filesystem::temp_directory_path() / "canopy-streaming-test";
+  std::filesystem::remove_all(dir);
+  {
+    canopy::testing::ScopedSetting dump("CANOPY_DUMP", "asm"), dump_dir("CANOPY_DUMP_DIR", dir.c_str());
+    jit::CpuCompiler compiler({"off"});
+    jit::CpuCompiler::CodeOptions code;
+    code.streaming_stores = {0};
+    compiler.compile(kernel, code);
+  }
+  std::ifstream file(dir / (kernel.name + ".streaming.asm"));
+  REQUIRE(file);
+  std::stringstream text;
+  text << file.rdbuf();
+  std::filesystem::remove_all(dir);
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("streaming candidates: write-only arrays stored at the point's own element, unconditionally") {
   Kernel triad("triad", [](Out<double> a, In<double> b, In<double> c, Val<double> s) {
     Idx i = index(0);
     a[i] = b[i] + s * c[i];
@@ -54,27 +77,6 @@ TEST_CASE("streaming candidates: write-only arrays stored at exactly index(0), u
     shifted(i, j, k + 1) = 1.0f;
   });
   CHECK(jit::streaming_candidates(box.ir()) == std::vector<int>{0});
-}
-
-TEST_CASE("a two-dimensional kernel's streaming variant stores non-temporally") {
-  const auto dir = std::filesystem::temp_directory_path() / "canopy-streaming-test-2d";
-  std::filesystem::remove_all(dir);
-  {
-    canopy::testing::ScopedSetting dump("CANOPY_DUMP", "asm"), dump_dir("CANOPY_DUMP_DIR", dir.c_str());
-    Kernel copy("stream_copy_2d",
-                [](Out<float, 2> a, In<float, 2> b) { a(index(0), index(1)) = b(index(0), index(1)) * 2.0f; });
-    jit::CpuCompiler compiler({"off"});
-    jit::CpuCompiler::CodeOptions code;
-    code.streaming_stores = {0};
-    compiler.compile(copy.ir(), code);
-  }
-  std::ifstream file(dir / "stream_copy_2d.streaming.asm");
-  REQUIRE(file);
-  std::stringstream text;
-  text << file.rdbuf();
-  CHECK(text.str().find("vmovnt") != std::string::npos);
-  CHECK(text.str().find("sfence") != std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("two- and three-dimensional launches with streaming stores give the results of plain stores") {
@@ -131,23 +133,18 @@ TEST_CASE("two- and three-dimensional launches with streaming stores give the re
 }
 
 TEST_CASE("the streaming variant's stores are non-temporal and fenced") {
-  const auto dir = std::filesystem::temp_directory_path() / "canopy-streaming-test";
-  std::filesystem::remove_all(dir);
-  {
-    canopy::testing::ScopedSetting dump("CANOPY_DUMP", "asm"), dump_dir("CANOPY_DUMP_DIR", dir.c_str());
-    Kernel copy("stream_copy", [](Out<double> a, In<double> b) { a[index(0)] = b[index(0)]; });
-    jit::CpuCompiler compiler({"off"});
-    jit::CpuCompiler::CodeOptions code;
-    code.streaming_stores = {0};
-    compiler.compile(copy.ir(), code);
-  }
-  std::ifstream file(dir / "stream_copy.streaming.asm");
-  REQUIRE(file);
-  std::stringstream text;
-  text << file.rdbuf();
-  CHECK(text.str().find("vmovnt") != std::string::npos);
-  CHECK(text.str().find("sfence") != std::string::npos);
-  std::filesystem::remove_all(dir);
+  Kernel copy("stream_copy", [](Out<double> a, In<double> b) { a[index(0)] = b[index(0)]; });
+  const std::string assembly = streaming_assembly(copy.ir());
+  CHECK(assembly.find("vmovnt") != std::string::npos);
+  CHECK(assembly.find("sfence") != std::string::npos);
+}
+
+TEST_CASE("a two-dimensional kernel's streaming variant stores non-temporally") {
+  Kernel copy("stream_copy_2d",
+              [](Out<float, 2> a, In<float, 2> b) { a(index(0), index(1)) = b(index(0), index(1)) * 2.0f; });
+  const std::string assembly = streaming_assembly(copy.ir());
+  CHECK(assembly.find("vmovnt") != std::string::npos);
+  CHECK(assembly.find("sfence") != std::string::npos);
 }
 
 TEST_CASE("launches with streaming stores give the same results as plain stores") {

@@ -36,6 +36,10 @@ struct LoweredParam {
   llvm::AllocaInst* accumulator = nullptr;  ///< reductions: the running value (CPU lowering)
 };
 
+/// The operations of `body` (loads, arithmetic, comparisons, casts, calls,
+/// selects; leaves not counted), or -1 when it has a loop.
+int operations_without_loops(const ir::Stmt& body);
+
 /// True when `node` is a loop LLVM should unroll completely: constant
 /// bounds, fewer than 16 trips, no loop inside, and at most 1024 operations
 /// in all once unrolled. The CPU pipelines unroll nothing else: LLVM's own
