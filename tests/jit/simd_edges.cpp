@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <tuple>
@@ -168,6 +169,50 @@ TEST_CASE("If and select on bounds of the lanes' own index: the interior's vecto
           REQUIRE(clamped[e] == x[e > 0 ? e - 1 : e]);
         }
       }
+    }
+  }
+}
+
+TEST_CASE("sums and maxima reduced under edge tests count every point once, edges and interior alike") {
+  // total += x[i] + (i > 0 ? x[i-1] : 0) + (i + 1 < n ? x[i+1] : 0); top = max(top, i < t ? x[i] : -1)
+  const Expr i = make_index(0);
+  const Expr n = make_extent(0, 0);
+  const Kernel kernel = make_kernel(
+      "edges.sums",
+      {Param::array("x", I64, 1, Access::In), Param::reduction("total", I64, ReduceOp::Sum),
+       Param::reduction("top", I64, ReduceOp::Max), Param::scalar("t", I64)},
+      1,
+      {make_decl("v", make_load(I64, 0, {i})),
+       make_if(
+           make_compare(CompareOp::Gt, i, make_int(I64, 0)),
+           make_block({make_assign(
+               "v", add(make_var(I64, "v"), make_load(I64, 0, {make_binary(BinaryOp::Sub, i, make_int(I64, 1))})))})),
+       make_if(make_compare(CompareOp::Lt, add(i, make_int(I64, 1)), n),
+               make_block({make_assign("v", add(make_var(I64, "v"), make_load(I64, 0, {add(i, make_int(I64, 1))})))})),
+       make_reduce(1, make_var(I64, "v")),
+       make_reduce(2, make_select(make_compare(CompareOp::Lt, i, make_param(I64, 3)), make_load(I64, 0, {i}),
+                                  make_int(I64, -1)))});
+  const std::int64_t count = 301;
+  std::vector<std::int64_t> x(count);
+  for (std::int64_t e = 0; e < count; ++e) x[e] = (e * 7919) % 1000 - 300;
+  for (const char* lanes : {"4", "16"}) {
+    const CpuEntry entry = compile_with_lanes(kernel, lanes);
+    for (auto [begin, end, t] : {std::tuple{0, 301, 150}, {5, 290, 0}, {17, 18, 400}, {0, 301, 301}}) {
+      CAPTURE(lanes);
+      CAPTURE(begin);
+      CAPTURE(end);
+      CAPTURE(t);
+      std::int64_t total = 0, top = std::numeric_limits<std::int64_t>::min();
+      ArgBlock args(kernel);
+      args.array(0, x.data(), {count}).partial(1, &total).partial(2, &top).integer(3, t);
+      entry(begin, end, args.data());
+      std::int64_t want_total = 0, want_top = std::numeric_limits<std::int64_t>::min();
+      for (std::int64_t e = begin; e < end; ++e) {
+        want_total += x[e] + (e > 0 ? x[e - 1] : 0) + (e + 1 < count ? x[e + 1] : 0);
+        want_top = std::max(want_top, e < t ? x[e] : std::int64_t{-1});
+      }
+      CHECK(total == want_total);
+      CHECK(top == want_top);
     }
   }
 }
