@@ -94,6 +94,28 @@ std::string_view name_of(CompareOp op) {
   return "?";
 }
 
+CompareOp mirrored(CompareOp op) {
+  switch (op) {
+    case CompareOp::Lt: return CompareOp::Gt;
+    case CompareOp::Le: return CompareOp::Ge;
+    case CompareOp::Gt: return CompareOp::Lt;
+    case CompareOp::Ge: return CompareOp::Le;
+    default: return op;
+  }
+}
+
+CompareOp negated(CompareOp op) {
+  switch (op) {
+    case CompareOp::Eq: return CompareOp::Ne;
+    case CompareOp::Ne: return CompareOp::Eq;
+    case CompareOp::Lt: return CompareOp::Ge;
+    case CompareOp::Le: return CompareOp::Gt;
+    case CompareOp::Gt: return CompareOp::Le;
+    case CompareOp::Ge: return CompareOp::Lt;
+  }
+  return op;
+}
+
 std::string_view name_of(MathFn fn) {
   switch (fn) {
     case MathFn::Sqrt: return "sqrt";

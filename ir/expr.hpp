@@ -193,6 +193,12 @@ std::string_view name_of(CompareOp op);  ///< "==", "!=", "<", "<=", ">", ">="
 std::string_view name_of(MathFn fn);     ///< "sqrt", "exp", ... (C names; Abs is "abs")
 int arity_of(MathFn fn);                 ///< number of arguments
 
+/// The comparison with its operands swapped: a < b is b > a (== and != stay).
+CompareOp mirrored(CompareOp op);
+/// The comparison's opposite where every pair of values is ordered (not
+/// floats, whose NaN compares false both ways): !(a < b) is a >= b.
+CompareOp negated(CompareOp op);
+
 /// True when the node is a literal of any type.
 inline bool is_const(const Expr& e) { return e && e->kind == ExprKind::Const; }
 /// True when `e` is a literal whose value equals `value`.

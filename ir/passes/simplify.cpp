@@ -37,28 +37,6 @@ bool is_float_zero_of_sign(const Expr& e, bool negative) {
          std::signbit(e->as<Const>().float_value) == negative;
 }
 
-CompareOp mirrored(CompareOp op) {
-  switch (op) {
-    case CompareOp::Lt: return CompareOp::Gt;
-    case CompareOp::Le: return CompareOp::Ge;
-    case CompareOp::Gt: return CompareOp::Lt;
-    case CompareOp::Ge: return CompareOp::Le;
-    default: return op;
-  }
-}
-
-CompareOp negated(CompareOp op) {
-  switch (op) {
-    case CompareOp::Eq: return CompareOp::Ne;
-    case CompareOp::Ne: return CompareOp::Eq;
-    case CompareOp::Lt: return CompareOp::Ge;
-    case CompareOp::Le: return CompareOp::Gt;
-    case CompareOp::Gt: return CompareOp::Le;
-    case CompareOp::Ge: return CompareOp::Lt;
-  }
-  return op;
-}
-
 bool compare_of_self(CompareOp op) { return op == CompareOp::Eq || op == CompareOp::Le || op == CompareOp::Ge; }
 
 // x op c where c is a literal: the identities and annihilators of each operator.

@@ -85,6 +85,13 @@ Pipeline pipeline_for(const ir::Kernel& kernel, bool lanes_are_points) {
   return ir::has_loops(kernel) ? Pipeline::Lanes : Pipeline::Light;
 }
 
+// The software prefetches, last in every pipeline: a row's lines ahead,
+// then a page ahead in the loops over points.
+void add_prefetch_passes(llvm::ModulePassManager& pipeline) {
+  pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(RowPrefetchPass()));
+  pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(PageAheadPrefetchPass()));
+}
+
 void optimize(llvm::Module& module, llvm::TargetMachine& machine, Pipeline pipeline) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
@@ -117,19 +124,14 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, Pipeline pipel
     llvm::ModulePassManager light;
     if (auto error = passes.parsePassPipeline(light, kLightPipeline))
       throw Error("Canopy's light LLVM pipeline does not parse: " + llvm::toString(std::move(error)));
-    if (prefetch) {
-      light.addPass(llvm::createModuleToFunctionPassAdaptor(RowPrefetchPass()));
-      light.addPass(llvm::createModuleToFunctionPassAdaptor(PageAheadPrefetchPass()));
-    }
+    if (prefetch) add_prefetch_passes(light);
     light.run(module, modules);
     return;
   }
   // Last, so that it sees the loops as unrolling and vectorizing left them.
   if (prefetch)
-    passes.registerOptimizerLastEPCallback([](llvm::ModulePassManager& pipeline, llvm::OptimizationLevel) {
-      pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(RowPrefetchPass()));
-      pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(PageAheadPrefetchPass()));
-    });
+    passes.registerOptimizerLastEPCallback(
+        [](llvm::ModulePassManager& pipeline, llvm::OptimizationLevel) { add_prefetch_passes(pipeline); });
   passes
       .buildPerModuleDefaultPipeline(pipeline == Pipeline::Full ? llvm::OptimizationLevel::O3
                                                                 : llvm::OptimizationLevel::O2)

@@ -142,17 +142,8 @@ std::optional<EdgeBound> edge_bound(const ir::Expr& cond, int lane_dim) {
   };
   if (auto offset = own_index(compare.lhs); offset && row_invariant(compare.rhs, lane_dim))
     return EdgeBound{compare.op, *offset, compare.rhs};
-  if (auto offset = own_index(compare.rhs); offset && row_invariant(compare.lhs, lane_dim)) {
-    ir::CompareOp flipped = compare.op;  // bound op index  <=>  index flipped bound
-    switch (compare.op) {
-      case ir::CompareOp::Lt: flipped = ir::CompareOp::Gt; break;
-      case ir::CompareOp::Le: flipped = ir::CompareOp::Ge; break;
-      case ir::CompareOp::Gt: flipped = ir::CompareOp::Lt; break;
-      case ir::CompareOp::Ge: flipped = ir::CompareOp::Le; break;
-      default: break;
-    }
-    return EdgeBound{flipped, *offset, compare.lhs};
-  }
+  if (auto offset = own_index(compare.rhs); offset && row_invariant(compare.lhs, lane_dim))
+    return EdgeBound{ir::mirrored(compare.op), *offset, compare.lhs};
   return std::nullopt;
 }
 
