@@ -287,6 +287,10 @@ std::unique_ptr<llvm::Module> lower_for_host(llvm::LLVMContext& context, llvm::T
   if (!function) {
     LlvmLowering lowering(module, kernel);
     lowering.set_interleave(2);
+    if (points_run_backward(kernel)) {
+      lowering.set_points_backward(true);
+      plan.reason += "; the points run from the last to the first, so that the memory they touch ascends";
+    }
     function = lowering.lower(symbol);
   }
   function->addFnAttr("target-cpu", machine->getTargetCPU());

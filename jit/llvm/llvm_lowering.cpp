@@ -6,6 +6,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/error.hpp>
 
 namespace canopy::jit {
@@ -98,19 +99,47 @@ void LlvmLowering::load_params() {
   }
 }
 
+bool points_run_backward(const ir::Kernel& kernel) {
+  if (kernel.dims < 1) return false;
+  for (const ir::Param& param : kernel.params)
+    if (param.is_reduction()) return false;
+  const auto innermost = static_cast<std::size_t>(kernel.dims - 1);
+  bool descends = false;
+  for (const ir::ArrayFootprint& array : ir::footprint_of(kernel).arrays) {
+    if (array.writes.atomic) return false;
+    for (const ir::AccessFootprint* access : {&array.reads, &array.writes}) {
+      if (!access->present) continue;
+      for (const ir::DimFootprint& dim : access->dims) {
+        if (!dim.is_affine()) continue;
+        if (dim.coeff[innermost] > 0) return false;
+        descends = descends || dim.coeff[innermost] < 0;
+      }
+    }
+  }
+  return descends;
+}
+
 void LlvmLowering::emit_index_space(const std::function<void()>& body) {
   index_.assign(kernel_.dims, nullptr);
   std::function<void(int)> nest = [&](int dim) {
     if (dim == kernel_.dims) return body();
     std::string name = "i";  // (not "i" + ...: GCC 12 warns falsely on that)
     name += std::to_string(dim);
+    auto [begin, end] = ranges_[dim];
+    const bool innermost = dim == kernel_.dims - 1;
+    // Backward, point i of the loop is index begin + end - 1 - i (a range
+    // lies in [0, 2^62), so neither step wraps).
+    llvm::Value* last = innermost && points_backward_
+                            ? builder_.CreateSub(builder_.CreateNSWAdd(begin, end), builder_.getInt64(1), name + ".last",
+                                                 false, true)
+                            : nullptr;
     emit_counted_loop(
-        ranges_[dim].first, ranges_[dim].second, 1, name,
+        begin, end, 1, name,
         [&](llvm::Value* i) {
-          index_[dim] = i;
+          index_[dim] = last ? builder_.CreateSub(last, i, name + ".back", false, true) : i;
           nest(dim + 1);
         },
-        0, Bounds::Any, dim == kernel_.dims - 1);
+        0, Bounds::Any, innermost);
   };
   nest(0);
 }
