@@ -127,16 +127,16 @@ void LlvmLowering::emit_index_space(const std::function<void()>& body) {
     name += std::to_string(dim);
     auto [begin, end] = ranges_[dim];
     const bool innermost = dim == kernel_.dims - 1;
-    // Backward, point i of the loop is index begin + end - 1 - i (a range
-    // lies in [0, 2^62), so neither step wraps).
+    // Backward, point i of the loop is index begin + end - 1 - i: wrapping
+    // arithmetic, exact for every begin <= i < end even where begin + end
+    // does not fit.
     llvm::Value* last = innermost && points_backward_
-                            ? builder_.CreateSub(builder_.CreateNSWAdd(begin, end), builder_.getInt64(1), name + ".last",
-                                                 false, true)
+                            ? builder_.CreateSub(builder_.CreateAdd(begin, end), builder_.getInt64(1), name + ".last")
                             : nullptr;
     emit_counted_loop(
         begin, end, 1, name,
         [&](llvm::Value* i) {
-          index_[dim] = last ? builder_.CreateSub(last, i, name + ".back", false, true) : i;
+          index_[dim] = last ? builder_.CreateSub(last, i, name + ".back") : i;
           nest(dim + 1);
         },
         0, Bounds::Any, innermost);

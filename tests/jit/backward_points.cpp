@@ -28,6 +28,7 @@ using canopy::jit::testing::TempDir;
 namespace {
 
 constexpr std::int64_t kRows = 40, kCols = 24;
+constexpr std::int64_t kFar = (std::int64_t{1} << 62) + 5;  // a first index whose double does not fit
 constexpr const char* kBackward = "the points run from the last to the first";
 
 struct Compiled {
@@ -142,16 +143,31 @@ TEST_CASE("the innermost index of two decides, and a kernel that reads or writes
       }
     CHECK(last == 4 * 1000 + 2);  // the last row's first column
   }
+  SUBCASE("a range whose first and last index add up past int64's limit") {
+    // Points B .. B+3 write elements 2, 1, 0: B + (B + 3) wraps around.
+    Kernel<void(Out<std::int64_t>, Out<std::int64_t>)> high("backward_high",
+                                                            [](Out<std::int64_t> out, Out<std::int64_t> last) {
+                                                              out[(kFar + 2) - index(0)] = index(0) - kFar;
+                                                              last[0] = index(0) - kFar;
+                                                            });
+    const Compiled compiled = compile(high.ir());
+    CHECK(compiled.note.find(kBackward) != std::string::npos);
+    std::vector<std::int64_t> out(3, -1);
+    std::int64_t last = -1;
+    ArgBlock args(high.ir());
+    args.array(0, out.data(), {3}).array(1, &last, {1});
+    compiled.entry(kFar, kFar + 3, args.data());
+    CHECK(out == std::vector<std::int64_t>{2, 1, 0});
+    CHECK(last == 0);
+  }
   SUBCASE("a row copied in reverse: one array ascends, so the points run forward") {
-    Kernel<void(Out<float>, In<float>)> reverse("reverse_copy", [](Out<float> out, In<float> in) {
-      out[index(0)] = in[(kRows - 1) - index(0)];
-    });
+    Kernel<void(Out<float>, In<float>)> reverse(
+        "reverse_copy", [](Out<float> out, In<float> in) { out[index(0)] = in[(kRows - 1) - index(0)]; });
     CHECK(compile(reverse.ir()).note.find(kBackward) == std::string::npos);
   }
   SUBCASE("a sum over descending rows keeps its order") {
-    Kernel<void(In<double>, Sum<double>)> sum("backward_sum", [](In<double> in, Sum<double> total) {
-      total += in[(kRows - 1) - index(0)];
-    });
+    Kernel<void(In<double>, Sum<double>)> sum(
+        "backward_sum", [](In<double> in, Sum<double> total) { total += in[(kRows - 1) - index(0)]; });
     CHECK(compile(sum.ir()).note.find(kBackward) == std::string::npos);
   }
   SUBCASE("atomic adds to descending rows keep their order") {

@@ -199,7 +199,7 @@ class LlvmLowering : protected ir::Visitor {
 
   std::unordered_map<std::string, llvm::AllocaInst*> locals_;
   std::unordered_map<std::string, llvm::Value*> loop_counters_;
-  int interleave_ = 0;           // set_interleave
+  int interleave_ = 0;            // set_interleave
   bool points_backward_ = false;  // set_points_backward
 };
 
