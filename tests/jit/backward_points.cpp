@@ -36,14 +36,15 @@ struct Compiled {
   std::string note;  ///< the LLVM dump's first line: which lowering and why
 };
 
-// `kernel` compiled for the CPU with CANOPY_SIMD=`simd`, and its dump's note.
-Compiled compile(const ir::Kernel& kernel, const char* simd = "off") {
+// `kernel` compiled for the CPU's scalar point loop (CANOPY_SIMD=off), and
+// its dump's note.
+Compiled compile(const ir::Kernel& kernel) {
   static TempDir cache;
   TempDir dumps;
   Compiled result;
   {
     canopy::testing::ScopedSetting dump("CANOPY_DUMP", "llvm"), dump_dir("CANOPY_DUMP_DIR", dumps.str().c_str()),
-        lanes("CANOPY_SIMD", simd);
+        lanes("CANOPY_SIMD", "off");
     static jit::CpuCompiler compiler(jit::CpuCompiler::Options{cache.str()});
     result.entry = compiler.compile(kernel).entry;
     const bool built = result.entry != nullptr;
