@@ -224,6 +224,8 @@ struct Engine::State {
   void stop_recorder();
   /// The recorder's thread: starts each chain kDelay after its first region.
   void run_timer();
+  /// Arms the recorder's timer to fire at `deadline` (recorder.mutex held).
+  void arm_recorder(std::chrono::steady_clock::time_point deadline);
 
   // --- submit.cpp
   /// Runs a region as placed and split: its uses recorded, its pieces queued

@@ -1,8 +1,12 @@
 #include "recorder.hpp"
 
+#include <sys/timerfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <canopy/backends/cpu/thread_pool.hpp>
 #include <canopy/ir/passes/fuse.hpp>
+#include <cerrno>
 #include <map>
 #include <optional>
 #include <utility>
@@ -162,8 +166,7 @@ void Engine::State::record_region(RecordedRegion region) {
   Recorder::Chain* chain = joined();
   if (!chain) {
     if (chains.size() >= Recorder::kMaxChains) start_chain(0);
-    recorder.first_recorded = std::chrono::steady_clock::now();
-    chain = &chains.emplace_back(Recorder::Chain{{}, recorder.first_recorded});
+    chain = &chains.emplace_back(Recorder::Chain{{}, std::chrono::steady_clock::now()});
   }
   count_recorded(region, +1);
   chain->regions.push_back(std::move(region));
@@ -172,34 +175,49 @@ void Engine::State::record_region(RecordedRegion region) {
     return;
   }
   if (!recorder.timer.joinable()) {
+    recorder.timer_fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    if (recorder.timer_fd < 0) {  // no timer: the chains wait for a pause or a dependent launch
+      start_chain(static_cast<std::size_t>(chain - chains.data()));
+      return;
+    }
     recorder.timer = std::thread([this] { run_timer(); });
     backends::cpu::name_thread(recorder.timer, "recorder");
   }
-  if (recorder.sleeping) recorder.wake.notify_one();
+  if (!recorder.armed) arm_recorder(chains.front().first_recorded + Recorder::kDelay);
+}
+
+void Engine::State::arm_recorder(std::chrono::steady_clock::time_point deadline) {
+  // steady_clock is CLOCK_MONOTONIC (libstdc++ and libc++ on Linux).
+  const auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
+  itimerspec at{};
+  at.it_value.tv_sec = static_cast<time_t>(since / 1000000000);
+  at.it_value.tv_nsec = static_cast<long>(since % 1000000000);
+  if (at.it_value.tv_sec == 0 && at.it_value.tv_nsec == 0) at.it_value.tv_nsec = 1;  // zero would disarm it
+  recorder.armed = ::timerfd_settime(recorder.timer_fd, TFD_TIMER_ABSTIME, &at, nullptr) == 0;
 }
 
 void Engine::State::run_timer() {
-  std::unique_lock lock(recorder.mutex);
-  while (!recorder.stopping) {
-    const auto now = std::chrono::steady_clock::now();
+  for (;;) {
+    // Blocks until the timer fires (a deadline, or the stop).
+    std::uint64_t fired = 0;
+    const bool woke = ::read(recorder.timer_fd, &fired, sizeof fired) == static_cast<ssize_t>(sizeof fired);
+    std::unique_lock lock(recorder.mutex);
+    if (recorder.stopping) return;
+    if (!woke && errno != EINTR) {  // the timer broke: no region waits from here on
+      recorder.armed = false;
+      recorder.enabled = false;
+      std::shared_lock tree_lock(tree_mutex);
+      while (!recorder.chains.empty()) start_chain(0);
+      return;
+    }
+    recorder.armed = false;
     auto& chains = recorder.chains;
-    if (chains.empty()) {
-      if (now - recorder.first_recorded < Recorder::kIdleAfter) {  // the last chain's first launch
-        recorder.wake.wait_for(lock, Recorder::kDelay);
-      } else {
-        recorder.sleeping = true;
-        recorder.wake.wait(lock);
-        recorder.sleeping = false;
-      }
-      continue;
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::shared_lock tree_lock(tree_mutex);
+      while (!chains.empty() && chains.front().first_recorded + Recorder::kDelay <= now) start_chain(0);
     }
-    const auto deadline = chains.front().first_recorded + Recorder::kDelay;  // the oldest's
-    if (now < deadline) {
-      recorder.wake.wait_until(lock, deadline);
-      continue;
-    }
-    std::shared_lock tree_lock(tree_mutex);
-    while (!chains.empty() && chains.front().first_recorded + Recorder::kDelay <= now) start_chain(0);
+    if (!chains.empty()) arm_recorder(chains.front().first_recorded + Recorder::kDelay);
   }
 }
 
@@ -295,9 +313,11 @@ void Engine::State::stop_recorder() {
   {
     std::unique_lock lock(recorder.mutex);
     recorder.stopping = true;
+    if (recorder.timer.joinable()) arm_recorder(std::chrono::steady_clock::time_point{});  // fires at once
   }
-  recorder.wake.notify_all();
   if (recorder.timer.joinable()) recorder.timer.join();
+  if (recorder.timer_fd >= 0) ::close(recorder.timer_fd);
+  recorder.timer_fd = -1;
 }
 
 }  // namespace canopy::runtime

@@ -32,9 +32,9 @@
 //    starts every chain);
 //  - a launch depends on it or it on the launch (above), or it reaches
 //    kMaxChain regions, or a fifth chain begins (the oldest starts);
-//  - kDelay has passed since its first region was recorded (the thread that
-//    looks for it wakes every kDelay, so it starts 1 to 2 ms after): the leaves it
-//    needs would otherwise idle, and host work after a launch still overlaps
+//  - kDelay has passed since its first region was recorded (a timer wakes
+//    the recorder's thread then; see timer_fd): the leaves it needs would
+//    otherwise idle, and host work after a launch still overlaps
 //    the region as it did before (one short wait, not the whole host work).
 // stats() starts them too (without waiting), so that what was launched is in it.
 //
@@ -53,7 +53,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <future>
 #include <map>
 #include <memory>
@@ -95,9 +94,6 @@ struct Recorder {
   /// they may start in any order.
   std::vector<Chain> chains;
   static constexpr std::size_t kMaxChains = 4;
-  /// When the newest chain's first region was recorded (the thread sleeps
-  /// kIdleAfter after it).
-  std::chrono::steady_clock::time_point first_recorded;
   bool enabled = true;  ///< CANOPY_FUSE=off, Runtime::fuse(false)
   /// CANOPY_FUSE=eager: a chain seen for the first time waits for its fused
   /// kernel's compile instead of running region by region meanwhile.
@@ -111,18 +107,20 @@ struct Recorder {
   };
   std::map<std::string, Fused> fused;
 
-  /// The thread that starts a chain once kDelay has passed. It looks every
-  /// kDelay while regions come, so that a launch never has to wake it (a
-  /// wake-up per launch and pause cost 5 to 30 us on two cores), and sleeps
-  /// once none came for kIdleAfter, until the next. kIdleAfter is a few
-  /// kDelays: a program that launches every few milliseconds between host
-  /// work (reading its input, say) pays one wake-up per launch, not twenty
-  /// looks, each taking a core from that work (nn reading 8M records: 1,000
-  /// context switches with 100 ms, 500 with 4 ms).
-  static constexpr std::chrono::milliseconds kIdleAfter{4};
-  std::condition_variable_any wake;
+  /// The thread that starts a chain once kDelay has passed. It sleeps on a
+  /// timer the kernel keeps (a timerfd), armed for the oldest chain's
+  /// deadline by the launch that begins a chain while none is armed: arming
+  /// is one system call, and no launch ever wakes the thread (a wake-up per
+  /// launch cost 15 to 30 us on two cores: the woken thread took the
+  /// launching thread's core). It wakes only when a deadline passes: it
+  /// starts what is due and arms the timer again while chains wait. A chain
+  /// started earlier (a pause, a host view) leaves the timer armed, and the
+  /// thread wakes once for nothing; disarming it there would cost every
+  /// launch-and-pause of a tight loop a second system call instead.
+  int timer_fd = -1;
+  /// The timer will fire (armed and not yet handled by the thread).
+  bool armed = false;
   bool stopping = false;
-  bool sleeping = false;
   std::thread timer;
 };
 

@@ -386,6 +386,38 @@ TEST_CASE("fusion: a recorded region starts on its own soon after its launch, wi
   CHECK(rt.stats().regions == 1);
 }
 
+TEST_CASE("fusion: recorded regions start on their own after pauses and idle times of every length") {
+  // The recorder's timer is armed by the launch that begins a chain and left
+  // armed when a pause starts the chain first: a launch right after such a
+  // pause, one while the timer fires for nothing, and one after a long idle
+  // time each start on their own again.
+  Runtime rt;
+  const std::int64_t n = 1000;
+  std::vector<double> memory(n, -1.0), other(n, -1.0);
+  auto a = rt.wrap(memory.data(), n), b = rt.wrap(other.data(), n);
+  const volatile double* last = &memory[n - 1];
+  auto runs_on_its_own = [&] {
+    memory[n - 1] = -1.0;
+    rt.region(init()).over(n).launch(a, b);
+    for (int i = 0; i < 2000; ++i) {
+      if (*last == static_cast<double>((n - 1) % 13)) return true;
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    return false;
+  };
+  int regions = 0;
+  for (int idle_us : {0, 300, 900, 1100, 2500, 12000}) {
+    CAPTURE(idle_us);
+    rt.region(init()).over(n).launch(a, b);  // a chain a pause starts at once
+    rt.pause();
+    std::this_thread::sleep_for(std::chrono::microseconds(idle_us));
+    CHECK(runs_on_its_own());
+    rt.pause();
+    regions += 2;
+  }
+  CHECK(rt.stats().regions == regions);
+}
+
 namespace {
 
 // The names of the process's threads that Canopy named (name_current_thread).
