@@ -10,7 +10,10 @@ namespace canopy {
 namespace dsl {
 
 void fail_unset_value() {
-  throw Error("a kernel value was used before it was set (a For counter outside its loop, or a default Value)");
+  constexpr const char* problem =
+      "a kernel value was used before it was set (a For counter outside its loop, or a default Value)";
+  if (auto* tracer = Tracer::active()) tracer->fail("a Value", problem);
+  throw Error(problem);
 }
 
 int current_depth() {

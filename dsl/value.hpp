@@ -247,6 +247,12 @@ bool > &&dsl::Operands<A, B> Value<dsl::common_value_t<A, B>> select(const C& co
   using T = dsl::common_value_t<A, B>;
   return Value<T>(ir::make_select(dsl::expr_of<bool>(cond), dsl::expr_of<T>(a), dsl::expr_of<T>(b)));
 }
+/// cond ? a : b for two C++ literals of one kernel type (`select(x > 0, 0.5, -0.5)` is a Value<double>).
+template <class C, class L>
+requires dsl::Operands<C, bool> && std::is_same_v < dsl::common_value_t<C, bool>,
+bool > &&ir::is_kernel_scalar_v<L> Value<L> select(const C& cond, L a, L b) {
+  return Value<L>(ir::make_select(dsl::expr_of<bool>(cond), dsl::literal_expr<L>(a), dsl::literal_expr<L>(b)));
+}
 
 #define CANOPY_DSL_MATH1(NAME, FN, CONSTRAINT)                                                 \
   template <dsl::Symbolic X>                                                                   \

@@ -46,6 +46,18 @@ std::string_view name_of(ParamKind kind) {
   return "?";
 }
 
+std::string Kernel::describe_param(std::size_t index) const {
+  const std::string& given = params.at(index).name;
+  if (given != "p" + std::to_string(index)) return "'" + given + "'";
+  const std::size_t n = index + 1;
+  const char* suffix = n % 100 >= 11 && n % 100 <= 13 ? "th"
+                       : n % 10 == 1                  ? "st"
+                       : n % 10 == 2                  ? "nd"
+                       : n % 10 == 3                  ? "rd"
+                                                      : "th";
+  return given + " (unnamed: the " + std::to_string(n) + suffix + ")";
+}
+
 std::string_view name_of(Access access) {
   switch (access) {
     case Access::In: return "in";
@@ -70,15 +82,15 @@ Expr identity_of(ReduceOp op, ScalarType type) {
   switch (type) {
     case ScalarType::Bool: return make_bool(want_largest);
     case ScalarType::I32:
-      return make_int(type, want_largest ? std::numeric_limits<std::int32_t>::max()
-                                         : std::numeric_limits<std::int32_t>::min());
+      return make_int(
+          type, want_largest ? std::numeric_limits<std::int32_t>::max() : std::numeric_limits<std::int32_t>::min());
     case ScalarType::I64:
-      return make_int(type, want_largest ? std::numeric_limits<std::int64_t>::max()
-                                         : std::numeric_limits<std::int64_t>::min());
+      return make_int(
+          type, want_largest ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min());
     case ScalarType::F32:
     case ScalarType::F64:
-      return make_const(type, want_largest ? std::numeric_limits<double>::infinity()
-                                           : -std::numeric_limits<double>::infinity());
+      return make_const(
+          type, want_largest ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity());
   }
   return make_int(type, 0);
 }

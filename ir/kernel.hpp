@@ -52,6 +52,9 @@ struct Kernel {
 
   /// Position of the parameter called `name`, if any.
   std::optional<int> param_index(std::string_view name) const;
+  /// How messages name parameter `index`: 'x' when the kernel was given
+  /// names; else its default name and position, "p0 (unnamed: the 1st)".
+  std::string describe_param(std::size_t index) const;
 };
 
 std::string_view name_of(ParamKind kind);

@@ -42,15 +42,14 @@ void add_sites(std::vector<SureAccess>& accesses, int param, bool write, const i
 
 [[noreturn, gnu::cold]] void refuse(const ir::Kernel& kernel, const SureAccess& access, const ArrayStorage& array,
                                     const Shape& range, Wide first, Wide last) {
-  const auto& param = kernel.params[static_cast<std::size_t>(access.param)];
   const std::int64_t extent = array.shape()[access.dim];
   const std::string where = array.shape().rank() > 1 ? fmt::format(" along dimension {}", access.dim) : "";
   throw Error(fmt::format(
-      "kernel '{}' {} parameter '{}', {}, at positions {} to {}{} over the region's range {}, but the array's "
+      "kernel '{}' {} parameter {}, {}, at positions {} to {}{} over the region's range {}, but the array's "
       "extent{} is {}; launch the region over a range the array holds, make the array larger, or guard the "
       "access with If",
-      kernel.name, access.write ? "writes" : "reads", param.name, array.describe(), printable(first), printable(last),
-      where, range.to_string(), where, extent));
+      kernel.name, access.write ? "writes" : "reads", kernel.describe_param(static_cast<std::size_t>(access.param)),
+      array.describe(), printable(first), printable(last), where, range.to_string(), where, extent));
 }
 
 }  // namespace

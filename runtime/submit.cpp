@@ -55,12 +55,13 @@ void check_arguments(const ir::Kernel& kernel, const std::vector<ArgRef>& args) 
       const std::string wanted = param.is_array() ? "an array of " + std::string(ir::name_of(param.type)) + " with " +
                                                         std::to_string(param.rank) + " dimension(s)"
                                                   : "a value of type " + std::string(ir::name_of(param.type));
-      throw Error("kernel '" + kernel.name + "': argument " + std::to_string(p) + " (" + given +
-                  ") does not match parameter '" + param.name + "'; pass " + wanted);
+      throw Error("kernel '" + kernel.name + "': argument " + std::to_string(p + 1) + " of " +
+                  std::to_string(args.size()) + " (" + given + ") does not match parameter " +
+                  kernel.describe_param(p) + "; pass " + wanted);
     }
     if (storage && param.writes() && (*storage)->traits().read_only)
-      throw Error("kernel '" + kernel.name + "' writes parameter '" + param.name + "' but " + (*storage)->describe() +
-                  " is read-only; pass a writable array");
+      throw Error("kernel '" + kernel.name + "' writes parameter " + kernel.describe_param(p) + " but " +
+                  (*storage)->describe() + " is read-only; pass a writable array");
   }
 }
 

@@ -243,7 +243,7 @@ void ArrayStorage::bind_to_numa_node(int os_node) {
 }
 
 std::string ArrayStorage::describe() const {
-  std::string s = traits_.name.empty() ? "array #" + std::to_string(id_) : "array '" + traits_.name + "'";
+  std::string s = traits_.name.empty() ? "unnamed array #" + std::to_string(id_) : "array '" + traits_.name + "'";
   return s + " (" + std::string(ir::name_of(type_)) + " " + shape_.to_string() + " at " + location() + ")";
 }
 

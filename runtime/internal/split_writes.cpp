@@ -30,17 +30,18 @@ bool writes_overlap(const ir::AccessFootprint& writes, const Shape& shape, const
 constexpr double kTwinOpsPerElement = 20;
 constexpr double kPrivateCopyOpsPerElement = 8;
 
-std::string why_one_memory(const ir::Kernel& kernel, const ir::Param& param, const ArrayStorage& array,
+std::string why_one_memory(const ir::Kernel& kernel, std::size_t param, const ArrayStorage& array,
                            const ir::ArrayFootprint& footprint) {
   const std::string also = footprint.reads.present ? "reads it" : "stores to it";
-  return "kernel '" + kernel.name + "' adds atomically to parameter '" + param.name + "', " + array.describe() +
-         ", and also " + also +
+  return "kernel '" + kernel.name + "' adds atomically to parameter " + kernel.describe_param(param) + ", " +
+         array.describe() + ", and also " + also +
          ", so the region's pieces cannot each keep a copy of it: the region ran on one "
          "memory (keep what it reads, or what it stores, in another array to let the region split)";
 }
 
-std::string too_costly(const ir::Kernel& kernel, const ir::Param& param, const ArrayStorage& array) {
-  return "kernel '" + kernel.name + "' may write any element of parameter '" + param.name + "', " + array.describe() +
+std::string too_costly(const ir::Kernel& kernel, std::size_t param, const ArrayStorage& array) {
+  return "kernel '" + kernel.name + "' may write any element of parameter " + kernel.describe_param(param) + ", " +
+         array.describe() +
          ", from every piece, and merging what each memory changed would cost more than splitting the region saves: "
          "the region ran on one memory (CANOPY_SPLIT_WRITES=merge splits it anyway)";
 }
@@ -84,7 +85,7 @@ SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& 
     if (array->writes.only_atomic() && !array->reads.present) {
       plan.modes[p] = WriteMode::Added;
     } else if (array->writes.atomic) {
-      plan.one_memory = why_one_memory(kernel, param, **storage, *array);
+      plan.one_memory = why_one_memory(kernel, p, **storage, *array);
     } else {
       plan.modes[p] = WriteMode::Changed;
     }
@@ -92,7 +93,7 @@ SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& 
       merging += merge_ops(array->writes, (*storage)->shape(), range, pieces, plan.modes[p]);
       // The most two memories can save is half the work.
       if (choice == SplitWriteChoice::OneMemory || merging > 0.5 * double(range.size()) * ops_per_point)
-        plan.one_memory = too_costly(kernel, param, **storage);
+        plan.one_memory = too_costly(kernel, p, **storage);
     }
     if (plan.one_memory) {
       plan.modes.clear();

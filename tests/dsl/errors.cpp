@@ -115,7 +115,8 @@ TEST_CASE("dsl errors: For with a step of 0 or below, or too large for an i32 co
 
 TEST_CASE("dsl errors: a For counter used outside its loop, and a Value never set") {
   const std::string expected =
-      "a kernel value was used before it was set (a For counter outside its loop, or a default Value)";
+      "kernel 'k': a Value: a kernel value was used before it was set (a For counter outside its loop, or a default "
+      "Value)";
   CHECK(error_of([] {
           Kernel k("k", [](Out<double> a) {
             Idx j;

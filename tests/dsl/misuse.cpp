@@ -164,6 +164,12 @@ static_assert(!CanStore<dsl::Element<float, ir::Access::Out>, Value<double>>, "s
 static_assert(!CanMin<Value<float>, Value<double>>);
 static_assert(!CanPow<Value<float>, Value<double>>);
 static_assert(!CanSelect<Value<bool>, Value<float>, Value<double>>);
+// Two literals of one kernel type select a value of that type; of two types, nothing.
+static_assert(CanSelect<Value<bool>, double, double>);
+static_assert(CanSelect<Value<bool>, std::int32_t, std::int32_t>);
+static_assert(!CanSelect<Value<bool>, double, float>);
+static_assert(!CanSelect<Value<bool>, long long, long long>);
+static_assert(!CanSelect<bool, double, double>);
 static_assert(!CanSum<Sum<float>, Value<double>>);
 static_assert(CanSum<Sum<float>, double>, "a literal adapts");
 static_assert(!CanCombine<Min<std::int32_t>, Value<std::int64_t>>);

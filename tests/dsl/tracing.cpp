@@ -325,6 +325,23 @@ TEST_CASE("dsl: cast, select, unary operators, comparisons and bitwise operators
         "}\n");
 }
 
+TEST_CASE("dsl: select between two literals takes their type") {
+  Kernel k("pick",
+           [](Out<double> dst, Out<float> half, Out<std::int32_t> sign, In<float> f) {
+             Idx i = index(0);
+             dst[i] = select(f[i] > 0, 0.5, -0.5);
+             half[i] = f[i] * select(f[i] > 1, 0.5f, 2.0f);
+             sign[i] = select(f[i] < 0, -1, 1);
+           },
+           {"dst", "half", "sign", "f"});
+  CHECK(text(k) ==
+        "kernel pick(out f64[1] dst, out f32[1] half, out i32[1] sign, in f32[1] f) dims 1 {\n"
+        "  dst[index(0)] = select((f[index(0)] > 0:f32), 0.5:f64, -0.5:f64)\n"
+        "  half[index(0)] = (f[index(0)] * select((f[index(0)] > 1:f32), 0.5:f32, 2:f32))\n"
+        "  sign[index(0)] = select((f[index(0)] < 0:f32), -1:i32, 1:i32)\n"
+        "}\n");
+}
+
 TEST_CASE("dsl: math functions under their C names") {
   Kernel k("math",
            [](Out<double> dst, Out<float> outf, Out<std::int32_t> outi, In<double> x, In<float> y, In<std::int32_t> n) {

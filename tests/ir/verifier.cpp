@@ -294,3 +294,23 @@ TEST_CASE("verifier: null children are reported, never dereferenced") {
         "kernel 'k': loop with a null body; use an empty Block in `for j in 0:i64 .. 1:i64 {`");
   CHECK(verify_error(with_body({make_if(make_bool(true), make_block({}), Stmt{})})) == "");
 }
+
+TEST_CASE("kernel: messages name a parameter by its given name, or by its default name and position") {
+  Kernel kernel;
+  kernel.name = "k";
+  for (int p = 0; p < 23; ++p) kernel.params.push_back(Param::scalar("p" + std::to_string(p), F64));
+  kernel.params[4].name = "scale";
+  CHECK(kernel.describe_param(0) == "p0 (unnamed: the 1st)");
+  CHECK(kernel.describe_param(1) == "p1 (unnamed: the 2nd)");
+  CHECK(kernel.describe_param(2) == "p2 (unnamed: the 3rd)");
+  CHECK(kernel.describe_param(3) == "p3 (unnamed: the 4th)");
+  CHECK(kernel.describe_param(4) == "'scale'");
+  CHECK(kernel.describe_param(10) == "p10 (unnamed: the 11th)");
+  CHECK(kernel.describe_param(11) == "p11 (unnamed: the 12th)");
+  CHECK(kernel.describe_param(12) == "p12 (unnamed: the 13th)");
+  CHECK(kernel.describe_param(20) == "p20 (unnamed: the 21st)");
+  CHECK(kernel.describe_param(22) == "p22 (unnamed: the 23rd)");
+  // A name that only looks like a default one elsewhere is the user's.
+  kernel.params[5].name = "p6";
+  CHECK(kernel.describe_param(5) == "'p6'");
+}

@@ -207,25 +207,26 @@ TEST_CASE("error messages: kernel arguments that do not match the kernel's param
   CHECK(error_of([&] {
           engine.submit(scale_request({y.storage(), f32.storage(), backends::scalar_arg<double>(2.0)}));
         }) ==
-        "kernel 'scale': argument 1 (array 'single' (f32 100 at numa0)) does not match parameter 'x'; pass an "
+        "kernel 'scale': argument 2 of 3 (array 'single' (f32 100 at numa0)) does not match parameter 'x'; pass an "
         "array of f64 with 1 dimension(s)");
   CHECK(error_of([&] {
           engine.submit(
               scale_request({y.storage(), backends::scalar_arg<double>(1.0), backends::scalar_arg<double>(2.0)}));
         }) ==
-        "kernel 'scale': argument 1 (a value) does not match parameter 'x'; pass an array of f64 with 1 "
+        "kernel 'scale': argument 2 of 3 (a value) does not match parameter 'x'; pass an array of f64 with 1 "
         "dimension(s)");
   auto grid = rt.array<double, 2>(Shape(10, 10), at("numa0") | named("grid"));
   CHECK(error_of([&] {
           engine.submit(scale_request({y.storage(), grid.storage(), backends::scalar_arg<double>(2.0)}));
         }) ==
-        "kernel 'scale': argument 1 (array 'grid' (f64 10x10 at numa0)) does not match parameter 'x'; pass an "
+        "kernel 'scale': argument 2 of 3 (array 'grid' (f64 10x10 at numa0)) does not match parameter 'x'; pass an "
         "array of f64 with 1 dimension(s)");
-  CHECK(error_of([&] {
-          engine.submit(scale_request({y.storage(), x.storage(), x.storage()}));
-        }) ==
-        "kernel 'scale': argument 2 (array 'x' (f64 100 at numa0)) does not match parameter 'factor'; pass a value "
-        "of type f64");
+  CHECK(
+      error_of([&] {
+        engine.submit(scale_request({y.storage(), x.storage(), x.storage()}));
+      }) ==
+      "kernel 'scale': argument 3 of 3 (array 'x' (f64 100 at numa0)) does not match parameter 'factor'; pass a value "
+      "of type f64");
   auto table = rt.array<double>(100, at("numa0") | named("table") | read_only());
   CHECK(error_of([&] { rt.region(scale()).over(100).launch(table, x, 2.0); }) ==
         "kernel 'scale' writes parameter 'y' but array 'table' (f64 100 at numa0) is read-only; pass a writable array");

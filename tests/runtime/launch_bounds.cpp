@@ -102,6 +102,20 @@ TEST_CASE("launch bounds: a range longer than the arrays is refused, naming the 
   CHECK(after[999] == -999.0);
 }
 
+TEST_CASE("launch bounds: a kernel without parameter names and arrays without names are named by position") {
+  Runtime rt;
+  use_tree(rt, one_leaf_tree());
+  Kernel unnamed("lb_unnamed", [](Out<double> o, In<double> x) {
+    Idx i = index(0);
+    o[i] = x[i + 1];
+  });
+  auto o = rt.array<double>(10), x = rt.array<double>(10);
+  const std::string message = error_of([&] { rt.region(unnamed).over(10).launch(o, x); });
+  CHECK(message.rfind("kernel 'lb_unnamed' reads parameter p1 (unnamed: the 2nd), unnamed array #", 0) == 0);
+  CHECK(message.find(" (f64 10 at node), at positions 1 to 10 over the region's range 10") != std::string::npos);
+  rt.pause();
+}
+
 TEST_CASE("launch bounds: positions below zero and falling positions are refused") {
   Runtime rt;
   use_tree(rt, one_leaf_tree());
