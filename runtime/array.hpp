@@ -111,10 +111,16 @@ class ArrayStorage {
   /// Records a region that reads and/or writes the array and returns the
   /// earlier regions it must wait for (read after write, write after read
   /// or write).
-  std::vector<CompletionPtr> add_use(const CompletionPtr& use, bool reads, bool writes);
+  /// `writer_before`, when given, receives the region that wrote the array
+  /// last before this use (null when none did).
+  std::vector<CompletionPtr> add_use(const CompletionPtr& use, bool reads, bool writes,
+                                     CompletionPtr* writer_before = nullptr);
   /// Waits for every region in flight that uses the array; regions that use
   /// it and are still recorded (runtime/internal/recorder.hpp) start first.
-  void wait_idle();
+  /// With `report`, rethrows the failure of the region that wrote the array
+  /// last (its elements are not what the program asked for), unless the
+  /// program was told of it already (Completion::claim_error).
+  void wait_idle(bool report = false);
   /// What wait_idle() calls to start recorded regions (set by the engine).
   void set_start_recorded(std::function<void()> start) { start_recorded_ = std::move(start); }
   /// Counts the recorded regions that use the array (the recorder keeps it).
@@ -231,15 +237,17 @@ class Array {
   /// The elements on the host, current: waits for the regions that use the
   /// array and brings back what devices changed. Writes through the view are
   /// seen by the regions launched after (device copies are refreshed then).
+  /// Throws the error of the region that wrote the array last, when it
+  /// failed and neither pause() nor another view has reported it yet.
   HostView<T, Rank> host() const {
-    storage_->wait_idle();
+    storage_->wait_idle(true);
     storage_->sync_host(true);
     return HostView<T, Rank>(static_cast<T*>(storage_->host_data()), storage_->shape());
   }
   /// Like host(), for reading only: the device copies stay current, so the
   /// next regions on devices copy nothing in again.
   HostView<const T, Rank> host_read() const {
-    storage_->wait_idle();
+    storage_->wait_idle(true);
     storage_->sync_host(false);
     return HostView<const T, Rank>(static_cast<const T*>(storage_->host_data()), storage_->shape());
   }

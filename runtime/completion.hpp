@@ -18,15 +18,39 @@ class Completion {
   bool done() const { return state_.load(std::memory_order_acquire) != 0; }
   /// Marks the work done (with the exception it failed with, if any). Call once.
   void finish(std::exception_ptr error = nullptr);
-  /// Blocks until done; rethrows the work's exception when `rethrow`.
+  /// Marks the work done with the failure of `cause`, work it depended on:
+  /// the two are reported as one (telling the program of either tells it of
+  /// both). Call once, instead of finish().
+  void finish_as(const std::shared_ptr<const Completion>& cause);
+  /// Blocks until done; rethrows the work's exception when `rethrow` (and
+  /// counts it as reported).
   void wait(bool rethrow = true) const;
   /// The exception the work failed with, once done; null otherwise.
   std::exception_ptr error() const { return done() ? error_ : nullptr; }
+  /// The exception the work failed with, the first time it is asked for
+  /// once done (the program is told once: by pause(), a host view, or
+  /// reduce()); null otherwise.
+  std::exception_ptr claim_error() const {
+    if (!done() || !error_ || reported().exchange(true, std::memory_order_acq_rel)) return nullptr;
+    return error_;
+  }
+  /// The exception the work failed with while nobody has been told of it:
+  /// work that depends on this work fails with it instead of running on what
+  /// it left.
+  std::exception_ptr unreported_error() const {
+    return done() && error_ && !reported().load(std::memory_order_acquire) ? error_ : nullptr;
+  }
 
  private:
+  std::atomic<bool>& reported() const { return cause_ ? cause_->reported_ : reported_; }
+
   std::atomic<std::uint32_t> state_{0};
   mutable std::atomic<std::uint32_t> sleepers_{0};
+  mutable std::atomic<bool> reported_{false};
   std::exception_ptr error_;  ///< written before state_ turns 1
+  /// The work whose failure this one's is (finish_as), at the root of a
+  /// chain: its flag says whether the program was told; null otherwise.
+  std::shared_ptr<const Completion> cause_;
 };
 
 using CompletionPtr = std::shared_ptr<Completion>;

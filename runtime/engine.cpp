@@ -252,8 +252,13 @@ Engine::Engine(const RuntimeOptions& options) : state_((read_settings(), std::ma
 Engine::~Engine() {
   try {
     pause();
+  } catch (const std::exception& e) {
+    // A region failed and nothing reported it to the program (no pause(),
+    // host view or reduce() after it): said here, not lost.
+    std::fprintf(stderr, "canopy: a region failed and the program was not told before its Runtime ended: %s\n",
+                 e.what());
   } catch (...) {
-    // A region failed and nobody paused to hear it; the program is ending anyway.
+    std::fprintf(stderr, "canopy: a region failed and the program was not told before its Runtime ended\n");
   }
   state_->stop_recorder();
   if (dump_enabled("program")) dump("program", "canopy", program_record());
@@ -313,8 +318,12 @@ void Engine::pause() {
   // caller sleeps once instead of polling through every region in turn (and
   // taking turns on a core with the worker that runs them).
   for (auto f = pending.rbegin(); f != pending.rend(); ++f) f->completion->wait(false);
+  // The first failure not reported yet (by a host view or reduce()); every
+  // one counts as reported from here on.
+  std::exception_ptr first;
   for (auto& f : pending)
-    if (f.completion->error()) std::rethrow_exception(f.completion->error());
+    if (auto error = f.completion->claim_error(); error && !first) first = error;
+  if (first) std::rethrow_exception(first);
 }
 
 void Engine::pause(const std::string& location) {
@@ -417,7 +426,8 @@ void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const 
   auto done = std::make_shared<Completion>();
   std::shared_lock lock(state_->tree_mutex);
   std::lock_guard order_lock(state_->order_mutex);
-  auto deps = source->add_use(done, true, false);
+  CompletionPtr source_writer;
+  auto deps = source->add_use(done, true, false, &source_writer);
   auto more = destination->add_use(done, false, true);
   deps.insert(deps.end(), more.begin(), more.end());
   state_->track(done);
@@ -425,9 +435,14 @@ void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const 
   auto it = leaves.empty() ? state_->workers.end() : state_->workers.find(leaves.front()->name());
   // Copied in host memory: the source's host copy brought up to date first,
   // the destination's device copies stale afterwards.
-  auto copy = [deps, done, destination, source] {
+  auto copy = [deps, done, destination, source, source_writer] {
     try {
       for (auto& d : deps) d->wait(false);
+      // The source's last writer failed unreported: the copy fails with it (see run_piece).
+      if (source_writer && source_writer->unreported_error()) {
+        done->finish_as(source_writer);
+        return;
+      }
       source->sync_host(false);
       destination->sync_host(true);
       std::memcpy(destination->host_data(), source->host_data(), source->bytes());

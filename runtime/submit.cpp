@@ -400,8 +400,10 @@ void Engine::State::record_uses(RegionRun& run, RegionRequest& request, const Po
                                              : reads         ? "in "
                                                              : "out ") +
                                  traits.name + "#" + std::to_string((*storage)->id()));
-    auto deps = (*storage)->add_use(run.completion, reads, writes);
+    CompletionPtr writer_before;
+    auto deps = (*storage)->add_use(run.completion, reads, writes, &writer_before);
     run.deps.insert(run.deps.end(), deps.begin(), deps.end());
+    if (writer_before) run.writers_before.push_back(std::move(writer_before));
   }
   run.args = std::move(request.args);
   run.partials.resize(pieces.size());

@@ -130,6 +130,11 @@ void Completion::finish(std::exception_ptr error) {
   if (sleepers_.load(std::memory_order_seq_cst) != 0) state_.notify_all();
 }
 
+void Completion::finish_as(const std::shared_ptr<const Completion>& cause) {
+  cause_ = cause->cause_ ? cause->cause_ : cause;
+  finish(cause->error_);
+}
+
 void Completion::wait(bool rethrow) const {
   if (!done()) {
     // A short region ends within microseconds: polling avoids two futex calls.
@@ -139,7 +144,10 @@ void Completion::wait(bool rethrow) const {
       sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     }
   }
-  if (rethrow && error_) std::rethrow_exception(error_);
+  if (rethrow && error_) {
+    reported().store(true, std::memory_order_release);
+    std::rethrow_exception(error_);
+  }
 }
 
 namespace {
@@ -262,11 +270,13 @@ void ArrayStorage::settle_contents(bool overwritten) const {
   clear_owed_.store(false, std::memory_order_release);
 }
 
-std::vector<CompletionPtr> ArrayStorage::add_use(const CompletionPtr& use, bool reads, bool writes) {
+std::vector<CompletionPtr> ArrayStorage::add_use(const CompletionPtr& use, bool reads, bool writes,
+                                                 CompletionPtr* writer_before) {
   last_use_.store(use_clock++, std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   std::vector<CompletionPtr> deps;
   if (last_writer_ && !last_writer_->done()) deps.push_back(last_writer_);
+  if (writer_before) *writer_before = last_writer_ != use ? last_writer_ : nullptr;
   if (writes) {
     for (auto& r : readers_)
       if (!r->done()) deps.push_back(r);
@@ -282,15 +292,19 @@ std::vector<CompletionPtr> ArrayStorage::add_use(const CompletionPtr& use, bool 
   return deps;
 }
 
-void ArrayStorage::wait_idle() {
+void ArrayStorage::wait_idle(bool report) {
   if (recorded_.load(std::memory_order_acquire) > 0 && start_recorded_) start_recorded_();
   std::vector<CompletionPtr> pending;
+  CompletionPtr writer;
   {
     std::lock_guard lock(mutex_);
+    writer = last_writer_;
     if (last_writer_) pending.push_back(last_writer_);
     pending.insert(pending.end(), readers_.begin(), readers_.end());
   }
   for (auto& c : pending) c->wait(false);
+  if (!report || !writer) return;
+  if (auto error = writer->claim_error()) std::rethrow_exception(error);
 }
 
 }  // namespace runtime

@@ -2,6 +2,7 @@
 // current in the leaf's memory, the kernel run over the piece's range, what
 // it wrote recorded in the coherence directory, and, when the leaf fails,
 // the piece run again elsewhere (recovery.hpp says what that guarantees).
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -254,24 +255,34 @@ void Engine::State::run_piece(const std::shared_ptr<RegionRun>& run, std::size_t
   auto launched = start;
   double run_seconds = 0;
   std::size_t passes_run = 1;
-  try {
-    for (auto& dep : run->deps) dep->wait(false);
-    auto passes = passes_for(*run, range, worker);
-    for (std::size_t k = 0; k < passes.size(); ++k) {
-      const backends::Range part = passes[k].range;
-      make_way(passes[k], worker, passes.size() > 1);
-      const PiecePins pins(*run, worker.place());
-      auto written = prepare_arrays(*run, std::move(passes[k]), worker);
-      const auto pass_launched = std::chrono::steady_clock::now();
-      if (k == 0) launched = pass_launched;
-      auto partials = launch_piece(*run, *run->programs[piece], part, worker);
-      run_seconds += seconds_between(pass_launched, std::chrono::steady_clock::now());
-      record_writes(*run, written, worker);
-      run->partials[piece] = k == 0 ? std::move(partials) : combined(*run, run->partials[piece], partials);
+  for (auto& dep : run->deps) dep->wait(false);
+  // A region that wrote one of its arrays last failed, and the program has
+  // not been told: this one fails with the same error instead of running on
+  // what that one left (a host view of what it writes reports the cause).
+  const auto failed = std::find_if(run->writers_before.begin(), run->writers_before.end(),
+                                   [](const CompletionPtr& writer) { return writer->unreported_error() != nullptr; });
+  if (failed != run->writers_before.end()) {
+    run->fail_as(*failed);
+    passes_run = 0;
+  } else {
+    try {
+      auto passes = passes_for(*run, range, worker);
+      for (std::size_t k = 0; k < passes.size(); ++k) {
+        const backends::Range part = passes[k].range;
+        make_way(passes[k], worker, passes.size() > 1);
+        const PiecePins pins(*run, worker.place());
+        auto written = prepare_arrays(*run, std::move(passes[k]), worker);
+        const auto pass_launched = std::chrono::steady_clock::now();
+        if (k == 0) launched = pass_launched;
+        auto partials = launch_piece(*run, *run->programs[piece], part, worker);
+        run_seconds += seconds_between(pass_launched, std::chrono::steady_clock::now());
+        record_writes(*run, written, worker);
+        run->partials[piece] = k == 0 ? std::move(partials) : combined(*run, run->partials[piece], partials);
+      }
+      passes_run = passes.size();
+    } catch (...) {
+      if (!recover_piece(*run, piece, range, worker, std::current_exception())) run->fail(std::current_exception());
     }
-    passes_run = passes.size();
-  } catch (...) {
-    if (!recover_piece(*run, piece, range, worker, std::current_exception())) run->fail(std::current_exception());
   }
   const auto end = std::chrono::steady_clock::now();
   if (trace::on()) trace::piece(worker.name(), *run->record, piece, range, start, launched, run_seconds, end);

@@ -65,6 +65,7 @@ std::vector<backends::KernelArg> kernel_args(const std::vector<ArgRef>& refs, co
 void finish_region(RegionRun& run) {
   combine_partials(run);
   std::exception_ptr error;
+  CompletionPtr cause;
   {
     std::lock_guard lock(run.error_mutex);
     try {
@@ -73,11 +74,14 @@ void finish_region(RegionRun& run) {
       if (!run.error) run.error = std::current_exception();
     }
     error = run.error;
+    cause = run.cause;
   }
   for (auto& array : run.per_region_arrays) array->release_contents();
   if (run.adaptive && !error) run.adaptive->finished(*run.record);
-  for (auto& launched : run.also_completes) launched->finish(error);
-  run.completion->finish(error);
+  // A failure taken from a region it depended on is reported as that one's.
+  auto finish = [&](Completion& c) { cause ? c.finish_as(cause) : c.finish(error); };
+  for (auto& launched : run.also_completes) finish(*launched);
+  finish(*run.completion);
 }
 
 }  // namespace canopy::runtime

@@ -35,6 +35,9 @@ struct RegionRun {
   std::vector<std::shared_ptr<backends::Program>> programs;  // per piece, for its leaf's device
   std::vector<ArgRef> args;
   std::vector<CompletionPtr> deps;
+  /// The regions that wrote its arrays last before it (each done once deps
+  /// are): a failure of one that the program was not told of becomes its own.
+  std::vector<CompletionPtr> writers_before;
   std::vector<std::vector<backends::ReductionValue>> partials;  // per piece
   std::atomic<int> pieces_left{0};
   std::mutex error_mutex;
@@ -64,10 +67,21 @@ struct RegionRun {
   /// When the pieces were queued: each piece's finishing time counts from here.
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 
+  /// The region among writers_before whose failure this one took (fail_as).
+  CompletionPtr cause;
+
   /// Keeps the first error of any piece (later ones are dropped).
   void fail(std::exception_ptr e) {
     std::lock_guard lock(error_mutex);
     if (!error) error = std::move(e);
+  }
+  /// Fails with the failure of `writer`, one of writers_before, unless a
+  /// piece failed first.
+  void fail_as(const CompletionPtr& writer) {
+    std::lock_guard lock(error_mutex);
+    if (error) return;
+    error = writer->error();
+    cause = writer;
   }
 };
 
