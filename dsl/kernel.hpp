@@ -80,6 +80,7 @@ class Kernel<void(Ps...)> : public KernelBase {
   requires std::is_invocable_v<F&, Ps...> Kernel(std::string name, F&& body,
                                                  std::vector<std::string> param_names = {}) {
     dsl::Tracer tracer(std::move(name));
+    tracer.reserve_names(param_names);
     // Braced initialisation evaluates the parameters left to right.
     std::tuple<Ps...> params{dsl::traced_param<Ps>(tracer)...};
     std::apply(body, params);

@@ -44,6 +44,8 @@ int Tracer::add_param(ir::Param param) {
   return static_cast<int>(params_.size()) - 1;
 }
 
+void Tracer::reserve_names(const std::vector<std::string>& names) { used_names_.insert(names.begin(), names.end()); }
+
 std::string Tracer::fresh_name(std::string_view hint) {
   // Unnamed locals are v0, v1, ...; a named one keeps its name, or gets a
   // number after it (x, x1, x2, ...) when the name is taken. Names are only
@@ -97,11 +99,8 @@ ir::Kernel Tracer::finish(const std::vector<std::string>& param_names) {
   ir::Kernel kernel;
   kernel.name = name_;
   kernel.params = params_;
-  for (std::size_t i = 0; i < param_names.size(); ++i) {
-    if (used_names_.count(param_names[i]))
-      fail("parameter names", "'" + param_names[i] + "' is also the name of a local variable");
-    kernel.params[i].name = param_names[i];
-  }
+  // The locals were named around the parameters' names (reserve_names).
+  for (std::size_t i = 0; i < param_names.size(); ++i) kernel.params[i].name = param_names[i];
   kernel.dims = max_index_dim_ + 1;
   kernel.body = ir::forward_snapshots(ir::make_block(std::move(blocks_.front())), snapshots_);
   blocks_.assign(1, {});

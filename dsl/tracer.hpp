@@ -43,6 +43,9 @@ class Tracer {
 
   /// A local name not used before in this kernel, from `hint` ("v" if empty).
   std::string fresh_name(std::string_view hint);
+  /// Keeps `names` (the parameters' names a Kernel was given) from the
+  /// locals: fresh_name never returns one of them. Call before tracing.
+  void reserve_names(const std::vector<std::string>& names);
   /// Records that the body reads index(dim).
   void note_index(int dim);
   /// A read of a local or an InOut array's element taken now: a snapshot
