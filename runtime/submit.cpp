@@ -16,6 +16,7 @@
 // Steps 1 to 4 may throw and leave nothing behind; from step 5 on, later
 // regions depend on this one and nothing may throw.
 #include <algorithm>
+#include <canopy/ir/analysis/merge_updates.hpp>
 #include <canopy/ir/settings.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -62,6 +63,19 @@ void check_arguments(const ir::Kernel& kernel, const std::vector<ArgRef>& args) 
     if (storage && param.writes() && (*storage)->traits().read_only)
       throw Error("kernel '" + kernel.name + "' writes parameter " + kernel.describe_param(p) + " but " +
                   (*storage)->describe() + " is read-only; pass a writable array");
+    if (storage && param.writes() && (*storage)->traits().merge) {
+      const ir::ReduceOp op = *(*storage)->traits().merge;
+      const std::string problem = ir::non_combining_access(kernel, static_cast<int>(p), op);
+      if (!problem.empty()) {
+        const std::string name(ir::name_of(op));
+        throw Error("kernel '" + kernel.name + "' passes " + (*storage)->describe() + " with merge(" + name +
+                    ") as parameter " + kernel.describe_param(p) + " and " + problem +
+                    "; a merged array takes only updates that combine with its operator (" +
+                    (op == ir::ReduceOp::Sum ? "atomic_add(m[e], x) or m[e] = m[e] + x"
+                                             : "m[e] = " + name + "(m[e], x), or m[e] = x where x never loses") +
+                    "), which give the same result on every leaf however the region splits");
+      }
+    }
   }
 }
 

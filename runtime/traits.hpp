@@ -37,8 +37,9 @@ struct MemoryTraits {
   /// Location consistency: several leaves of one region may write the array,
   /// each into a private copy starting at the operator's identity; the copies
   /// are combined with the operator into the array at the next pause (or the
-  /// next use). CPU leaves combine into the array itself, so their kernels
-  /// must update it with atomic_add (or write disjoint elements).
+  /// next use). CPU leaves combine into the array itself, so kernels must
+  /// only combine into it (ir/analysis/merge_updates.hpp says how; a launch
+  /// that does otherwise is refused), on disjoint elements unless atomically.
   std::optional<ir::ReduceOp> merge;
   /// Its elements start undefined instead of zero (Kokkos'
   /// WithoutInitializing): nothing is written when it is made, so its pages

@@ -304,3 +304,92 @@ TEST_CASE("error messages: a word CANOPY_DUMP does not know stops the Runtime fr
   EnvironmentFor every_kind("CANOPY_DUMP", "ir,llvm,asm,cost,program,opencl,cuda,spirv,all,");
   CHECK_NOTHROW(Settings::from_environment());
 }
+
+TEST_CASE("error messages: a merged array takes only updates that combine with its operator") {
+  Runtime rt;
+  use_tree(rt, one_leaf_tree());
+  constexpr std::int64_t n = 64, bins = 4;
+  auto keys = rt.array<std::int32_t>(n, named("keys"));
+  {
+    auto k = keys.host();
+    for (std::int64_t i = 0; i < n; ++i) k[i] = static_cast<std::int32_t>((i * 7) % 13);
+  }
+  auto sums = rt.array<std::int32_t>(bins, merge(MergeOp::Sum) | named("sums"));
+  auto lows = rt.array<std::int32_t>(bins, merge(MergeOp::Min) | named("lows"));
+  auto highs = rt.array<std::int32_t>(n, merge(MergeOp::Max) | named("highs"));
+  auto out = rt.array<std::int32_t>(n, named("out"));
+  {
+    auto l = lows.host();
+    for (std::int64_t b = 0; b < bins; ++b) l[b] = 100;
+    auto h = highs.host();
+    for (std::int64_t i = 0; i < n; ++i) h[i] = -1;
+  }
+  // Combining updates run: an atomic add and `+=` under sum, min(m, x) under
+  // min, and under max a store of a value that never loses (a level).
+  Kernel histogram("m_histogram",
+                   [](InOut<std::int32_t> m, In<std::int32_t> k) {
+                     Idx i = index(0);
+                     atomic_add(m[k[i] % 4], 1);
+                   },
+                   {"m", "k"});
+  Kernel lowest("m_lowest",
+                [](InOut<std::int32_t> m, In<std::int32_t> k) {
+                  Idx i = index(0);
+                  Value<std::int64_t> b = cast<std::int64_t>(k[i] % 4);
+                  If(k[i] > 2, [&] { m[b] = min(m[b], k[i]); });
+                },
+                {"m", "k"});
+  Kernel level("m_level",
+               [](Out<std::int32_t> m, In<std::int32_t> k) {
+                 Idx i = index(0);
+                 If(k[i] > 5, [&] { m[i] = 3; });
+               },
+               {"m", "k"});
+  Kernel reads_only("m_reads", [](Out<std::int32_t> o, In<std::int32_t> m) { o[index(0)] = m[index(0)] * 2; },
+                    {"o", "m"});
+  rt.region(histogram).over(n).launch(sums, keys);
+  rt.region(lowest).over(n).launch(lows, keys);
+  rt.region(level).over(n).launch(highs, keys);
+  rt.region(reads_only).over(n).launch(out, highs);
+  std::vector<std::int32_t> want_sums(bins, 0), want_lows(bins, 100);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int32_t k = static_cast<std::int32_t>((i * 7) % 13);
+    ++want_sums[static_cast<std::size_t>(k % 4)];
+    if (k > 2) want_lows[static_cast<std::size_t>(k % 4)] = std::min(want_lows[static_cast<std::size_t>(k % 4)], k);
+  }
+  {
+    auto s = sums.host_read();
+    auto l = lows.host_read();
+    for (std::int64_t b = 0; b < bins; ++b) {
+      CHECK(s[b] == want_sums[static_cast<std::size_t>(b)]);
+      CHECK(l[b] == want_lows[static_cast<std::size_t>(b)]);
+    }
+    auto o = out.host_read();
+    for (std::int64_t i = 0; i < n; ++i) CHECK(o[i] == ((i * 7) % 13 > 5 ? 6 : -2));
+  }
+  // Others are refused at launch, naming what the kernel does.
+  Kernel stores("m_stores", [](InOut<std::int32_t> m) { m[index(0)] = 7; }, {"m"});
+  CHECK(error_of([&] { rt.region(stores).over(bins).launch(sums); }) ==
+        "kernel 'm_stores' passes array 'sums' (i32 4 at node) with merge(sum) as parameter 'm' and stores to it a "
+        "value that is not <it> + x of the element stored to; a merged array takes only updates that combine with "
+        "its operator (atomic_add(m[e], x) or m[e] = m[e] + x), which give the same result on every leaf however "
+        "the region splits");
+  Kernel peeks("m_peeks",
+               [](InOut<std::int32_t> m, Out<std::int32_t> o) {
+                 Idx i = index(0);
+                 o[i] = m[i];
+                 m[i] = min(m[i], 5);
+               },
+               {"m", "o"});
+  CHECK(error_of([&] { rt.region(peeks).over(bins).launch(lows, out); })
+            .find("with merge(min) as parameter 'm' and reads it other than in a store that combines into the "
+                  "element it read; a merged array takes only updates that combine with its operator (m[e] = "
+                  "min(m[e], x), or m[e] = x where x never loses)") != std::string::npos);
+  Kernel adds("m_adds", [](InOut<std::int32_t> m) { atomic_add(m[0], 1); }, {"m"});
+  CHECK(error_of([&] {
+          rt.region(adds).over(bins).launch(lows);
+        }).find("adds to it atomically, which combines as a sum, not as its min") != std::string::npos);
+  // Refused launches changed nothing.
+  auto s = sums.host_read();
+  for (std::int64_t b = 0; b < bins; ++b) CHECK(s[b] == want_sums[static_cast<std::size_t>(b)]);
+}
