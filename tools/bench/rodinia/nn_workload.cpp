@@ -32,9 +32,8 @@ class NnWorkload final : public Workload {
       case Size::Large: records_ = nn::generate(32000000); break;
     }
     // Both sides write their distances into the same memory, touched once
-    // here: two buffers would differ in where their pages lie, and the one
-    // allocated second read 2-5% faster on the project's VM whichever side
-    // used it (the runs alternate, and each side's result is kept apart).
+    // here, so that where two buffers' pages lie cannot favour either side
+    // (the runs alternate, and each side keeps its own result).
     distances_.assign(static_cast<std::size_t>(records_.size()), 0.0f);
     canopy_.clear();
     baseline_.clear();
