@@ -109,7 +109,8 @@ struct SplitWriteStats {
   std::int64_t sums_merged = 0;
   /// Regions run on one memory instead, since neither keeps their writes.
   std::int64_t one_memory = 0;
-  /// Why regions ran on one memory, once per kernel and reason.
+  /// Why regions ran on one memory, once per kernel, parameter and reason
+  /// (the first array it happened with named).
   std::vector<std::string> notes;
 };
 

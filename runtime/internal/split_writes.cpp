@@ -86,14 +86,17 @@ SplitWritePlan plan_split_writes(const ir::Kernel& kernel, const ir::Footprint& 
       plan.modes[p] = WriteMode::Added;
     } else if (array->writes.atomic) {
       plan.one_memory = why_one_memory(kernel, p, **storage, *array);
+      plan.one_memory_key = kernel.name + "/" + std::to_string(p) + "/atomic";
     } else {
       plan.modes[p] = WriteMode::Changed;
     }
     if (!plan.one_memory && choice != SplitWriteChoice::Merge) {
       merging += merge_ops(array->writes, (*storage)->shape(), range, pieces, plan.modes[p]);
       // The most two memories can save is half the work.
-      if (choice == SplitWriteChoice::OneMemory || merging > 0.5 * double(range.size()) * ops_per_point)
+      if (choice == SplitWriteChoice::OneMemory || merging > 0.5 * double(range.size()) * ops_per_point) {
         plan.one_memory = too_costly(kernel, p, **storage);
+        plan.one_memory_key = kernel.name + "/" + std::to_string(p) + "/costly";
+      }
     }
     if (plan.one_memory) {
       plan.modes.clear();

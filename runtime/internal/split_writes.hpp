@@ -60,6 +60,9 @@ struct SplitWritePlan {
   /// Set when the region cannot be split over memories: the reason, naming
   /// the kernel and the array, for rt.stats().
   std::optional<std::string> one_memory;
+  /// What rt.stats() tells one_memory notes apart by: the kernel, the
+  /// parameter and the reason (not the array, which may be a new one each launch).
+  std::string one_memory_key;
 
   WriteMode mode(std::size_t param) const { return param < modes.size() ? modes[param] : WriteMode::Plain; }
 };

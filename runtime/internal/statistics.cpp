@@ -42,8 +42,7 @@ void StatsBook::split_planned(const SplitWritePlan& writes) {
   std::lock_guard lock(mutex_);
   if (writes.one_memory) {
     ++split_writes_.one_memory;
-    auto& notes = split_writes_.notes;
-    if (std::find(notes.begin(), notes.end(), *writes.one_memory) == notes.end()) notes.push_back(*writes.one_memory);
+    if (split_notes_seen_.insert(writes.one_memory_key).second) split_writes_.notes.push_back(*writes.one_memory);
   }
   const auto& modes = writes.modes;
   if (std::count(modes.begin(), modes.end(), WriteMode::Changed) > 0) ++split_writes_.changed_merged;

@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -56,6 +57,9 @@ class StatsBook {
   std::unordered_map<std::string, LeafStats> leaves_;
   std::deque<std::shared_ptr<RegionStats>> recent_;
   SplitWriteStats split_writes_;
+  /// The SplitWritePlan::one_memory_key of each note kept (once per kernel,
+  /// parameter and reason).
+  std::set<std::string> split_notes_seen_;
   std::int64_t fused_regions_ = 0, fused_kernels_ = 0;
   double modeled_dram_bytes_ = 0;
   std::int64_t followed_regions_ = 0;
