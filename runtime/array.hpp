@@ -115,6 +115,9 @@ class ArrayStorage {
   /// last before this use (null when none did).
   std::vector<CompletionPtr> add_use(const CompletionPtr& use, bool reads, bool writes,
                                      CompletionPtr* writer_before = nullptr);
+  /// Whether the region that wrote the array last failed and the program
+  /// has not been told yet (Completion::unreported_error).
+  bool writer_failed_unreported() const;
   /// Waits for every region in flight that uses the array; regions that use
   /// it and are still recorded (runtime/internal/recorder.hpp) start first.
   /// With `report`, rethrows the failure of the region that wrote the array

@@ -292,6 +292,11 @@ std::vector<CompletionPtr> ArrayStorage::add_use(const CompletionPtr& use, bool 
   return deps;
 }
 
+bool ArrayStorage::writer_failed_unreported() const {
+  std::lock_guard lock(mutex_);
+  return last_writer_ && last_writer_->unreported_error();
+}
+
 void ArrayStorage::wait_idle(bool report) {
   if (recorded_.load(std::memory_order_acquire) > 0 && start_recorded_) start_recorded_();
   std::vector<CompletionPtr> pending;

@@ -247,7 +247,16 @@ void Engine::State::start_chain(std::size_t index) {
   std::vector<RecordedRegion> chain = std::move(recorder.chains[index].regions);
   recorder.chains.erase(recorder.chains.begin() + static_cast<std::ptrdiff_t>(index));
   bool fused = false;
-  if (chain.size() > 1) {
+  // A region of the chain reads what a failed region left, unreported: it
+  // fails with that failure (run_piece), and fused, the regions that share
+  // nothing with it would fail too. Region by region, only it does.
+  const bool inherits_failure = std::any_of(chain.begin(), chain.end(), [](const RecordedRegion& region) {
+    return std::any_of(region.request.args.begin(), region.request.args.end(), [](const ArgRef& arg) {
+      const auto* storage = array_of(arg);
+      return storage && (*storage)->writer_failed_unreported();
+    });
+  });
+  if (chain.size() > 1 && !inherits_failure) {
     ChainPlan plan = plan_chain(chain);
     auto& entry = recorder.fused[plan.signature];
     // From then on the chain runs region by region, counted as a recovery.

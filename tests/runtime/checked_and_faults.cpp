@@ -324,34 +324,42 @@ TEST_CASE("faults: cpu.launch failing on every attempt ends in the launch's erro
 TEST_CASE("faults: a failed region's error reaches a host view of what it wrote, and what read it fails with it") {
   const std::string failure =
       "CPU device 'cpu0' could not run kernel 'twice_plus_one' [injected by CANOPY_FAULT=cpu.launch:1]";
-  Runtime rt;
-  use_tree(rt, one_leaf_tree());
-  constexpr std::int64_t n = 1000;
-  auto in = rt.array<double>(n), mid = rt.array<double>(n), out = rt.array<double>(n), other = rt.array<double>(n);
-  {
-    auto v = in.host();
-    for (std::int64_t i = 0; i < n; ++i) v[i] = double(i);
+  // Eager fusion: the two regions after the failure, launched over one range,
+  // would run as one fused kernel; the one that reads nothing of the failed
+  // region's must still run (and only the other fail).
+  for (const char* fuse : {"on", "eager"}) {
+    const std::string fusion_setting = fuse;
+    CAPTURE(fusion_setting);
+    EnvironmentFor fusion("CANOPY_FUSE", fuse);
+    Runtime rt;
+    use_tree(rt, one_leaf_tree());
+    constexpr std::int64_t n = 1000;
+    auto in = rt.array<double>(n), mid = rt.array<double>(n), out = rt.array<double>(n), other = rt.array<double>(n);
+    {
+      auto v = in.host();
+      for (std::int64_t i = 0; i < n; ++i) v[i] = double(i);
+    }
+    {
+      FaultPlanFor plan("cpu.launch:1,cpu.launch:2");
+      rt.region(twice_plus_one()).over(n).launch(mid, in);  // fails: mid is not written
+      rt.pause("cpu0");  // waits without reporting: the faults are spent before the plan ends
+    }
+    rt.region(twice_plus_one()).over(n).launch(out, mid);   // reads what the failed region left: fails with it
+    rt.region(twice_plus_one()).over(n).launch(other, in);  // unrelated: runs
+    CHECK(error_of([&] { (void)out.host_read(); }) == failure);
+    // Told once: the failed region's own array, pause() and a second view say nothing more.
+    CHECK(error_of([&] { (void)mid.host_read(); }) == "no error");
+    CHECK(error_of([&] { (void)out.host(); }) == "no error");
+    CHECK(error_of([&] { rt.pause(); }) == "no error");
+    const auto others = values_of(other);
+    CHECK(others[0] == 1.0);
+    CHECK(others[n - 1] == 2.0 * double(n - 1) + 1.0);
+    // Once told, the program may go on: a region reading mid runs again.
+    rt.region(twice_plus_one()).over(n).launch(mid, in);
+    rt.region(twice_plus_one()).over(n).launch(out, mid);
+    CHECK(values_of(out)[10] == 2.0 * 21.0 + 1.0);
+    CHECK(error_of([&] { rt.pause(); }) == "no error");
   }
-  {
-    FaultPlanFor plan("cpu.launch:1,cpu.launch:2");
-    rt.region(twice_plus_one()).over(n).launch(mid, in);  // fails: mid is not written
-    rt.pause("cpu0");  // waits without reporting: the faults are spent before the plan ends
-  }
-  rt.region(twice_plus_one()).over(n).launch(out, mid);   // reads what the failed region left: fails with it
-  rt.region(twice_plus_one()).over(n).launch(other, in);  // unrelated: runs
-  CHECK(error_of([&] { (void)out.host_read(); }) == failure);
-  // Told once: the failed region's own array, pause() and a second view say nothing more.
-  CHECK(error_of([&] { (void)mid.host_read(); }) == "no error");
-  CHECK(error_of([&] { (void)out.host(); }) == "no error");
-  CHECK(error_of([&] { rt.pause(); }) == "no error");
-  const auto others = values_of(other);
-  CHECK(others[0] == 1.0);
-  CHECK(others[n - 1] == 2.0 * double(n - 1) + 1.0);
-  // Once told, the program may go on: a region reading mid runs again.
-  rt.region(twice_plus_one()).over(n).launch(mid, in);
-  rt.region(twice_plus_one()).over(n).launch(out, mid);
-  CHECK(values_of(out)[10] == 2.0 * 21.0 + 1.0);
-  CHECK(error_of([&] { rt.pause(); }) == "no error");
 }
 
 TEST_CASE("faults: pause() reports a failure once, for the region and for those that took its failure") {
