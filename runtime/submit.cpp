@@ -65,7 +65,12 @@ void check_arguments(const ir::Kernel& kernel, const std::vector<ArgRef>& args) 
                   (*storage)->describe() + " is read-only; pass a writable array");
     if (storage && param.writes() && (*storage)->traits().merge) {
       const ir::ReduceOp op = *(*storage)->traits().merge;
-      const std::string problem = ir::non_combining_access(kernel, static_cast<int>(p), op);
+      // Every parameter that passes the array: a read through another is a read of it.
+      std::vector<int> passing;
+      for (std::size_t q = 0; q < args.size(); ++q)
+        if (const auto* other = std::get_if<std::shared_ptr<ArrayStorage>>(&args[q]); other && *other == *storage)
+          passing.push_back(static_cast<int>(q));
+      const std::string problem = ir::non_combining_access(kernel, passing, op);
       if (!problem.empty()) {
         const std::string name(ir::name_of(op));
         throw Error("kernel '" + kernel.name + "' passes " + (*storage)->describe() + " with merge(" + name +

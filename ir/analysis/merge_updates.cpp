@@ -1,5 +1,7 @@
 #include "merge_updates.hpp"
 
+#include <algorithm>
+
 #include "../passes/internal/equality.hpp"
 #include "../visitor.hpp"
 
@@ -19,23 +21,23 @@ BinaryOp combining_op(ReduceOp op) {
 // Walks the kernel, keeping the first access to `param` that does not combine.
 class CombiningCheck final : public Visitor {
  public:
-  CombiningCheck(int param, ReduceOp op) : param_(param), op_(op) {}
+  CombiningCheck(std::vector<int> params, ReduceOp op) : params_(std::move(params)), op_(op) {}
   /// The first non-combining access, where the kernel writes the array at all.
   std::string problem() const { return writes_ ? problem_ : std::string(); }
 
  protected:
   void visit(const Load& node) override {
-    if (node.param == param_) note("reads it other than in a store that combines into the element it read");
+    if (ours(node.param)) note("reads it other than in a store that combines into the element it read");
     Visitor::visit(node);
   }
   void visit(const AtomicAdd& node) override {
-    writes_ = writes_ || node.param == param_;
-    if (node.param == param_ && op_ != ReduceOp::Sum)
+    writes_ = writes_ || ours(node.param);
+    if (ours(node.param) && op_ != ReduceOp::Sum)
       note("adds to it atomically, which combines as a sum, not as its " + std::string(name_of(op_)));
     Visitor::visit(node);
   }
   void visit(const Store& node) override {
-    if (node.param != param_) {
+    if (!ours(node.param)) {
       Visitor::visit(node);
       return;
     }
@@ -49,7 +51,7 @@ class CombiningCheck final : public Visitor {
       auto same_element = [&](const Expr& e) {
         if (e->kind != ExprKind::Load) return false;
         const auto& load = e->as<Load>();
-        if (load.param != param_ || load.indices.size() != node.indices.size()) return false;
+        if (!ours(load.param) || load.indices.size() != node.indices.size()) return false;
         for (std::size_t d = 0; d < load.indices.size(); ++d)
           if (!passes_internal::equal(load.indices[d], node.indices[d])) return false;
         return true;
@@ -80,11 +82,12 @@ class CombiningCheck final : public Visitor {
   }
 
  private:
+  bool ours(int param) const { return std::find(params_.begin(), params_.end(), param) != params_.end(); }
   void note(std::string problem) {
     if (problem_.empty()) problem_ = std::move(problem);
   }
 
-  int param_;
+  std::vector<int> params_;
   ReduceOp op_;
   std::string problem_;
   bool writes_ = false;
@@ -92,10 +95,14 @@ class CombiningCheck final : public Visitor {
 
 }  // namespace
 
-std::string non_combining_access(const Kernel& kernel, int param, ReduceOp op) {
-  CombiningCheck check(param, op);
+std::string non_combining_access(const Kernel& kernel, const std::vector<int>& params, ReduceOp op) {
+  CombiningCheck check(params, op);
   check.walk(kernel.body);
   return check.problem();
+}
+
+std::string non_combining_access(const Kernel& kernel, int param, ReduceOp op) {
+  return non_combining_access(kernel, std::vector<int>{param}, op);
 }
 
 }  // namespace canopy::ir

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "../kernel.hpp"
 
@@ -29,5 +30,8 @@ namespace canopy::ir {
 /// made then); else what the first other access does, for a message
 /// ("reads it other than in a store that combines into the element it read").
 std::string non_combining_access(const Kernel& kernel, int param, ReduceOp op);
+/// The same for an array that several parameters pass (`params`): an access
+/// through any of them counts.
+std::string non_combining_access(const Kernel& kernel, const std::vector<int>& params, ReduceOp op);
 
 }  // namespace canopy::ir

@@ -385,6 +385,17 @@ TEST_CASE("error messages: a merged array takes only updates that combine with i
             .find("with merge(min) as parameter 'm' and reads it other than in a store that combines into the "
                   "element it read; a merged array takes only updates that combine with its operator (m[e] = "
                   "min(m[e], x), or m[e] = x where x never loses)") != std::string::npos);
+  // A read through another parameter that passes the same array is a read of it.
+  Kernel aliased("m_aliased",
+                 [](InOut<std::int32_t> m, In<std::int32_t> also, Out<std::int32_t> o) {
+                   Idx i = index(0);
+                   o[i] = also[i];
+                   m[i] = min(m[i], 5);
+                 },
+                 {"m", "also", "o"});
+  CHECK(error_of([&] {
+          rt.region(aliased).over(bins).launch(lows, lows, out);
+        }).find("with merge(min) as parameter 'm' and reads it other than in a store") != std::string::npos);
   Kernel adds("m_adds", [](InOut<std::int32_t> m) { atomic_add(m[0], 1); }, {"m"});
   CHECK(error_of([&] {
           rt.region(adds).over(bins).launch(lows);
