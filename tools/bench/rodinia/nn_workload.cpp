@@ -41,8 +41,7 @@ class NnWorkload final : public Workload {
 
   double run_canopy(Runtime& rt, const Placement& where) override {
     const auto start = std::chrono::steady_clock::now();
-    canopy_ =
-        nn::nearest(rt, records_, kNeighbours, kLatitude, kLongitude, distances_, where.location, where.policy);
+    canopy_ = nn::nearest(rt, records_, kNeighbours, kLatitude, kLongitude, distances_, where.location, where.policy);
     return ::rodinia::seconds_since(start);
   }
 
