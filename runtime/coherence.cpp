@@ -200,6 +200,16 @@ void Coherence::wrote(int place, const IntervalSet& ranges) {
 
 // ------------------------------------------------------------------ release
 
+IntervalSet Coherence::only_at(int place) const {
+  auto it = copies_.find(place);
+  if (it == copies_.end()) return {};
+  IntervalSet only = it->second.valid;
+  for (const auto& [other, copy] : copies_) {
+    if (other != place) only.subtract(copy.valid);
+  }
+  return only;
+}
+
 std::vector<Transfer> Coherence::release(int place) {
   check_place(place, "release");
   if (place == kHost) {
@@ -213,10 +223,7 @@ std::vector<Transfer> Coherence::release(int place) {
                     "end_merge() first",
                     place, it->second.merging));
   }
-  IntervalSet only = it->second.valid;
-  for (const auto& [other, copy] : copies_) {
-    if (other != place) only.subtract(copy.valid);
-  }
+  const IntervalSet only = only_at(place);
   std::vector<Transfer> transfers;
   for (const Range& range : only) {
     transfers.push_back(Transfer{range, place, kHost});

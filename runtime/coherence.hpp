@@ -170,6 +170,9 @@ class Coherence {
   /// canopy::Error for the host (the home copy stays) and for a place whose
   /// private merge copy is not combined yet (call end_merge() first).
   std::vector<Transfer> release(int place);
+  /// The elements current at `place` and at no other place: what release()
+  /// would flush to the host (empty for a place without a copy).
+  IntervalSet only_at(int place) const;
 
   /// Starts a merge copy (an array with a merge operator, written by pieces at
   /// several places in one region): `place` writes a private copy of `range`

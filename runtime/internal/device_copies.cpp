@@ -130,6 +130,11 @@ void DeviceCopies::evict(int place) {
   held.evicted += freed;
 }
 
+bool DeviceCopies::may_free_while_used_elsewhere(int place) const {
+  if (!directory_.merging().empty()) return false;
+  return !pinned(Coherence::kHost) || directory_.only_at(place).empty();
+}
+
 bool DeviceCopies::must_grow(int place, Range window) const {
   auto it = copies_.find(place);
   return it != copies_.end() && !window.empty() &&
@@ -206,7 +211,13 @@ void DeviceCopies::grow(int place, Copy& copy, Range grown, std::unique_lock<std
 
 void DeviceCopies::make_room(int place, const std::string& device, std::int64_t need,
                              std::unique_lock<std::mutex>& held_lock) {
-  auto& held = totals_->held[place];
+  const DeviceCopies* const self[] = {this};
+  make_room(*totals_, place, device, need, self, held_lock);
+}
+
+void DeviceCopies::make_room(TransferTotals& totals, int place, const std::string& device, std::int64_t need,
+                             std::span<const DeviceCopies* const> keep, std::unique_lock<std::mutex>& held_lock) {
+  auto& held = totals.held[place];
   if (held.capacity <= 0 || held.now + need <= held.capacity) return;
   if (need > held.capacity)
     throw AllocationFailed("a copy of " + std::to_string(need) + " bytes on " + device +
@@ -218,16 +229,16 @@ void DeviceCopies::make_room(int place, const std::string& device, std::int64_t 
     bool busy = false;
     for (auto it = held.copies.begin(); it != held.copies.end() && held.now + need > held.capacity;) {
       DeviceCopies* victim = *it++;  // advanced first: the eviction takes the victim's entry away
-      if (victim == this) continue;
+      if (std::find(keep.begin(), keep.end(), victim) != keep.end()) continue;
       if (!victim->mutex.try_lock()) {
         busy = true;
         continue;
       }
       std::lock_guard victim_lock(victim->mutex, std::adopt_lock);
-      // In use by a piece here: it stays. In use by a piece elsewhere (the
-      // host writing elements a flush would land on): waited for.
+      // In use by a piece here: it stays. In use by a piece elsewhere: freed
+      // where that is safe, else waited for.
       if (victim->pinned(place)) continue;
-      if (victim->pinned()) {
+      if (victim->pinned() && !victim->may_free_while_used_elsewhere(place)) {
         busy = true;
         continue;
       }

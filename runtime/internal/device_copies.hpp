@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,16 @@ class DeviceCopies {
   std::int64_t grown_bytes(int place, Range window) const;
   /// The capacity of the device memory at `place`; 0 where none is set or known.
   std::int64_t capacity(int place) const;
+  /// With `totals.held_mutex` held (by `held_lock`, let go while it waits
+  /// for an array another thread holds or a piece elsewhere uses): evicts
+  /// the copies at `place` of arrays other than `keep`, least recently used
+  /// first, until `need` more bytes fit the device memory's capacity. A copy
+  /// a piece at `place` uses stays. Throws AllocationFailed, naming the sizes
+  /// and `device`, when they cannot be made to fit. Called before a piece
+  /// holds any array's mutex, its waits cannot close a circle with a piece
+  /// that waits for one of those arrays.
+  static void make_room(TransferTotals& totals, int place, const std::string& device, std::int64_t need,
+                        std::span<const DeviceCopies* const> keep, std::unique_lock<std::mutex>& held_lock);
   /// Flushes what only the copy at `place` holds to the host and frees it,
   /// counted as evicted (a piece run in passes, moving on to its next part,
   /// whose window of the array lies elsewhere). Not while another piece
@@ -215,6 +226,16 @@ class DeviceCopies {
     return total;
   }
   bool pinned() const { return all_pins() > 0; }
+  /// Whether the copy at `place` (a device) may be flushed and freed while
+  /// pieces at other places use the array: when no merge is in progress (the
+  /// flush combines merges, which those pieces may still be adding to), and
+  /// either no CPU piece uses it (the flush lands in host elements no device
+  /// piece writes: a device piece writes its own copy, and what it records
+  /// in the host it records under `mutex`) or the flush moves nothing (a CPU
+  /// piece writes the host copy in place). Two pieces on two devices, each
+  /// waiting for room that the other's arrays take, then both go on.
+  /// With `mutex` held.
+  bool may_free_while_used_elsewhere(int place) const;
 
   std::optional<ir::ReduceOp> merge_operator() const { return merge_; }
   /// The runtime's totals these copies add to (may be null).
@@ -236,10 +257,10 @@ class DeviceCopies {
   Bytes copy_out(int place, const IntervalSet& ranges);
   /// Copies `bytes` (the elements of `ranges`, one after the other) into the copy at `place`.
   void copy_in(int place, const IntervalSet& ranges, const Bytes& bytes);
-  /// With the totals' held_mutex held (by `held_lock`, let go while it
-  /// waits for an array another thread holds): evicts other arrays' copies
-  /// at `place`, least recently used first, until a copy of this array fits
-  /// its capacity; throws AllocationFailed, naming the sizes and `device`, when it cannot.
+  /// The static make_room, keeping this array's copies: `need` more bytes
+  /// of a copy of this array (with this array's mutex held: the piece's room
+  /// was made before, and this makes room only where something took it
+  /// meanwhile).
   void make_room(int place, const std::string& device, std::int64_t need, std::unique_lock<std::mutex>& held_lock);
   /// release() with held_mutex already held (by the caller).
   void flush_and_free(int place);

@@ -155,37 +155,71 @@ std::vector<PiecePlan> passes_for(const RegionRun& run, const backends::Range& r
   return whole;
 }
 
-// Before a pass (`always`), or a piece whose arrays' copies at `worker`'s
-// device, grown to what it touches, would pass the device's capacity
-// together: the copies that do not cover what it touches (the last pass's
-// windows, or an earlier region's) or hold more than it (an earlier
-// region's whole array) are written back and freed, so that its own windows
-// take their place. The piece pins its arrays, and a copy it pins is never
-// evicted to make room: without this, copies grown or kept larger than the
-// piece needs would leave no room beside them.
+// Whether the copies at `place` of a piece's arrays, grown to what it
+// touches, would pass the device's capacity together.
+bool outgrows(const PiecePlan& plan, int place) {
+  std::int64_t capacity = 0, projected = 0;
+  for (const auto& [copies, array] : plan.arrays) {
+    std::lock_guard lock(copies->mutex);
+    capacity = copies->capacity(place);
+    projected += copies->grown_bytes(place, array.span.hull());
+  }
+  return capacity > 0 && projected > capacity;
+}
+
+// Room in the device memory at `worker` for the copies of a piece's arrays,
+// grown to what it touches, made by evicting other arrays' copies before the
+// piece takes any array's mutex. Made later, in hold(), with the array's
+// mutex held, a wait there for a copy that a piece elsewhere uses could close
+// a circle: that piece waiting for the same array, or on another device for
+// room that this piece's arrays take.
+void make_room_for(const PiecePlan& plan, const Executor& worker) {
+  const int place = worker.place();
+  std::int64_t need = 0;
+  TransferTotals* totals = nullptr;
+  std::vector<const DeviceCopies*> keep;
+  for (const auto& [copies, array] : plan.arrays) {
+    std::lock_guard lock(copies->mutex);
+    if (copies->capacity(place) <= 0 || !copies->totals()) return;
+    const Range window = array.span.hull();
+    if (copies->bytes_at(place) == 0 || copies->must_grow(place, window))
+      need += copies->grown_bytes(place, window) - copies->bytes_at(place);
+    totals = copies->totals();
+    keep.push_back(copies);
+  }
+  if (!totals || need <= 0) return;
+  std::unique_lock held_lock(totals->held_mutex);
+  DeviceCopies::make_room(*totals, place, worker.device()->info().id, need, keep, held_lock);
+}
+
+// Before a piece (or a pass of one) on a device, room for its arrays'
+// copies. Before a pass (`always`), or a piece whose arrays' copies would
+// outgrow the device together, first the copies that do not cover what it
+// touches (the last pass's windows, or an earlier region's) or hold more
+// than it (an earlier region's whole array) are written back and freed, so
+// that its own windows take their place. The piece pins its arrays, and a
+// copy it pins is never evicted to make room: without this, copies grown or
+// kept larger than the piece needs would leave no room beside them.
 void make_way(const PiecePlan& plan, const Executor& worker, bool always) {
   if (worker.place() == Coherence::kHost) return;
   const int place = worker.place();
-  if (!always) {
-    std::int64_t capacity = 0, projected = 0;
+  if (always || outgrows(plan, place)) {
     for (const auto& [copies, array] : plan.arrays) {
-      std::lock_guard lock(copies->mutex);
-      capacity = copies->capacity(place);
-      projected += copies->grown_bytes(place, array.span.hull());
+      const Range window = array.span.hull();
+      std::unique_lock lock(copies->mutex);
+      auto misplaced = [&] {
+        return copies->must_grow(place, window) || copies->bytes_at(place) > copies->window_bytes(window);
+      };
+      // Not while another piece here uses the copy, nor while a piece
+      // elsewhere uses the array where freeing it is not safe (this piece
+      // holds no pins yet, so none waits for it).
+      auto in_use = [&] {
+        return copies->pinned(place) || (copies->pinned() && !copies->may_free_while_used_elsewhere(place));
+      };
+      if (wait_while(lock, [&] { return misplaced() && in_use(); }) && misplaced()) copies->evict(place);
     }
-    if (capacity <= 0 || projected <= capacity) return;
   }
-  for (const auto& [copies, array] : plan.arrays) {
-    const Range window = array.span.hull();
-    std::unique_lock lock(copies->mutex);
-    auto misplaced = [&] {
-      return copies->must_grow(place, window) || copies->bytes_at(place) > copies->window_bytes(window);
-    };
-    // The flush lands in the host copy, where a CPU piece may be writing the
-    // same elements: not while a piece anywhere uses the array (this piece
-    // holds no pins yet, so none waits for it).
-    if (wait_while(lock, [&] { return misplaced() && copies->pinned(); }) && misplaced()) copies->evict(place);
-  }
+  make_room_for(plan, worker);
 }
 
 // The reductions' partials of two passes of a piece, combined.
@@ -265,10 +299,16 @@ void Engine::State::run_piece(const std::shared_ptr<RegionRun>& run, std::size_t
     run->fail_as(*failed);
     passes_run = 0;
   } else {
+    // The part of the range no pass has finished: a pass whose writes are
+    // recorded stays done (an update in place must not run twice), and only
+    // the rest runs again when a later pass fails.
+    backends::Range rest = range;
+    std::size_t done = 0;
     try {
       auto passes = passes_for(*run, range, worker);
       for (std::size_t k = 0; k < passes.size(); ++k) {
         const backends::Range part = passes[k].range;
+        rest.begin[0] = part.begin[0];
         make_way(passes[k], worker, passes.size() > 1);
         const PiecePins pins(*run, worker.place());
         auto written = prepare_arrays(*run, std::move(passes[k]), worker);
@@ -278,10 +318,16 @@ void Engine::State::run_piece(const std::shared_ptr<RegionRun>& run, std::size_t
         run_seconds += seconds_between(pass_launched, std::chrono::steady_clock::now());
         record_writes(*run, written, worker);
         run->partials[piece] = k == 0 ? std::move(partials) : combined(*run, run->partials[piece], partials);
+        ++done;
       }
       passes_run = passes.size();
     } catch (...) {
-      if (!recover_piece(*run, piece, range, worker, std::current_exception())) run->fail(std::current_exception());
+      passes_run = done + 1;  // the one that failed included
+      const auto before = done > 0 ? run->partials[piece] : std::vector<backends::ReductionValue>{};
+      if (!recover_piece(*run, piece, rest, worker, std::current_exception()))
+        run->fail(std::current_exception());
+      else if (done > 0)
+        run->partials[piece] = combined(*run, before, run->partials[piece]);
     }
   }
   const auto end = std::chrono::steady_clock::now();

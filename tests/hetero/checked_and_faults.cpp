@@ -285,3 +285,37 @@ TEST_CASE("hetero faults: opencl.alloc fails the region with the device's error;
   CHECK(error_of([&] { rt.pause(); }) == "no error");
   CHECK(out.host_read()[n - 1] == 3.0 * double((n - 1) % 101) - 2.0);
 }
+
+TEST_CASE(
+    "hetero faults: a launch failing in the third of a piece's passes runs only the rest again; an update in "
+    "place is applied once" *
+    doctest::test_suite("opencl")) {
+  // x = 3 x + 1 in place, over an array four times larger than the device:
+  // the piece runs in passes, and the third pass's launch fails. The passes
+  // done stay done; before, the whole piece ran again and its first rows
+  // were updated twice.
+  static const Kernel update("hetero_pass_update", [](InOut<double> x) { x[index(0)] = 3.0 * x[index(0)] + 1.0; },
+                             {"x"});
+  const std::int64_t capacity = 128 * 1024, n = 4 * capacity / static_cast<std::int64_t>(sizeof(double));
+  EnvironmentFor limit("CANOPY_DEVICE_MEMORY", (accelerator(0) + ":" + std::to_string(capacity)).c_str());
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  auto x = rt.array<double>(n, at("numa0"));
+  {
+    auto v = x.host();
+    for (std::int64_t i = 0; i < n; ++i) v[i] = double(i % 1000);
+  }
+  {
+    FaultPlanFor faults(accelerator_backend() + ".launch:3");
+    rt.region(update).over(n).at(accelerator(0)).launch(x);
+    CHECK(error_of([&] { rt.pause(); }) == "no error");
+  }
+  CHECK(last_region(rt).pieces.at(0).passes == 3);  // two done, the third failed
+  CHECK(rt.stats().recoveries.launches == 1);
+  auto view = x.host_read();
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i) wrong += view[i] != 3.0 * double(i % 1000) + 1.0;
+  CHECK(wrong == 0);
+}

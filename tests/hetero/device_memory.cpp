@@ -393,3 +393,140 @@ TEST_CASE("hetero: a device's window grows when its pieces need more, keeping wh
   for (std::int64_t i = 0; i < n; ++i) wrong += view[i] != i + 3;
   CHECK(wrong == 0);
 }
+
+TEST_CASE(
+    "hetero: two stencil chains launched in turn over a CPU leaf and two small devices make room for each "
+    "other instead of waiting for each other" *
+    doctest::test_suite("opencl")) {
+  // Each device holds 256 KiB: a third of an array (133 KiB) and its halo
+  // fit twice over, so each piece runs in two passes, and the other chain's
+  // copies there must go first. Before room was made ahead of the array
+  // locks, a piece on one device waited for the other chain's arrays, in
+  // use on the other device by a piece waiting for this one's: after 5 s
+  // each gave up ("does not fit beside the ... bytes of copies in use"),
+  // in about one run of five.
+  const std::int64_t n = 50001, iterations = 12;
+  const std::string limit = accelerator(0) + ":256KiB," + accelerator(1) + ":256KiB";
+  canopy::testing::ScopedSetting setting("CANOPY_DEVICE_MEMORY", limit.c_str());
+  for (int run = 0; run < 4; ++run) {
+    CAPTURE(run);
+    Runtime rt;
+    const Hierarchy discovered = rt.hierarchy();
+    const auto cpus = leaves_of_kind(discovered, LocationKind::Cpu);
+    if (cpus.empty() || !has_leaves(discovered, {accelerator(0), accelerator(1)})) return;
+    use_leaves(rt, discovered, {cpus.front(), accelerator(0), accelerator(1)});
+    auto a = rt.array<double>(n, named("a")), b = rt.array<double>(n, named("b"));
+    auto c = rt.array<double>(n, named("c")), d = rt.array<double>(n, named("d"));
+    std::vector<double> x(static_cast<std::size_t>(n)), y(x.size());
+    for (std::int64_t i = 0; i < n; ++i) x[std::size_t(i)] = double((i * 29) % 97);
+    std::copy(x.begin(), x.end(), a.host().begin());
+    std::copy(x.begin(), x.end(), c.host().begin());
+    for (std::int64_t k = 0; k < iterations; ++k) {
+      rt.region(smooth()).over(n).policy("flatten").launch(b, a);
+      rt.region(smooth()).over(n).policy("flatten").launch(d, c);
+      std::swap(a, b);
+      std::swap(c, d);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto at = [&](std::int64_t j) { return x[std::size_t(j)]; };
+        y[std::size_t(i)] = i > 0 && i < n - 1 ? (at(i - 1) + at(i) + at(i + 1)) / 3.0 : at(i);
+      }
+      std::swap(x, y);
+    }
+    std::int64_t wrong = 0;
+    {
+      const auto first = a.host_read(), second = c.host_read();
+      for (std::int64_t i = 0; i < n; ++i) wrong += (first[i] != x[std::size_t(i)]) + (second[i] != x[std::size_t(i)]);
+    }
+    CHECK(wrong == 0);
+    CHECK_NOTHROW(rt.pause());
+    const auto pieces = last_region(rt).pieces;
+    CHECK(pieces.size() == 3);
+    for (const std::string& device : {accelerator(0), accelerator(1)}) {
+      CAPTURE(device);
+      CHECK(memory_of(rt, device).peak_bytes <= 256 * 1024);
+    }
+  }
+}
+
+TEST_CASE("hetero: a piece whose device must make room does not wait holding an array that the CPU's piece needs" *
+          doctest::test_suite("opencl")) {
+  // Three regions a step over a CPU leaf and two devices of 256 KiB: an
+  // integer stencil b = f(a), then x = 3 x + b in place. The CPU's piece of
+  // the update uses b, whose only current copy of some elements is on a
+  // device; a device piece that grew its copy of x while holding x's lock
+  // waited for that CPU piece to let go of b, which waited for x's lock.
+  const std::int64_t n = 50001, steps = 15;
+  const std::string limit = accelerator(0) + ":256KiB," + accelerator(1) + ":256KiB";
+  canopy::testing::ScopedSetting setting("CANOPY_DEVICE_MEMORY", limit.c_str());
+  static const Kernel stencil("device_memory_int_stencil",
+                              [](Out<std::int32_t> b, In<std::int32_t> a) {
+                                Idx i = index(0);
+                                const Idx last = a.extent(0) - 1;
+                                Var<std::int32_t> sum = a[i] * 2;
+                                If(i > 0, [&] { sum = sum + a[i - 1]; });
+                                If(i < last, [&] { sum = sum + a[i + 1] * 3; });
+                                b[i] = sum % 1000003;
+                              },
+                              {"b", "a"});
+  static const Kernel update("device_memory_update",
+                             [](InOut<std::int64_t> x, In<std::int32_t> b) {
+                               Idx i = index(0);
+                               x[i] = (x[i] * 3 + cast<std::int64_t>(b[i])) % 1000000007;
+                             },
+                             {"x", "b"});
+  for (int run = 0; run < 3; ++run) {
+    CAPTURE(run);
+    Runtime rt;
+    const Hierarchy discovered = rt.hierarchy();
+    const auto cpus = leaves_of_kind(discovered, LocationKind::Cpu);
+    if (cpus.empty() || !has_leaves(discovered, {accelerator(0), accelerator(1)})) return;
+    use_leaves(rt, discovered, {cpus.front(), accelerator(0), accelerator(1)});
+    auto a = rt.array<std::int32_t>(n, named("a")), b = rt.array<std::int32_t>(n, named("b"));
+    auto x = rt.array<std::int64_t>(n, named("x"));
+    auto da = rt.array<double>(n, named("da")), db = rt.array<double>(n, named("db"));
+    std::vector<std::int32_t> want_a(static_cast<std::size_t>(n)), want_b(want_a.size());
+    std::vector<std::int64_t> want_x(want_a.size());
+    std::vector<double> want_da(want_a.size()), want_db(want_a.size());
+    {
+      auto ha = a.host();
+      auto hx = x.host();
+      auto hd = da.host();
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto k = std::size_t(i);
+        ha[i] = want_a[k] = static_cast<std::int32_t>((i * 131) % 1000);
+        hx[i] = want_x[k] = i;
+        hd[i] = want_da[k] = double((i * 17) % 64);
+      }
+    }
+    std::int64_t wrong = 0;
+    for (std::int64_t step = 0; step < steps && wrong == 0; ++step) {
+      rt.region(stencil).over(n).policy("flatten").launch(b, a);
+      rt.region(smooth()).over(n).policy("flatten").launch(db, da);
+      rt.region(update).over(n).policy("flatten").launch(x, b);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto k = std::size_t(i);
+        std::int32_t sum = want_a[k] * 2;
+        if (i > 0) sum += want_a[k - 1];
+        if (i < n - 1) sum += want_a[k + 1] * 3;
+        want_b[k] = sum % 1000003;
+        want_db[k] = i > 0 && i < n - 1 ? (want_da[k - 1] + want_da[k] + want_da[k + 1]) / 3.0 : want_da[k];
+        want_x[k] = (want_x[k] * 3 + want_b[k]) % 1000000007;
+      }
+      std::swap(a, b);
+      std::swap(want_a, want_b);
+      std::swap(da, db);
+      std::swap(want_da, want_db);
+      if (step % 5 == 4) {
+        const auto ha = a.host_read();
+        const auto hx = x.host_read();
+        const auto hd = da.host_read();
+        for (std::int64_t i = 0; i < n; ++i) {
+          const auto k = std::size_t(i);
+          wrong += (ha[i] != want_a[k]) + (hx[i] != want_x[k]) + (hd[i] != want_da[k]);
+        }
+      }
+    }
+    CHECK(wrong == 0);
+    CHECK_NOTHROW(rt.pause());
+  }
+}
