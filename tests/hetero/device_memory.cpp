@@ -72,6 +72,16 @@ const Kernel<void(Out<double>, In<double>)>& smooth() {
   return kernel;
 }
 
+// Keeps of `rt`'s tree a CPU leaf and the first two devices; false (the
+// test skipped, saying why) where there are not two.
+bool use_cpu_and_two_devices(Runtime& rt) {
+  const Hierarchy discovered = rt.hierarchy();
+  const auto cpus = leaves_of_kind(discovered, LocationKind::Cpu);
+  if (cpus.empty() || !has_leaves(discovered, {accelerator(0), accelerator(1)})) return false;
+  use_leaves(rt, discovered, {cpus.front(), accelerator(0), accelerator(1)});
+  return true;
+}
+
 DeviceMemoryStats memory_of(const Runtime& rt, const std::string& leaf) {
   for (const auto& m : rt.stats().device_memory)
     if (m.leaf == leaf) return m;
@@ -411,10 +421,7 @@ TEST_CASE(
   for (int run = 0; run < 4; ++run) {
     CAPTURE(run);
     Runtime rt;
-    const Hierarchy discovered = rt.hierarchy();
-    const auto cpus = leaves_of_kind(discovered, LocationKind::Cpu);
-    if (cpus.empty() || !has_leaves(discovered, {accelerator(0), accelerator(1)})) return;
-    use_leaves(rt, discovered, {cpus.front(), accelerator(0), accelerator(1)});
+    if (!use_cpu_and_two_devices(rt)) return;
     auto a = rt.array<double>(n, named("a")), b = rt.array<double>(n, named("b"));
     auto c = rt.array<double>(n, named("c")), d = rt.array<double>(n, named("d"));
     std::vector<double> x(static_cast<std::size_t>(n)), y(x.size());
@@ -477,10 +484,7 @@ TEST_CASE("hetero: a piece whose device must make room does not wait holding an 
   for (int run = 0; run < 3; ++run) {
     CAPTURE(run);
     Runtime rt;
-    const Hierarchy discovered = rt.hierarchy();
-    const auto cpus = leaves_of_kind(discovered, LocationKind::Cpu);
-    if (cpus.empty() || !has_leaves(discovered, {accelerator(0), accelerator(1)})) return;
-    use_leaves(rt, discovered, {cpus.front(), accelerator(0), accelerator(1)});
+    if (!use_cpu_and_two_devices(rt)) return;
     auto a = rt.array<std::int32_t>(n, named("a")), b = rt.array<std::int32_t>(n, named("b"));
     auto x = rt.array<std::int64_t>(n, named("x"));
     auto da = rt.array<double>(n, named("da")), db = rt.array<double>(n, named("db"));
