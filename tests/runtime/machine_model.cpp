@@ -151,13 +151,13 @@ TEST_CASE("machine model: load_or_calibrate keeps the model in the cache directo
   REQUIRE(fs::exists(path));
   CHECK(path.find(dir.path.string()) == 0);
 
-  const auto start = std::chrono::steady_clock::now();
+  // Read back, not calibrated again: the source names the file and no
+  // calibration time is counted. (Not timed: a quick calibration takes a few
+  // milliseconds, which a descheduled read of the file can exceed.)
   const MachineModel second = MachineModel::load_or_calibrate(rt, quick(dir.path));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(second.source == path);
   CHECK(second.calibration_seconds == 0);
   CHECK(second == first);  // every number exactly
-  CHECK(seconds < first.calibration_seconds);
 
   // "off": no file, a calibration every time.
   CalibrationOptions off = quick(dir.path);
