@@ -119,15 +119,22 @@ class ArrayStorage {
   /// has not been told yet (Completion::unreported_error).
   bool writer_failed_unreported() const;
   /// Waits for every region in flight that uses the array; regions that use
-  /// it and are still recorded (runtime/internal/recorder.hpp) start first.
+  /// it and are still recorded (runtime/internal/recorder.hpp), by any
+  /// Runtime, start first.
   /// With `report`, rethrows the failure of the region that wrote the array
   /// last (its elements are not what the program asked for), unless the
   /// program was told of it already (Completion::claim_error).
   void wait_idle(bool report = false);
-  /// What wait_idle() calls to start recorded regions (set by the engine).
-  void set_start_recorded(std::function<void()> start) { start_recorded_ = std::move(start); }
-  /// Counts the recorded regions that use the array (the recorder keeps it).
-  void add_recorded(int delta) { recorded_.fetch_add(delta, std::memory_order_acq_rel); }
+  /// Counts the regions recorded by `recorder` (an engine's) that use the
+  /// array: `start(recorder, waits, array)` starts them (the recorder keeps
+  /// the count; an array may be used by the regions of several Runtimes).
+  using StartRecorded = void (*)(void* recorder, bool waits, const ArrayStorage* array);
+  void add_recorded(void* recorder, StartRecorded start, int delta);
+  /// Starts the recorded regions that use the array, of every recorder but
+  /// `except`: a region of one Runtime comes after the regions of another
+  /// that were launched before it on the same array, even when those still
+  /// wait in their recorder to be fused.
+  void start_recorded_elsewhere(const void* except);
   /// False for memory given with wrap() (the program's, placed where it put it).
   bool owns_memory() const { return owns_memory_; }
   /// When a region last used the array (or it was made), as a count that
@@ -154,8 +161,16 @@ class ArrayStorage {
   std::string location_;
   int numa_node_ = -1;  ///< the NUMA node (OS number) the host pages are bound to; -1: none
   std::atomic<std::uint64_t> last_use_{0};
-  std::function<void()> start_recorded_;
-  std::atomic<int> recorded_{0};
+  /// Starts the recorded regions of every recorder but `except` (null: all).
+  void start_recorded(const void* except, bool waits);
+  struct RecordedBy {
+    void* recorder;
+    StartRecorded start;
+    int count;
+  };
+  std::atomic<int> recorded_{0};                     ///< over every recorder: nothing to start when 0
+  std::mutex recorded_mutex_;                        ///< guards recorded_by_
+  std::vector<RecordedBy> recorded_by_;              ///< recorders with a count above 0
   std::shared_ptr<const RowPlacement> placed_rows_;  ///< guarded by mutex_
   CompletionPtr last_writer_;
   std::vector<CompletionPtr> readers_;  ///< since the last writer

@@ -271,7 +271,6 @@ Engine::~Engine() {
 std::shared_ptr<ArrayStorage> Engine::allocate(ir::ScalarType type, const Shape& shape, const MemoryTraits& traits) {
   const std::string location = state_->location_of_new_array(traits);
   auto array = std::make_shared<ArrayStorage>(type, shape, traits, location, state_->totals);
-  array->set_start_recorded([state = state_.get(), waited = array.get()] { state->start_recorded(true, waited); });
   state_->make_room_in_memory(location, static_cast<std::int64_t>(array->bytes()), array.get());
   {
     std::shared_lock lock(state_->tree_mutex);
@@ -289,7 +288,6 @@ std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& sha
                 " elements; pass the address of the program's data");
   auto array =
       std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), data, state_->totals);
-  array->set_start_recorded([state = state_.get(), waited = array.get()] { state->start_recorded(true, waited); });
   state_->register_array(array);
   return array;
 }
@@ -422,7 +420,9 @@ void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const 
   if (destination->traits().read_only)
     throw Error("copy: " + destination->describe() + " is read-only; copy into a writable array");
   if (destination == source) return;
-  state_->start_recorded();  // regions launched before the copy come first
+  state_->start_recorded();  // regions launched before the copy come first, of any Runtime
+  source->start_recorded_elsewhere(state_.get());
+  destination->start_recorded_elsewhere(state_.get());
   auto done = std::make_shared<Completion>();
   std::shared_lock lock(state_->tree_mutex);
   std::lock_guard order_lock(state_->order_mutex);

@@ -155,6 +155,13 @@ RegionHandle Engine::submit(RegionRequest request) {
   check_launch_bounds(kernel, run->kernel->sure_accesses, request.range, request.args);
   if (policy.kind == Policy::Kind::Adaptive || policy.kind == Policy::Kind::Any) state_->ensure_model();
 
+  // The regions of other Runtimes launched before this one on its arrays
+  // come first, even those still waiting in their recorder (not under this
+  // recorder's lock: two Runtimes doing so at once would wait for each other).
+  for (const auto& arg : request.args)
+    if (auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg))
+      (*storage)->start_recorded_elsewhere(state_.get());
+
   std::unique_lock record_lock(state_->recorder.mutex);
   std::shared_lock tree_lock(state_->tree_mutex);
   const Location& at = state_->region_location(request, kernel);

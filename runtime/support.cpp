@@ -297,8 +297,32 @@ bool ArrayStorage::writer_failed_unreported() const {
   return last_writer_ && last_writer_->unreported_error();
 }
 
+void ArrayStorage::add_recorded(void* recorder, StartRecorded start, int delta) {
+  std::lock_guard lock(recorded_mutex_);
+  auto it = std::find_if(recorded_by_.begin(), recorded_by_.end(),
+                         [&](const RecordedBy& by) { return by.recorder == recorder; });
+  if (it == recorded_by_.end()) it = recorded_by_.insert(it, RecordedBy{recorder, start, 0});
+  it->count += delta;
+  if (it->count == 0) recorded_by_.erase(it);  // a Runtime that ends leaves nothing behind
+  recorded_.fetch_add(delta, std::memory_order_acq_rel);
+}
+
+void ArrayStorage::start_recorded(const void* except, bool waits) {
+  if (recorded_.load(std::memory_order_acquire) == 0) return;
+  std::vector<RecordedBy> starts;
+  {
+    std::lock_guard lock(recorded_mutex_);
+    for (const auto& by : recorded_by_)
+      if (by.recorder != except) starts.push_back(by);
+  }
+  // Without the lock: a recorder that starts a chain counts it off here.
+  for (const auto& by : starts) by.start(by.recorder, waits, this);
+}
+
+void ArrayStorage::start_recorded_elsewhere(const void* except) { start_recorded(except, false); }
+
 void ArrayStorage::wait_idle(bool report) {
-  if (recorded_.load(std::memory_order_acquire) > 0 && start_recorded_) start_recorded_();
+  start_recorded(nullptr, true);
   std::vector<CompletionPtr> pending;
   CompletionPtr writer;
   {

@@ -21,12 +21,6 @@ const std::shared_ptr<ArrayStorage>* array_of(const ArgRef& arg) {
   return std::get_if<std::shared_ptr<ArrayStorage>>(&arg);
 }
 
-// Each array the region passes, once per parameter that names it.
-void count_recorded(const RecordedRegion& region, int delta) {
-  for (const auto& arg : region.request.args)
-    if (auto* storage = array_of(arg)) (*storage)->add_recorded(delta);
-}
-
 // Whether `region` passes an array some region of `chain` passes: the only
 // way two regions depend on each other (dependences are by array identity).
 bool shares_array(const std::vector<RecordedRegion>& chain, const RecordedRegion& region) {
@@ -219,6 +213,15 @@ void Engine::State::run_timer() {
     }
     if (!chains.empty()) arm_recorder(chains.front().first_recorded + Recorder::kDelay);
   }
+}
+
+void Engine::State::start_recorded_of(void* state, bool waits, const ArrayStorage* array) {
+  static_cast<Engine::State*>(state)->start_recorded(waits, array);
+}
+
+void Engine::State::count_recorded(const RecordedRegion& region, int delta) {
+  for (const auto& arg : region.request.args)
+    if (auto* storage = array_of(arg)) (*storage)->add_recorded(this, &start_recorded_of, delta);
 }
 
 void Engine::State::start_recorded(bool waits, const ArrayStorage* array) {

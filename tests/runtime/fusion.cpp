@@ -489,3 +489,54 @@ TEST_CASE("fusion: the trace names the regions a fused kernel ran") {
   CHECK(fused >= 1);
   std::filesystem::remove(path);
 }
+
+TEST_CASE("fusion: an array two Runtimes use sees their regions in launch order, recorded ones included") {
+  // Each Runtime records its element-wise regions to fuse them; a region or
+  // copy of the other Runtime, or a host view, that uses the same array
+  // starts them first. Before, a reduction of rt2 read what rt1's recorded
+  // region had not written yet: sum 0 instead of n.
+  static const Kernel add_one("fusion_two_add_one", [](InOut<double> a) { a[index(0)] = a[index(0)] + 1.0; }, {"a"});
+  static const Kernel twice("fusion_two_twice", [](InOut<double> a) { a[index(0)] = 2.0 * a[index(0)]; }, {"a"});
+  static const Kernel total("fusion_two_total", [](In<double> a, Sum<double> s) { s += a[index(0)]; }, {"a", "s"});
+  const std::int64_t n = 1000;
+  Runtime rt1, rt2;
+  auto a = rt1.array<double>(n, named("a"));
+  auto b = rt2.array<double>(n, named("b"));
+  std::vector<double> want(static_cast<std::size_t>(n));
+  {
+    auto view = a.host();
+    for (std::int64_t i = 0; i < n; ++i) view[i] = want[std::size_t(i)] = double(i % 7);
+  }
+  auto sum_of = [&] {
+    double s = 0;
+    for (double x : want) s += x;
+    return s;
+  };
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    // rt1 records, rt2 reduces.
+    rt1.region(add_one).over(n).launch(a);
+    for (auto& x : want) x += 1.0;
+    CHECK(rt2.region(total).over(n).reduce(a) == sum_of());
+    // Both record, one after the other; the host view of a waits for both.
+    rt2.region(add_one).over(n).launch(a);
+    rt1.region(twice).over(n).launch(a);
+    for (auto& x : want) x = 2.0 * (x + 1.0);
+    {
+      const auto view = a.host_read();
+      std::int64_t wrong = 0;
+      for (std::int64_t i = 0; i < n; ++i) wrong += view[i] != want[std::size_t(i)];
+      CHECK(wrong == 0);
+    }
+    // rt1 records, rt2 copies.
+    rt1.region(add_one).over(n).launch(a);
+    for (auto& x : want) x += 1.0;
+    rt2.copy(b, a);  // into b, from a
+    const auto copied = b.host_read();
+    std::int64_t wrong = 0;
+    for (std::int64_t i = 0; i < n; ++i) wrong += copied[i] != want[std::size_t(i)];
+    CHECK(wrong == 0);
+  }
+  rt1.pause();
+  rt2.pause();
+}
