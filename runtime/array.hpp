@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <canopy/ir/error.hpp>
@@ -137,6 +139,29 @@ class ArrayStorage {
   void start_recorded_elsewhere(const void* except);
   /// False for memory given with wrap() (the program's, placed where it put it).
   bool owns_memory() const { return owns_memory_; }
+
+  // The host copy is the program's to read (and write) directly while a
+  // host view of it is open, and always for memory given with wrap(): on
+  // every backend it then behaves as on a CPU leaf, where regions work in
+  // that memory itself. What device pieces write lands in it as each piece
+  // ends (host_sees_writes), and a region launched when none that uses the
+  // array is in flight takes what the program may have written there since
+  // (host_may_have_written).
+
+  /// A host view of the array opens or closes (HostView counts itself).
+  void view_opened(bool writable);
+  void view_closed(bool writable);
+  /// Whether device pieces' writes must reach the host copy as they end.
+  bool host_sees_writes() const { return !owns_memory_ || views_.load(std::memory_order_acquire) > 0; }
+  /// Whether the program may write the host copy between regions.
+  bool host_may_write() const {
+    return (!owns_memory_ && !traits_.read_only) || writable_views_.load(std::memory_order_acquire) > 0;
+  }
+  /// Before a region that uses the array is recorded: when the program may
+  /// write the host copy and no region that uses the array is in flight or
+  /// recorded, the device copies become stale (the program may have changed
+  /// any element since the last region ended).
+  void host_may_have_written();
   /// When a region last used the array (or it was made), as a count that
   /// grows over the process: the least recently used has the smallest.
   std::uint64_t last_use() const { return last_use_.load(std::memory_order_relaxed); }
@@ -168,6 +193,7 @@ class ArrayStorage {
     StartRecorded start;
     int count;
   };
+  std::atomic<int> views_{0}, writable_views_{0};    ///< host views open
   std::atomic<int> recorded_{0};                     ///< over every recorder: nothing to start when 0
   std::mutex recorded_mutex_;                        ///< guards recorded_by_
   std::vector<RecordedBy> recorded_by_;              ///< recorders with a count above 0
@@ -179,11 +205,45 @@ class ArrayStorage {
 
 }  // namespace runtime
 
-/// A view of an array's elements in host memory.
+namespace runtime {
+
+/// An open host view, counted in its array (ArrayStorage::view_opened) for
+/// as long as it or a copy of it lives.
+class OpenView {
+ public:
+  OpenView() = default;
+  OpenView(std::shared_ptr<ArrayStorage> storage, bool writable) : storage_(std::move(storage)), writable_(writable) {
+    if (storage_) storage_->view_opened(writable_);
+  }
+  OpenView(const OpenView& other) : OpenView(other.storage_, other.writable_) {}
+  OpenView(OpenView&& other) noexcept = default;
+  OpenView& operator=(OpenView other) noexcept {
+    std::swap(storage_, other.storage_);
+    std::swap(writable_, other.writable_);
+    return *this;
+  }
+  ~OpenView() {
+    if (storage_) storage_->view_closed(writable_);
+  }
+
+ private:
+  std::shared_ptr<ArrayStorage> storage_;
+  bool writable_ = false;
+};
+
+}  // namespace runtime
+
+/// A view of an array's elements in host memory. While it is open (it or a
+/// copy of it lives), the memory it shows is kept current at the end of
+/// every region, and what the program writes through it is seen by the
+/// regions launched once those before have ended, on every backend.
 template <class T, int Rank>
 class HostView {
  public:
   HostView(T* data, Shape shape) : data_(data), shape_(shape) {}
+  /// A view counted open in `storage` (Array::host, Array::host_read).
+  HostView(T* data, Shape shape, std::shared_ptr<runtime::ArrayStorage> storage)
+      : data_(data), shape_(shape), open_(std::move(storage), !std::is_const_v<T>) {}
 
   T* data() const { return data_; }
   std::int64_t size() const { return shape_.size(); }
@@ -201,6 +261,7 @@ class HostView {
  private:
   T* data_;
   Shape shape_;
+  runtime::OpenView open_;
 };
 
 /// Rows [begin_row, end_row) of an array's first dimension with every inner
@@ -255,19 +316,22 @@ class Array {
   /// The elements on the host, current: waits for the regions that use the
   /// array and brings back what devices changed. Writes through the view are
   /// seen by the regions launched after (device copies are refreshed then).
-  /// Throws the error of the region that wrote the array last, when it
-  /// failed and neither pause() nor another view has reported it yet.
+  /// While the view is open, it shows what each region wrote once that
+  /// region has ended (after pause(), say), and what the program writes
+  /// through it between regions reaches the next ones, on devices as on
+  /// CPU leaves. Throws the error of the region that wrote the array last,
+  /// when it failed and neither pause() nor another view has reported it yet.
   HostView<T, Rank> host() const {
     storage_->wait_idle(true);
     storage_->sync_host(true);
-    return HostView<T, Rank>(static_cast<T*>(storage_->host_data()), storage_->shape());
+    return HostView<T, Rank>(static_cast<T*>(storage_->host_data()), storage_->shape(), storage_);
   }
   /// Like host(), for reading only: the device copies stay current, so the
   /// next regions on devices copy nothing in again.
   HostView<const T, Rank> host_read() const {
     storage_->wait_idle(true);
     storage_->sync_host(false);
-    return HostView<const T, Rank>(static_cast<const T*>(storage_->host_data()), storage_->shape());
+    return HostView<const T, Rank>(static_cast<const T*>(storage_->host_data()), storage_->shape(), storage_);
   }
 
   /// Rows [begin_row, end_row) of the first dimension, every inner dimension

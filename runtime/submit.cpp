@@ -158,9 +158,13 @@ RegionHandle Engine::submit(RegionRequest request) {
   // The regions of other Runtimes launched before this one on its arrays
   // come first, even those still waiting in their recorder (not under this
   // recorder's lock: two Runtimes doing so at once would wait for each other).
+  // Memory the program may write itself (wrapped, or a host view open)
+  // refreshes the device copies when nothing was using it.
   for (const auto& arg : request.args)
-    if (auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg))
+    if (auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg)) {
       (*storage)->start_recorded_elsewhere(state_.get());
+      (*storage)->host_may_have_written();
+    }
 
   std::unique_lock record_lock(state_->recorder.mutex);
   std::shared_lock tree_lock(state_->tree_mutex);

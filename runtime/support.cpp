@@ -297,6 +297,32 @@ bool ArrayStorage::writer_failed_unreported() const {
   return last_writer_ && last_writer_->unreported_error();
 }
 
+void ArrayStorage::view_opened(bool writable) {
+  views_.fetch_add(1, std::memory_order_acq_rel);
+  if (writable) writable_views_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void ArrayStorage::view_closed(bool writable) {
+  views_.fetch_sub(1, std::memory_order_acq_rel);
+  if (writable) writable_views_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void ArrayStorage::host_may_have_written() {
+  if (!host_may_write() || recorded_.load(std::memory_order_acquire) > 0) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (last_writer_ && !last_writer_->done()) return;
+    for (const auto& reader : readers_)
+      if (!reader->done()) return;
+  }
+  {
+    std::lock_guard lock(copies_->mutex);
+    if (!copies_->has_device_copies()) return;  // nothing to refresh: every leaf works in the host copy
+    copies_->sync_host(true);
+  }
+  set_placed_rows(nullptr);
+}
+
 void ArrayStorage::add_recorded(void* recorder, StartRecorded start, int delta) {
   std::lock_guard lock(recorded_mutex_);
   auto it = std::find_if(recorded_by_.begin(), recorded_by_.end(),

@@ -483,6 +483,13 @@ void DeviceCopies::sync_host(bool host_will_write) {
     directory_.wrote(Coherence::kHost, Range{0, directory_.elements()});
 }
 
+void DeviceCopies::pull_to_host(const IntervalSet& ranges) {
+  if (!directory_.merging().empty()) return;
+  const auto before = directory_.counters();
+  for (const Range& range : ranges) perform(directory_.acquire_host(range), true);
+  count(before);
+}
+
 void DeviceCopies::release(int place) {
   if (place == Coherence::kHost || !copies_.count(place)) return;
   std::unique_lock lock = totals_ ? std::unique_lock(totals_->held_mutex) : std::unique_lock<std::mutex>();

@@ -210,6 +210,12 @@ class DeviceCopies {
   void sync_host(bool host_will_write);
   /// Flushes what only `place` holds to the host and frees its buffer.
   void release(int place);
+  /// Makes the host current for `ranges` (what a device piece just wrote),
+  /// the device copies staying current too; nothing while merges are in
+  /// progress (they reach the host when combined).
+  void pull_to_host(const IntervalSet& ranges);
+  /// Whether any device holds a copy.
+  bool has_device_copies() const { return !copies_.empty(); }
   /// A piece at `place` is using the array: none of its copies is evicted
   /// until as many unpin() calls have come. Without the mutex (a piece that
   /// ends must be able to unpin while another holds the array to make room).

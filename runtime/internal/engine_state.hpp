@@ -220,9 +220,9 @@ struct Engine::State {
   /// What an array calls to start the regions of the recorder of `state`
   /// (an Engine::State) that use it (ArrayStorage::add_recorded).
   static void start_recorded_of(void* state, bool waits, const ArrayStorage* array);
-  /// Counts `region`'s arrays (once per parameter) as recorded here (+1) or
-  /// started (-1).
-  void count_recorded(const RecordedRegion& region, int delta);
+  /// Counts a recorded region's arrays, its arguments `args` (once per
+  /// parameter), as recorded here (+1) or started (-1).
+  void count_recorded(const std::vector<ArgRef>& args, int delta);
   /// Starts recorder.chains[index] and removes it; recorder.mutex and
   /// tree_mutex (shared) held.
   void start_chain(std::size_t index);

@@ -279,6 +279,9 @@ void Engine::State::record_writes(const RegionRun& run, const PieceWrites& piece
       copies.merge_changed(worker.place(), piece.written[p], *piece.twins[p]);
     else
       copies.wrote(worker.place(), piece.written[p]);
+    // The program reads this memory itself (wrapped, or a host view open):
+    // what the device wrote is there when the region ends, as on a CPU leaf.
+    if (worker.place() != Coherence::kHost && (*storage)->host_sees_writes()) copies.pull_to_host(piece.written[p]);
   }
 }
 

@@ -162,7 +162,7 @@ void Engine::State::record_region(RecordedRegion region) {
     if (chains.size() >= Recorder::kMaxChains) start_chain(0);
     chain = &chains.emplace_back(Recorder::Chain{{}, std::chrono::steady_clock::now()});
   }
-  count_recorded(region, +1);
+  count_recorded(region.request.args, +1);
   chain->regions.push_back(std::move(region));
   if (reduces || chain->regions.size() >= Recorder::kMaxChain) {
     start_chain(static_cast<std::size_t>(chain - chains.data()));
@@ -219,8 +219,8 @@ void Engine::State::start_recorded_of(void* state, bool waits, const ArrayStorag
   static_cast<Engine::State*>(state)->start_recorded(waits, array);
 }
 
-void Engine::State::count_recorded(const RecordedRegion& region, int delta) {
-  for (const auto& arg : region.request.args)
+void Engine::State::count_recorded(const std::vector<ArgRef>& args, int delta) {
+  for (const auto& arg : args)
     if (auto* storage = array_of(arg)) (*storage)->add_recorded(this, &start_recorded_of, delta);
 }
 
@@ -318,7 +318,9 @@ void Engine::State::start_chain(std::size_t index) {
   }
   if (!fused)
     for (auto& region : chain) start_region(region);
-  for (const auto& region : chain) count_recorded(region, -1);
+  // Counted off once their uses are recorded (start_region moved each
+  // region's arguments into its run; fused, they stay in the request).
+  for (const auto& region : chain) count_recorded(fused ? region.request.args : region.run->args, -1);
 }
 
 void Engine::State::stop_recorder() {
