@@ -346,14 +346,26 @@ void check_range_sum(const Policy& policy, std::int64_t length) {
       policy.text(), listed, length));
 }
 
-void split_by_numbers(const SharingTree& tree, const Location& at, const Policy& policy, std::int64_t begin,
+void split_by_numbers(const SharingTree& tree, const Location& region_at, const Policy& policy, std::int64_t begin,
                       std::int64_t length, PieceList& pieces) {
-  const std::vector<const Location*> children = tree.sharing_children(at);
+  // Several numbers at a location with one child that shares (node over
+  // numa0, the default location): they are for the first location below
+  // that splits, when they are enough for its children, as the program
+  // means percentage:[30,70] over two leaves. (Else they fold over the one
+  // child, as before.)
+  const Location* at = &region_at;
+  std::vector<const Location*> children = tree.sharing_children(*at);
+  while (policy.values.size() > 1 && children.size() == 1) {
+    std::vector<const Location*> below = tree.sharing_children(*children.front());
+    if (below.empty() || below.size() > policy.values.size()) break;
+    at = children.front();
+    children = std::move(below);
+  }
   if (policy.values.size() < children.size()) {
     throw Error(fmt::format(
         "policy {} gives {} number{} but location '{}' has {} children with executing leaves below them; "
         "give at least one number per child (more fold over them in turn)",
-        policy.text(), policy.values.size(), policy.values.size() == 1 ? "" : "s", at.name(), children.size()));
+        policy.text(), policy.values.size(), policy.values.size() == 1 ? "" : "s", at->name(), children.size()));
   }
   const std::vector<std::int64_t> boundaries = chunk_boundaries(policy, length);
   for (std::size_t chunk = 0; chunk + 1 < boundaries.size(); ++chunk) {

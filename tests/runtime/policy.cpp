@@ -390,6 +390,24 @@ TEST_CASE("percentage and range: more numbers than children fold over them in tu
   CHECK(split_text(single, "node", "range:[3,0,4]", -7, 0) == std::vector<Share>{{"only", -7, 0}});
 }
 
+TEST_CASE("percentage and range: numbers at a location with one child are for the first location below that splits") {
+  // The default location (node over numa0 over the leaves): percentage:[30,70]
+  // over two leaves gives them 30% and 70%, as the program means.
+  Hierarchy tree;
+  tree.add("node", LocationKind::Virtual, {}, "");
+  tree.add("numa", LocationKind::HostMemory, {}, "node");
+  tree.add("a", LocationKind::Cpu, {}, "numa");
+  tree.add("b", LocationKind::Cpu, {}, "numa");
+  CHECK(split_text(tree, "node", "percentage:[30,70]", 0, 100) == std::vector<Share>{{"a", 0, 30}, {"b", 30, 100}});
+  CHECK(split_text(tree, "node", "range:[10,90]", 0, 100) == std::vector<Share>{{"a", 0, 10}, {"b", 10, 100}});
+  // One number is the one child's: split evenly below it.
+  CHECK(split_text(tree, "node", "percentage:[100]", 0, 100) == std::vector<Share>{{"a", 0, 50}, {"b", 50, 100}});
+  // Fewer numbers than the children below: they fold over the one child.
+  tree.add("c", LocationKind::Cpu, {}, "numa");
+  CHECK(split_text(tree, "node", "percentage:[30,70]", 0, 100) ==
+        std::vector<Share>{{"a", 0, 10}, {"b", 10, 20}, {"c", 20, 30}, {"a", 30, 54}, {"b", 54, 77}, {"c", 77, 100}});
+}
+
 TEST_CASE("remainders: ranges of length 0, 1 and 7 over three leaves") {
   const Hierarchy tree = three_leaves();
   for (const char* policy : {"static", "flatten", "adaptive", "percentage:[20,30,50]", "any"}) {
