@@ -355,6 +355,10 @@ void Engine::reconfigure(const std::function<void(Hierarchy&)>& change) {
   std::unique_lock lock(state_->tree_mutex);
   Hierarchy next = state_->tree;
   change(next);
+  if (!next.root() && state_->tree.root())
+    throw Error("the change would leave no tree: it removes the root '" + state_->tree.root()->name() +
+                "', where every array is visible; remove or move the locations below it instead, or give a whole "
+                "new tree (load_config)");
   // Leaves that vanish, move or change cores finish what they were given
   // first; a device that leaves the tree gives its copies back to the host.
   std::vector<int> released;

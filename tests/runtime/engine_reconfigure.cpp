@@ -81,6 +81,23 @@ void load_config_text(Runtime& rt, const std::string& text) {
 
 }  // namespace
 
+TEST_CASE("engine: removing the root is refused, the tree and the arrays as they were") {
+  Runtime rt;
+  use_tree(rt, tree_with_second_memory());
+  const std::int64_t n = 100;
+  auto x = rt.array<std::int64_t>(n, at("cpuB") | named("x"));
+  rt.region(fill_scaled()).over(n).launch(x, 3);
+  const std::string before = rt.hierarchy().to_text();
+  const std::string root = rt.hierarchy().root()->name();
+  const std::string error = error_of([&] { rt.remove_location(root); });
+  CHECK(error.find("removes the root '" + root + "'") != std::string::npos);
+  CHECK(rt.hierarchy().to_text() == before);
+  CHECK(x.location() == "cpuB");
+  CHECK(holds_scaled(x, 3));
+  rt.region(fill_scaled()).over(n).launch(x, 4);  // still runs
+  CHECK(holds_scaled(x, 4));
+}
+
 TEST_CASE("engine: arrays at a removed location keep their values and move to its parent") {
   Runtime rt;
   use_tree(rt, tree_with_second_memory());
