@@ -222,6 +222,31 @@ void make_way(const PiecePlan& plan, const Executor& worker, bool always) {
   make_room_for(plan, worker);
 }
 
+// A device memory's refusal, told with the region, the leaf and the arrays
+// the program knows (the refusal itself names only bytes), and why the piece
+// did not run in passes; any other error as it is.
+std::exception_ptr with_context(const RegionRun& run, const Executor& worker, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const AllocationFailed& refused) {
+    std::string arrays, one_pass;
+    for (std::size_t p = 0; p < run.args.size(); ++p) {
+      const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
+      if (!storage) continue;
+      arrays += (arrays.empty() ? "" : ", ") + (*storage)->describe();
+      if ((*storage)->copies().merge_operator() && one_pass.empty())
+        one_pass = "; it runs in one pass, since " + (*storage)->describe() + " is merged";
+      else if (run.writes.mode(p) == WriteMode::Added && one_pass.empty())
+        one_pass = "; it runs in one pass, since several memories add to " + (*storage)->describe();
+    }
+    return std::make_exception_ptr(AllocationFailed("region of kernel '" + run.kernel->optimized->name +
+                                                    "', its piece on leaf '" + worker.name() + "' (" + arrays +
+                                                    "): " + refused.what() + one_pass));
+  } catch (...) {
+    return error;
+  }
+}
+
 // The reductions' partials of two passes of a piece, combined.
 std::vector<backends::ReductionValue> combined(const RegionRun& run, const std::vector<backends::ReductionValue>& a,
                                                const std::vector<backends::ReductionValue>& b) {
@@ -328,7 +353,7 @@ void Engine::State::run_piece(const std::shared_ptr<RegionRun>& run, std::size_t
       passes_run = done + 1;  // the one that failed included
       const auto before = done > 0 ? run->partials[piece] : std::vector<backends::ReductionValue>{};
       if (!recover_piece(*run, piece, rest, worker, std::current_exception()))
-        run->fail(std::current_exception());
+        run->fail(with_context(*run, worker, std::current_exception()));
       else if (done > 0)
         run->partials[piece] = combined(*run, before, run->partials[piece]);
     }

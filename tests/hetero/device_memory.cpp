@@ -211,6 +211,9 @@ TEST_CASE(
   CAPTURE(error);
   CHECK(error.find("bytes on " + accelerator_backend() + ":0" + " does not fit a device memory of 250000 bytes") !=
         std::string::npos);
+  // The program's names for what was refused: the kernel, the leaf, the arrays.
+  CHECK(error.find("region of kernel 'device_memory_gather', its piece on leaf '" + device + "' (") == 0);
+  CHECK(error.find("array 'source' (i32 70000 at ") != std::string::npos);
   CHECK(memory_of(rt, device).peak_bytes <= 250000);
 }
 
