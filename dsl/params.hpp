@@ -76,6 +76,10 @@ class Element {
     Tracer::current("array store").emit(ir::make_store(param_, indices_, other.value().expr()));
     return *this;
   }
+  /// A store to an In parameter's element: the compiler says "use of deleted
+  /// function" and shows this line (instead of "no match for operator=").
+  template <class X>
+  requires(!writable) void operator=(const X&) const = delete;  // In<> is read only: use Out<> or InOut<> to store
 
 #define CANOPY_DSL_UPDATE(OPERATOR, OP)                                                                            \
   template <class X>                                                                                               \
