@@ -438,10 +438,28 @@ void Job::sendrecv_elements(const std::shared_ptr<runtime::ArrayStorage>& outgoi
   }
 }
 
+void Job::agree_on_slices(const runtime::ArrayStorage& array, int n, const char* what) {
+  const int type = static_cast<int>(array.type());
+  int mine[4] = {n, -n, type, -type}, all[4] = {0, 0, 0, 0};
+  {
+    auto lock = state_->lock();
+    check(MPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, state_->world),
+          std::string("MPI_Allreduce of the slice lengths before ") + what);
+  }
+  if (all[0] != -all[1])
+    throw Error(std::string(what) + " of " + array.describe() + ": the ranks give slices of " +
+                std::to_string(-all[1]) + " to " + std::to_string(all[0]) + " elements (this rank " +
+                std::to_string(n) + "); every rank must give one length");
+  if (all[2] != -all[3])
+    throw Error(std::string(what) + " of " + array.describe() +
+                ": the ranks give arrays of different element types; every rank must give one type");
+}
+
 void Job::allreduce_elements(const std::shared_ptr<runtime::ArrayStorage>& array, std::int64_t first,
                              std::int64_t count, Op op) {
   check_slice(*array, first, count, "allreduce");
   const int n = count_of(*array, count, "allreduce");
+  agree_on_slices(*array, n, "allreduce");
   void* data = host_for_reading(*array, first, count);
   {
     auto lock = state_->lock();
@@ -455,6 +473,7 @@ void Job::bcast_elements(const std::shared_ptr<runtime::ArrayStorage>& array, st
                          int root) {
   check_slice(*array, first, count, "bcast");
   const int n = count_of(*array, count, "bcast");
+  agree_on_slices(*array, n, "bcast");
   const bool sending = root == state_->rank;
   void* data = sending ? host_for_reading(*array, first, count) : host_for_writing(*array, first);
   {

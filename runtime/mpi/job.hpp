@@ -200,6 +200,11 @@ class Job {
                           Op op);
   void bcast_elements(const std::shared_ptr<runtime::ArrayStorage>& array, std::int64_t first, std::int64_t count,
                       int root);
+  /// Before a collective over `n` elements of `array`: every rank learns
+  /// whether all gave the same length and element type, and all throw the
+  /// same canopy::Error naming `what` when not (a mismatched MPI collective
+  /// truncates on some ranks and hangs on others). One small MPI_Allreduce.
+  void agree_on_slices(const runtime::ArrayStorage& array, int n, const char* what);
 
   std::unique_ptr<State> state_;
 };

@@ -170,3 +170,49 @@ TEST_CASE("mpi: a receive of another length than the slice is an error that name
   }
   job.barrier();
 }
+
+TEST_CASE("mpi: allreduce and bcast of slices of different lengths or types on the ranks: every rank throws") {
+  // Before, MPI truncated on some ranks and left another waiting for ever.
+  auto& job = mpi_test::job();
+  auto& rt = job.runtime();
+  auto a = rt.array<double>(10 + job.rank());  // a length of each rank's own
+  auto expect_refusal = [&](const char* what, auto&& call) {
+    CAPTURE(what);
+    try {
+      call();
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find(std::string(what) + " of ") == 0);
+      CHECK(std::string(e.what()).find("the ranks give slices of 10 to " + std::to_string(9 + job.size()) +
+                                       " elements (this rank " + std::to_string(10 + job.rank()) + ")") !=
+            std::string::npos);
+    }
+  };
+  if (job.size() > 1) {
+    expect_refusal("allreduce", [&] { job.allreduce(a, mpi::Op::Sum); });
+    expect_refusal("bcast", [&] { job.bcast(a, 0); });
+    // One length, two types.
+    auto b = rt.array<double>(4);
+    auto c = rt.array<float>(4);
+    try {
+      if (job.rank() == 0)
+        job.allreduce(c, mpi::Op::Sum);
+      else
+        job.allreduce(b, mpi::Op::Sum);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("different element types") != std::string::npos);
+    }
+  }
+  // The same lengths still reduce.
+  auto same = rt.array<double>(5);
+  {
+    auto view = same.host();
+    for (std::int64_t i = 0; i < 5; ++i) view[i] = double(job.rank() + i);
+  }
+  job.allreduce(same, mpi::Op::Sum);
+  const auto view = same.host_read();
+  const double ranks = job.size(), rank_sum = ranks * (ranks - 1) / 2;
+  for (std::int64_t i = 0; i < 5; ++i) CHECK(view[i] == rank_sum + ranks * double(i));
+  job.barrier();
+}
