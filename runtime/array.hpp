@@ -203,10 +203,6 @@ class ArrayStorage {
   std::size_t prune_readers_at_ = 0;    ///< see prune_when_doubled
 };
 
-}  // namespace runtime
-
-namespace runtime {
-
 /// An open host view, counted in its array (ArrayStorage::view_opened) for
 /// as long as it or a copy of it lives.
 class OpenView {
