@@ -46,6 +46,15 @@ Moved to_device(std::int64_t elements) { return {elements * kElement, 0, 0, 0}; 
 Moved to_host(std::int64_t elements) { return {0, elements * kElement, 0, 0}; }
 Moved found(std::int64_t elements) { return {0, 0, 0, elements * kElement}; }
 
+// Keeps of `rt`'s tree cpu0 and the first device; false (the test skipped,
+// saying why) without them.
+bool use_cpu0_and_device(Runtime& rt) {
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return false;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  return true;
+}
+
 // How many of the first `count` elements of `view` differ from `value(i)`.
 template <class View, class F>
 std::int64_t differing(const View& view, std::int64_t count, F value) {
@@ -59,9 +68,7 @@ std::int64_t differing(const View& view, std::int64_t count, F value) {
 TEST_CASE("hetero: host_read() pulls back only stale ranges and keeps the device copies current" *
           doctest::test_suite("opencl")) {
   Runtime rt;
-  const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
-  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  if (!use_cpu0_and_device(rt)) return;
   auto x = rt.array<std::int32_t>(kN, at("numa0") | named("x"));
   auto y = rt.array<std::int32_t>(kN, at("numa0") | named("y"));
 
@@ -117,9 +124,7 @@ TEST_CASE(
   // 11), lost what it then wrote through that view, and lost what it wrote
   // straight into wrapped memory after pause(): 2/3 of the elements stale.
   Runtime rt;
-  const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
-  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  if (!use_cpu0_and_device(rt)) return;
   auto x = rt.array<std::int32_t>(kN, at("numa0") | named("x"));
   auto y = rt.array<std::int32_t>(kN, at("numa0") | named("y"));
 
@@ -158,9 +163,7 @@ TEST_CASE(
 TEST_CASE("hetero: host() brings the data back and the next device region copies the array in again" *
           doctest::test_suite("opencl")) {
   Runtime rt;
-  const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return;
-  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  if (!use_cpu0_and_device(rt)) return;
   auto x = rt.array<std::int32_t>(kN, at("numa0") | named("x"));
   auto y = rt.array<std::int32_t>(kN, at("numa0") | named("y"));
 
