@@ -90,10 +90,19 @@ void assign_cores(const NodeInventory& node, const std::vector<Wants>& wants, st
       for (std::size_t c = i * cores / count; c < (i + 1) * cores / count; ++c) share.pus.push_back(node.cores[c].pu);
     } else {
       share.pus.push_back(node.cores[i * cores / count].pu);
-      share.shares_cores = true;
     }
     std::sort(share.pus.begin(), share.pus.end());
   }
+  // Shared: a core another rank got too (with 3 ranks on 2 cores, ranks 0
+  // and 1 share core 0, and rank 2 has core 1 alone).
+  for (std::size_t i = 0; i < count; ++i)
+    for (std::size_t j = 0; j < count; ++j) {
+      if (i == j) continue;
+      const auto& mine = shares[users[i]].pus;
+      const auto& theirs = shares[users[j]].pus;
+      if (std::find_first_of(mine.begin(), mine.end(), theirs.begin(), theirs.end()) != mine.end())
+        shares[users[i]].shares_cores = true;
+    }
 }
 
 // The NUMA nodes of a rank's cores.

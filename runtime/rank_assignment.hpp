@@ -15,7 +15,8 @@
 //    "cpu"), in contiguous blocks of hwloc's logical order, so that a rank's
 //    cores share caches and NUMA nodes as far as the node allows. Block sizes
 //    differ by at most one. With more such ranks than cores, rank i gets core
-//    i * cores / ranks alone and shares it (RankShare::shares_cores).
+//    i * cores / ranks alone, shared with the ranks that got the same core
+//    (RankShare::shares_cores).
 //  - Each device goes to one rank whose selection takes it, nearest first:
 //    a rank left with nothing to run on comes first, then a rank with a core
 //    on the device's NUMA node, then the rank with the fewest devices, then
@@ -44,7 +45,7 @@ struct RankShare {
   std::vector<unsigned> pus;
   /// The devices it may use, by id ("opencl:0"), in inventory order.
   std::vector<std::string> device_ids;
-  /// Its cores are shared with another rank (more ranks use CPU leaves than
+  /// Another rank got one of its cores too (more ranks use CPU leaves than
   /// the node has cores).
   bool shares_cores = false;
   /// The ids of device_ids that another rank holds too.

@@ -182,8 +182,12 @@ TEST_CASE("rank assignment: more ranks than there is to divide share, and say so
   CHECK(shares[0].pus == std::vector<unsigned>{0});
   CHECK(shares[1].pus == std::vector<unsigned>{0});
   CHECK(shares[2].pus == std::vector<unsigned>{1});
+  // Ranks 0 and 1 share core 0; rank 2 has core 1 alone, and says so.
+  CHECK(shares[0].shares_cores);
+  CHECK(shares[1].shares_cores);
+  CHECK_FALSE(shares[2].shares_cores);
+  CHECK(shares[2].describe() == "local rank 2: pus 1; devices opencl:0 (shared)");
   for (const auto& s : shares) {
-    CHECK(s.shares_cores);
     CHECK(s.device_ids == std::vector<std::string>{"opencl:0"});
     CHECK(s.shared_devices == std::vector<std::string>{"opencl:0"});
   }
