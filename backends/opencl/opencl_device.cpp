@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <optional>
 
 #include <canopy/ir/dump.hpp>
@@ -751,6 +752,11 @@ std::vector<cl_device_id> devices_of(const Api& api, cl_platform_id platform) {
 }  // namespace
 
 BackendDevices discover_opencl(const OpenCLOptions& options) {
+  // One discovery at a time in the process: two Runtimes starting OpenCL at
+  // once (one launching, the other compiling ahead in the background) made
+  // PoCL crash in clGetDeviceInfo, or report no available device.
+  static std::mutex discovering;
+  std::lock_guard lock(discovering);
   BackendDevices found;
   found.backend = "opencl";
   const std::string library = options.library.empty() ? default_library() : options.library;

@@ -23,11 +23,16 @@ void combine_partials(RegionRun& run) {
 }
 
 // The private copies of the arrays the region's device pieces added into,
-// summed into the host copies now that every piece is done.
+// summed into the host copies now that every piece is done; so are a merged
+// array's when the program reads its host copy itself (a host view open, or
+// wrapped memory), as it would find them on a CPU leaf.
 void combine_added_arrays(RegionRun& run) {
   for (std::size_t p = 0; p < run.args.size(); ++p) {
-    if (run.writes.mode(p) != WriteMode::Added) continue;
-    auto& copies = std::get<std::shared_ptr<ArrayStorage>>(run.args[p])->copies();
+    const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
+    if (!storage) continue;
+    auto& copies = (*storage)->copies();
+    const bool merged_and_seen = copies.merge_operator() && (*storage)->host_sees_writes();
+    if (run.writes.mode(p) != WriteMode::Added && !merged_and_seen) continue;
     std::lock_guard lock(copies.mutex);
     copies.combine_merges();
   }

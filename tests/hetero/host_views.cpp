@@ -158,6 +158,22 @@ TEST_CASE(
   }
   // An array with no view open keeps its device copy current between
   // regions: nothing moves for it (host_read's test above counts that).
+
+  // A merged histogram with a view open: each region's device parts are in
+  // it once the region ends (they were combined only at the next use).
+  static const Kernel count("host_views_count",
+                            [](InOut<std::int32_t> bins, In<std::int32_t> x) { atomic_add(bins[x[index(0)] % 16], 1); },
+                            {"bins", "x"});
+  auto bins = rt.array<std::int32_t>(16, named("bins") | merge(MergeOp::Sum));
+  const auto counted = bins.host();
+  std::vector<std::int32_t> want(16, 0);
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    rt.region(count).over(kN).launch(bins, x);  // over cpu0 and opencl0
+    rt.pause();
+    for (std::int64_t i = 0; i < kN; ++i) ++want[std::size_t((kN - i) % 16)];
+    CHECK(differing(counted, 16, [&](std::int64_t b) { return want[std::size_t(b)]; }) == 0);
+  }
 }
 
 TEST_CASE("hetero: host() brings the data back and the next device region copies the array in again" *
