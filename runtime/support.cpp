@@ -1,7 +1,6 @@
 // Small pieces of the public runtime types: shapes, traits, completions,
 // array storage.
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -336,23 +335,16 @@ void ArrayStorage::add_recorded(void* recorder, StartRecorded start, int delta) 
 
 void ArrayStorage::start_recorded(const void* except, bool waits) {
   if (recorded_.load(std::memory_order_acquire) == 0) return;
-  // Copied out (without allocating for the usual one or two recorders), then
-  // started without the lock: a recorder that starts a chain counts it off here.
-  std::array<RecordedBy, 4> few{};
-  std::size_t count = 0;
-  std::vector<RecordedBy> more;
+  // Copied out, then started without the lock: a recorder that starts a
+  // chain counts it off here. (Nothing is copied, nor allocated, when only
+  // `except` holds regions on the array: a launch in the middle of a chain.)
+  std::vector<RecordedBy> starts;
   {
     std::lock_guard lock(recorded_mutex_);
-    for (const auto& by : recorded_by_) {
-      if (by.recorder == except) continue;
-      if (count < few.size())
-        few[count++] = by;
-      else
-        more.push_back(by);
-    }
+    for (const auto& by : recorded_by_)
+      if (by.recorder != except) starts.push_back(by);
   }
-  for (std::size_t i = 0; i < count; ++i) few[i].start(few[i].recorder, waits, this);
-  for (const auto& by : more) by.start(by.recorder, waits, this);
+  for (const auto& by : starts) by.start(by.recorder, waits, this);
 }
 
 void ArrayStorage::start_recorded_elsewhere(const void* except) { start_recorded(except, false); }
