@@ -46,8 +46,9 @@ struct DeviceInfo {
   /// it competes with the CPU leaves, so it is used only when asked for.
   bool on_host_cores = false;
   /// A launch of a kernel that suits the device's streaming code (OpenCL:
-  /// jit::streaming_entry_type) writing at least this many bytes into arrays
-  /// it only writes stores them with streaming stores; -1: never.
+  /// jit::streaming_entry_type) stores the arrays it only writes with
+  /// streaming stores where takes_streaming_stores (launch.hpp) says so
+  /// with this threshold; -1: never.
   std::int64_t streaming_threshold = -1;
   /// A test device: one of Canopy's emulated drivers (tests/emulate/, named
   /// through CANOPY_LIBCUDA or ZE_ENABLE_ALT_DRIVERS) that runs kernels on

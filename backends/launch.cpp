@@ -82,4 +82,20 @@ std::size_t streaming_threshold_from_environment(std::size_t automatic) {
   return automatic;
 }
 
+bool takes_streaming_stores(std::size_t written, std::size_t passed, std::size_t threshold) {
+  if (written == 0 || threshold == std::numeric_limits<std::size_t>::max()) return false;
+  return passed >= threshold && written >= threshold / 16;
+}
+
+std::size_t bytes_passed(const ir::Kernel& kernel, std::int64_t points, const std::vector<std::int64_t>& elements) {
+  std::size_t bytes = 0;
+  for (std::size_t p = 0; p < kernel.params.size(); ++p) {
+    const auto& param = kernel.params[p];
+    if (!param.is_array()) continue;
+    const std::int64_t count = param.rank == kernel.dims ? points : p < elements.size() ? elements[p] : 0;
+    bytes += static_cast<std::size_t>(std::max<std::int64_t>(count, 0)) * ir::size_of(param.type);
+  }
+  return bytes;
+}
+
 }  // namespace canopy::backends

@@ -82,10 +82,28 @@ T value_of(const ReductionValue& v) {
 /// unknown (0).
 std::size_t streaming_threshold_for_cache(std::size_t cache_bytes);
 
-/// Bytes a launch must write into arrays it only writes before a backend
-/// stores them with streaming (non-temporal) stores: `automatic` (as
-/// streaming_threshold_for_cache gives), or as CANOPY_STREAMING_STORES says (on: 0,
-/// off: never, auto: `automatic`). Throws canopy::Error for another value.
+/// A device's streaming-store threshold (see takes_streaming_stores):
+/// `automatic` (as streaming_threshold_for_cache gives), or as
+/// CANOPY_STREAMING_STORES says (on: 0, off: never, auto: `automatic`).
+/// Throws canopy::Error for another value.
 std::size_t streaming_threshold_from_environment(std::size_t automatic);
+
+/// Whether a launch writes the arrays it only writes with streaming
+/// (non-temporal) stores on a device whose threshold is `threshold`: when
+/// the bytes it passes through all its arrays (`passed`, those written
+/// included) reach the threshold, since a line stored the plain way would
+/// leave the caches before a later region could read it there, and it
+/// writes at least a sixteenth of the threshold into them (`written`): less
+/// saves too few reads of a line before its write to pay for the streaming
+/// variant. A threshold of 0 streams every launch that writes; the largest
+/// size_t, none.
+bool takes_streaming_stores(std::size_t written, std::size_t passed, std::size_t threshold);
+
+/// The bytes a launch over `points` points passes through the arrays of
+/// `kernel`, as takes_streaming_stores counts them: an array of the
+/// kernel's rank one element per point (a piece reads and writes its own
+/// part), any other array whole: `elements[p]` elements for parameter p
+/// (0 where not known).
+std::size_t bytes_passed(const ir::Kernel& kernel, std::int64_t points, const std::vector<std::int64_t>& elements);
 
 }  // namespace canopy::backends

@@ -313,23 +313,30 @@ ir::KernelCost MachineModel::cost_of(const ir::Kernel& kernel, std::string_view 
   // (backends/cpu/cpu_device.cpp, kept by describe_leaf; twice cache_bytes in
   // a model that has none) as CANOPY_STREAMING_STORES now says, or the
   // threshold a device gave for the kernels that suit its streaming code.
-  std::optional<double> threshold;
+  std::optional<std::size_t> threshold;
   if (m.kind == LocationKind::Cpu) {
     const std::size_t automatic = m.streaming_threshold >= 0
                                       ? static_cast<std::size_t>(m.streaming_threshold)
                                       : backends::streaming_threshold_for_cache(
                                             static_cast<std::size_t>(std::max<std::int64_t>(m.cache_bytes, 0)));
-    threshold = static_cast<double>(backends::streaming_threshold_from_environment(automatic));
+    threshold = backends::streaming_threshold_from_environment(automatic);
   } else if (m.streaming_threshold >= 0 && jit::streaming_entry_type(kernel)) {
-    threshold = static_cast<double>(m.streaming_threshold);
+    threshold = static_cast<std::size_t>(m.streaming_threshold);
   }
   double points = 1;
   for (int d = 0; d < kernel.dims; ++d) points *= static_cast<double>(std::max<std::int64_t>(range[d], 0));
   if (threshold && !options.streaming_stores && !reduces && points > 0) {
-    double written = 0;
+    std::size_t written = 0;
     for (int p : jit::streaming_candidates(kernel))
-      written += points * static_cast<double>(ir::size_of(kernel.params[static_cast<std::size_t>(p)].type));
-    options.streaming_stores = written > 0 && written >= *threshold;
+      written += static_cast<std::size_t>(points) * ir::size_of(kernel.params[static_cast<std::size_t>(p)].type);
+    std::vector<std::int64_t> elements(kernel.params.size(), 0);
+    for (const auto& [p, extents] : options.array_extents)
+      if (p >= 0 && static_cast<std::size_t>(p) < elements.size()) {
+        elements[static_cast<std::size_t>(p)] = 1;
+        for (std::int64_t e : extents) elements[static_cast<std::size_t>(p)] *= e;
+      }
+    options.streaming_stores = backends::takes_streaming_stores(
+        written, backends::bytes_passed(kernel, static_cast<std::int64_t>(points), elements), *threshold);
   }
   return ir::cost_of(kernel, options);
 }

@@ -197,9 +197,11 @@ class MachineModel {
   /// cost_options(leaf, base), the range, and streaming stores where the
   /// leaf's backend uses them. CPU leaves write the write-only arrays of a
   /// kernel without reductions stored at each point's own element
-  /// (jit::streaming_candidates)
-  /// with streaming stores when the piece writes at least the leaf's
-  /// streaming_threshold into them (the CPU backend's own threshold), or as
+  /// (jit::streaming_candidates) with streaming stores where
+  /// backends::takes_streaming_stores says so with the leaf's
+  /// streaming_threshold (the CPU backend's own threshold; arrays of
+  /// another rank than the kernel's count whole where `base` gives their
+  /// extents), or as
   /// CANOPY_STREAMING_STORES (on, off, auto) says; device leaves where their
   /// device said it streams. Throws for an unknown leaf.
   ir::KernelCost cost_of(const ir::Kernel& kernel, std::string_view leaf, std::array<std::int64_t, 3> range,

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/visitor.hpp>
@@ -46,22 +47,57 @@ ReductionValue partial_of(const jit::ArgSlot& slot, ir::ScalarType type) {
   return v;
 }
 
-// True when every vector store the streaming entry makes into its arrays
-// over `range` is aligned: each array starts on a 64-byte boundary and, in a
-// kernel of two or three dimensions, so do its rows and the range's first
-// column (a one-dimensional chunk aligns its own start; see run()).
-bool streaming_arrays_aligned(const CpuProgram& program, const std::vector<KernelArg>& args, const Range& range) {
+// Where the streaming entry may start so that every vector store it makes
+// into its arrays is aligned: at the points phase + k * period of a
+// one-dimensional range (every array reaches a 64-byte boundary there; a
+// chunk runs its points before the first of them with the plain entry, see
+// run()), or, in a kernel of two or three dimensions, only where each array
+// starts on a 64-byte boundary and so do its rows and the range's first
+// column (phase 0, the range as a whole). Empty when no point aligns them all:
+// memory a program wraps is often 16-byte aligned only, and arrays of one
+// element size then still stream, from the same point on.
+struct StreamingStart {
+  std::int64_t phase = 0, period = 1;
+  std::int64_t first_at_or_after(std::int64_t b) const { return b + ((phase - b) % period + period) % period; }
+};
+
+std::optional<StreamingStart> streaming_start(const CpuProgram& program, const std::vector<KernelArg>& args,
+                                              const Range& range) {
+  constexpr std::int64_t kLine = 64;
   const int last = program.ir->dims - 1;
+  StreamingStart start;
+  std::int64_t smallest = kLine;
   for (int p : program.streaming->params) {
-    const auto& array = std::get<ArrayArg>(args[static_cast<std::size_t>(p)]);
-    if (reinterpret_cast<std::uintptr_t>(array.data) % 64 != 0) return false;
-    if (last == 0) continue;
     const auto size = static_cast<std::int64_t>(ir::size_of(program.ir->params[static_cast<std::size_t>(p)].type));
-    if (array.extents[static_cast<std::size_t>(last)] * size % 64 != 0 ||
-        range.begin[static_cast<std::size_t>(last)] * size % 64 != 0)
-      return false;
+    smallest = std::min(smallest, size);
   }
-  return true;
+  start.period = last == 0 ? kLine / smallest : 1;
+  auto aligned_at = [&](std::int64_t point) {
+    for (int p : program.streaming->params) {
+      const auto& array = std::get<ArrayArg>(args[static_cast<std::size_t>(p)]);
+      const auto size = static_cast<std::int64_t>(ir::size_of(program.ir->params[static_cast<std::size_t>(p)].type));
+      if ((static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(array.data) % kLine) + point * size) % kLine != 0)
+        return false;
+      if (last > 0 && (array.extents[static_cast<std::size_t>(last)] * size % kLine != 0 ||
+                       range.begin[static_cast<std::size_t>(last)] * size % kLine != 0))
+        return false;
+    }
+    return true;
+  };
+  for (start.phase = 0; start.phase < start.period; ++start.phase)
+    if (aligned_at(start.phase)) return start;
+  return std::nullopt;
+}
+
+// The elements of each array argument (0 for the others).
+std::vector<std::int64_t> elements_of(const ir::Kernel& kernel, const std::vector<KernelArg>& args) {
+  std::vector<std::int64_t> elements(args.size(), 0);
+  for (std::size_t p = 0; p < args.size(); ++p)
+    if (const auto* array = std::get_if<ArrayArg>(&args[p])) {
+      elements[p] = 1;
+      for (int d = 0; d < kernel.params[p].rank; ++d) elements[p] *= array->extents[static_cast<std::size_t>(d)];
+    }
+  return elements;
 }
 
 // Bytes a launch over `range` writes into the streaming arrays.
@@ -216,13 +252,17 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   const int chunks = chunk_count(program, range);
   const std::int64_t grain = kernel.dims == 1 && rows >= kPointGrain * chunks ? kPointGrain : 1;
 
-  // Streaming stores for launches that write far more than the caches hold.
-  // A one-dimensional chunk runs its first points, up to a 64-byte boundary,
+  // Streaming stores for launches that pass far more through their arrays
+  // than the caches hold (takes_streaming_stores). A one-dimensional chunk
+  // runs its first points, up to where its arrays reach 64-byte boundaries,
   // with the plain entry, since the streaming entry's stores assume aligned
   // starts; a range of more dimensions is aligned as a whole or not at all.
   jit::CpuEntry streaming_entry = nullptr;
-  if (program.streaming && streaming_bytes(program, range) >= streaming_threshold_ &&
-      streaming_arrays_aligned(program, args, range)) {
+  std::optional<StreamingStart> streaming_from;
+  if (program.streaming &&
+      takes_streaming_stores(streaming_bytes(program, range),
+                             bytes_passed(kernel, range.points(), elements_of(kernel, args)), streaming_threshold_) &&
+      (streaming_from = streaming_start(program, args, range))) {
     std::call_once(program.streaming->compiled, [&] {
       jit::CpuCompiler::CodeOptions code;
       code.streaming_stores = program.streaming->params;
@@ -257,7 +297,7 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
       run_part(set, streaming_entry ? streaming_entry : program.entry, b, e);
       return;
     }
-    const std::int64_t aligned = std::min(e, (b + 15) / 16 * 16);
+    const std::int64_t aligned = std::min(e, streaming_from->first_at_or_after(b));
     if (aligned > b) run_part(set, program.entry, b, aligned);
     if (e > aligned) run_part(set + 1, streaming_entry, aligned, e);
   };

@@ -62,11 +62,13 @@ class CpuDevice final : public Device {
   /// id = name, backend "cpu", host_memory (its buffers are host memory).
   const DeviceInfo& info() const override { return info_; }
 
-  /// Launches whose streaming arrays take more bytes than this write them with
-  /// streaming stores (non-temporal: they do not fill the caches with data
-  /// that would be evicted before it is read again). Default: twice the last
-  /// level cache of the device's cores. CANOPY_STREAMING_STORES=off|on|auto
-  /// forces the choice (on: every launch that can).
+  /// The threshold of takes_streaming_stores (launch.hpp): launches that
+  /// pass more bytes than this through their arrays write their streaming
+  /// arrays with streaming stores (non-temporal: they do not fill the caches
+  /// with data that would be evicted before it is read again). Default:
+  /// twice the last level cache of the device's cores.
+  /// CANOPY_STREAMING_STORES=off|on|auto forces the choice (on: every launch
+  /// that can).
   std::size_t streaming_threshold() const { return streaming_threshold_; }
 
   const std::string& name() const { return name_; }

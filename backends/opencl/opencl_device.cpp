@@ -665,6 +665,8 @@ void OpenCLDevice::launch_points(const OpenCLProgram& program, const std::vector
       std::size_t written = 0;
       for (const auto& param : kernel.params)
         if (param.writes()) written += ir::size_of(param.type);
+      // Its arrays are all of the kernel's rank, one element per point.
+      const std::size_t passed = bytes_passed(kernel, range.points(), {});
       const std::int64_t width = program.source_.stream_width, b = range.begin[0], e = range.end[0];
       const std::size_t group = floor_pow2(std::max<std::size_t>(
           1, std::min(static_cast<std::size_t>(traits_.work_group_size) / static_cast<std::size_t>(width),
@@ -672,7 +674,8 @@ void OpenCLDevice::launch_points(const OpenCLProgram& program, const std::vector
       const std::int64_t first = (b + width - 1) / width, vectors = e / width - first;
       const std::int64_t whole =
           vectors > 0 ? vectors / static_cast<std::int64_t>(group) * static_cast<std::int64_t>(group) : 0;
-      if (whole > 0 && written * static_cast<std::size_t>(e - b) >= traits_.streaming_threshold) {
+      if (whole > 0 &&
+          takes_streaming_stores(written * static_cast<std::size_t>(e - b), passed, traits_.streaming_threshold)) {
         set_arguments(program, program.stream_, args, range);
         const auto offset = static_cast<std::size_t>(first), global = static_cast<std::size_t>(whole);
         enqueue(program.stream_, 1, &offset, &global, &group);

@@ -58,7 +58,8 @@ struct OpenCLTraits {
   bool is_cpu = false;           ///< CL_DEVICE_TYPE_CPU
   /// CPU devices whose buffers start on 64-byte boundaries: kernels that
   /// suit it get a streaming entry (jit::CSource::stream_entry), used for
-  /// launches that write more than streaming_threshold bytes.
+  /// launches that takes_streaming_stores (launch.hpp) picks with
+  /// streaming_threshold.
   bool streaming_entry = false;
   /// Twice the device's global memory cache (64 MiB when it says none), or as
   /// CANOPY_STREAMING_STORES asks (on: 0, off: never).

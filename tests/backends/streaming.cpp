@@ -3,13 +3,19 @@
 // range's length and alignment.
 #include <doctest/doctest.h>
 
+#include <canopy/backends/launch.hpp>
 #include <canopy/canopy.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include "scoped_setting.hpp"
 
@@ -201,4 +207,123 @@ TEST_CASE("a kernel that writes with streaming stores and also reduces gives the
     for (std::int64_t i = 0; i < n; ++i) same = same && ha[i] == (double(i % 1013) * 0.5 - 7.0) * 2.0;
     CHECK_MESSAGE(same, "n = " << n);
   }
+}
+
+TEST_CASE("the streaming rule weighs what a launch passes through its arrays against the threshold") {
+  const std::size_t threshold = std::size_t{64} << 20;
+  // nn's search over 8 million records: 32 MB of distances written beside
+  // 64 MB of locations read; a plain store's line is long gone by the end.
+  CHECK(backends::takes_streaming_stores(32'000'000, 96'000'000, threshold));
+  // The same writes with less read beside them may still be in the caches.
+  CHECK_FALSE(backends::takes_streaming_stores(32'000'000, 48'000'000, threshold));
+  // Writes of a sixteenth of the threshold or more, not less.
+  CHECK(backends::takes_streaming_stores(threshold / 16, std::size_t{200} << 20, threshold));
+  CHECK_FALSE(backends::takes_streaming_stores(threshold / 16 - 1, std::size_t{200} << 20, threshold));
+  CHECK(backends::takes_streaming_stores(threshold, threshold, threshold));  // STREAM's copy
+  CHECK_FALSE(backends::takes_streaming_stores(0, std::size_t{200} << 20, threshold));
+  // CANOPY_STREAMING_STORES=on and off.
+  CHECK(backends::takes_streaming_stores(1, 1, 0));
+  const std::size_t never = std::numeric_limits<std::size_t>::max();
+  CHECK_FALSE(backends::takes_streaming_stores(never / 2, never, never));
+}
+
+TEST_CASE("bytes_passed counts an array of the kernel's rank per point and any other whole") {
+  Kernel k("stream_passed", [](Out<float> a, In<double> b, In<float, 2> table, Val<float> s) {
+    Idx i = index(0);
+    a[i] = cast<float>(b[i]) + table(0, 1) * s;
+  });
+  CHECK(backends::bytes_passed(k.ir(), 1000, {0, 0, 50, 0}) == 1000 * 4 + 1000 * 8 + 50 * 4);
+  CHECK(backends::bytes_passed(k.ir(), 1000, {}) == 1000 * 12);  // the table's size not known
+}
+
+namespace {
+
+// `count` elements of T starting `offset` elements past a 64-byte boundary
+// in `memory` (sized for them).
+template <class T>
+T* past_boundary(std::vector<T>& memory, std::int64_t offset) {
+  auto at = reinterpret_cast<std::uintptr_t>(memory.data());
+  at = (at + 63) / 64 * 64;
+  return reinterpret_cast<T*>(at) + offset;
+}
+
+bool dumped(const std::filesystem::path& dir, const std::string& name) {
+  return std::filesystem::exists(dir / (name + ".streaming.llvm"));
+}
+
+}  // namespace
+
+TEST_CASE("wrapped memory off a 64-byte boundary takes streaming stores from the first point where all align") {
+  const auto dir = std::filesystem::temp_directory_path() / "canopy-streaming-wrapped";
+  std::filesystem::remove_all(dir);
+  canopy::testing::ScopedSetting streaming("CANOPY_STREAMING_STORES", "on");
+  canopy::testing::ScopedSetting dump("CANOPY_DUMP", "llvm"), dump_dir("CANOPY_DUMP_DIR", dir.c_str());
+  Runtime rt;
+  // Names no cache holds, so that a streaming variant used is compiled, and dumped, here.
+  const std::string unique =
+      std::to_string(::getpid()) + "_" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  const std::int64_t n = 100003;
+  std::vector<float> input(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) input[static_cast<std::size_t>(i)] = float(i % 977) * 0.5f - 3.0f;
+  std::vector<float> floats(static_cast<std::size_t>(n + 64));
+  std::vector<double> doubles(static_cast<std::size_t>(n + 32));
+  auto same_as_serial = [&](const float* a, const double* d) {
+    bool same = true;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float x = input[static_cast<std::size_t>(i)];
+      same = same && a[i] == x * 2.0f + 1.0f && (!d || d[i] == double(x) - 0.25);
+    }
+    return same;
+  };
+  auto in = rt.wrap(input.data(), n, read_only());
+
+  // One element size: every offset aligns somewhere (a float every 16 points).
+  const std::string one = "stream_wrapped_" + unique;
+  Kernel scale(one, [](Out<float> a, In<float> b) { a[index(0)] = b[index(0)] * 2.0f + 1.0f; });
+  for (std::int64_t offset : {1, 3, 8, 15}) {
+    std::fill(floats.begin(), floats.end(), -1.0f);
+    float* a = past_boundary(floats, offset);
+    auto out = rt.wrap(a, n);
+    rt.region(scale).over(n).launch(out, in);
+    rt.pause();
+    CHECK_MESSAGE(same_as_serial(a, nullptr), "offset " << offset);
+    CHECK(a[-1] == -1.0f);
+    CHECK(a[n] == -1.0f);
+  }
+  CHECK(dumped(dir, one));
+
+  Kernel both_fits("stream_mixed_fits_" + unique, [](Out<float> a, Out<double> d, In<float> b) {
+    Idx i = index(0);
+    a[i] = b[i] * 2.0f + 1.0f;
+    d[i] = cast<double>(b[i]) - 0.25;
+  });
+  Kernel both_never("stream_mixed_never_" + unique, [](Out<float> a, Out<double> d, In<float> b) {
+    Idx i = index(0);
+    a[i] = b[i] * 2.0f + 1.0f;
+    d[i] = cast<double>(b[i]) - 0.25;
+  });
+  // 12 floats and 4 doubles past a boundary: both reach one at point 4.
+  {
+    float* a = past_boundary(floats, 12);
+    double* d = past_boundary(doubles, 4);
+    auto out = rt.wrap(a, n);
+    auto out_d = rt.wrap(d, n);
+    rt.region(both_fits).over(n).launch(out, out_d, in);
+    rt.pause();
+    CHECK(same_as_serial(a, d));
+    CHECK(dumped(dir, "stream_mixed_fits_" + unique));
+  }
+  // 1 float and 0 doubles past: the floats align at points 15 + 16k, the
+  // doubles at 8k; never together, so the plain stores run.
+  {
+    float* a = past_boundary(floats, 1);
+    double* d = past_boundary(doubles, 0);
+    auto out = rt.wrap(a, n);
+    auto out_d = rt.wrap(d, n);
+    rt.region(both_never).over(n).launch(out, out_d, in);
+    rt.pause();
+    CHECK(same_as_serial(a, d));
+    CHECK_FALSE(dumped(dir, "stream_mixed_never_" + unique));
+  }
+  std::filesystem::remove_all(dir);
 }
