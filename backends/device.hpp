@@ -121,6 +121,12 @@ class Device {
   /// each then finds its code made. Never throws: what failed is left to
   /// compile(). Default: nothing.
   virtual void compile_together(const std::vector<std::shared_ptr<const ir::Kernel>>& optimized) { (void)optimized; }
+  /// Compiles what launches of `program` (from this device's compile()) may
+  /// use beside it, so that the first of them finds it ready: the CPU's
+  /// streaming variant (Runtime::compile asks for it). Never throws: what
+  /// failed is compiled again, and reported, by the launch that needs it.
+  /// Default: nothing.
+  virtual void compile_variants(const Program& program) { (void)program; }
   /// Runs `program` over `range`. Array arguments carry this device's
   /// buffers (ArrayArg::data is the Buffer handle) and the array's full
   /// extents; indexes are those of the whole array. Returns one value per

@@ -137,7 +137,7 @@ std::vector<std::shared_future<void>> Engine::prepare(const std::vector<std::sha
   std::vector<std::shared_ptr<const CompiledKernel>> compiled;
   for (const auto& kernel : kernels) compiled.push_back(state_->kernels.compiled(kernel));
   std::shared_lock tree_lock(state_->tree_mutex);
-  return state_->kernels.prepare(compiled, state_->leaf_devices());
+  return state_->kernels.prepare(compiled, state_->leaf_devices(), /*variants=*/true);
 }
 
 RegionHandle Engine::submit(RegionRequest request) {

@@ -89,6 +89,18 @@ std::optional<StreamingStart> streaming_start(const CpuProgram& program, const s
   return std::nullopt;
 }
 
+// The entry of `program`'s streaming variant, compiled the first time it is
+// asked for (on another thread at once: that one waits for it). Throws as the
+// compiler does; a later call tries again.
+jit::CpuEntry streaming_entry_of(const CpuProgram& program) {
+  std::call_once(program.streaming->compiled, [&] {
+    jit::CpuCompiler::CodeOptions code;
+    code.streaming_stores = program.streaming->params;
+    program.streaming->entry = jit::CpuCompiler::shared().compile(*program.ir, code).entry;
+  });
+  return program.streaming->entry;
+}
+
 // The elements of each array argument (0 for the others).
 std::vector<std::int64_t> elements_of(const ir::Kernel& kernel, const std::vector<KernelArg>& args) {
   std::vector<std::int64_t> elements(args.size(), 0);
@@ -150,6 +162,15 @@ void CpuDevice::compile_together(const std::vector<std::shared_ptr<const ir::Ker
   std::vector<const ir::Kernel*> kernels;
   for (const auto& kernel : optimized) kernels.push_back(kernel.get());
   jit::CpuCompiler::shared().compile_together(kernels);
+}
+
+void CpuDevice::compile_variants(const Program& any_program) {
+  const auto* program = dynamic_cast<const CpuProgram*>(&any_program);
+  if (!program || !program->streaming) return;
+  try {
+    streaming_entry_of(*program);
+  } catch (const Error&) {  // the launch that wants it compiles it again and reports it
+  }
 }
 
 std::shared_ptr<Program> CpuDevice::compile(std::shared_ptr<const ir::Kernel> optimized) {
@@ -263,12 +284,7 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
       takes_streaming_stores(streaming_bytes(program, range),
                              bytes_passed(kernel, range.points(), elements_of(kernel, args)), streaming_threshold_) &&
       (streaming_from = streaming_start(program, args, range))) {
-    std::call_once(program.streaming->compiled, [&] {
-      jit::CpuCompiler::CodeOptions code;
-      code.streaming_stores = program.streaming->params;
-      program.streaming->entry = jit::CpuCompiler::shared().compile(*program.ir, code).entry;
-    });
-    streaming_entry = program.streaming->entry;
+    streaming_entry = streaming_entry_of(program);
   }
 
   // Each chunk's partial reductions: one set per entry it runs (the head

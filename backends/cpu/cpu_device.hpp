@@ -18,7 +18,8 @@
 namespace canopy::backends::cpu {
 
 /// The variant of a kernel whose output arrays take streaming stores,
-/// compiled the first time a launch is large enough to want it.
+/// compiled the first time a launch is large enough to want it, or ahead by
+/// CpuDevice::compile_variants.
 struct StreamingVariant {
   std::vector<int> params;  ///< the arrays that take streaming stores
   std::once_flag compiled;
@@ -89,6 +90,7 @@ class CpuDevice final : public Device {
   /// Compiles optimized kernels together (jit::CpuCompiler::compile_together):
   /// compile_program of each then finds its code made. Never throws.
   void compile_together(const std::vector<std::shared_ptr<const ir::Kernel>>& optimized) override;
+  void compile_variants(const Program& program) override;
   std::shared_ptr<Program> compile(std::shared_ptr<const ir::Kernel> optimized) override;
 
   /// Wakes the pool's helper threads when the launch will split over them.

@@ -107,7 +107,7 @@ std::shared_ptr<const CompiledKernel> KernelCache::compiled(const std::shared_pt
 
 std::vector<std::shared_future<void>> KernelCache::prepare(
     const std::vector<std::shared_ptr<const CompiledKernel>>& kernels,
-    const std::vector<std::shared_ptr<backends::Device>>& devices) {
+    const std::vector<std::shared_ptr<backends::Device>>& devices, bool variants) {
   std::vector<std::shared_future<void>> done;
   std::vector<std::string> queued;
   for (const auto& device : devices) {
@@ -118,16 +118,17 @@ std::vector<std::shared_future<void>> KernelCache::prepare(
     std::vector<std::shared_ptr<const CompiledKernel>> missing;
     for (const auto& kernel : kernels)
       if (!kernel->has_program_for(*device)) missing.push_back(kernel);
-    if (missing.empty()) continue;
-    done.push_back(background_.submit([missing, device] {
+    if (missing.empty() && !variants) continue;
+    done.push_back(background_.submit([missing, device, variants, kernels] {
       if (missing.size() > 1) {
         std::vector<std::shared_ptr<const ir::Kernel>> optimized;
         for (const auto& kernel : missing) optimized.push_back(kernel->optimized);
         device->compile_together(optimized);
       }
-      for (const auto& kernel : missing) {
+      for (const auto& kernel : variants ? kernels : missing) {
         try {
-          kernel->program_for(*device);
+          auto program = kernel->program_for(*device);
+          if (variants) device->compile_variants(*program);
         } catch (const Error&) {
           // The launch that needs it compiles it again and reports the failure.
         }

@@ -118,7 +118,9 @@ class KernelCache {
   /// Compiles `kernels`' programs for `devices` on the background thread,
   /// except those compiled or being compiled: one task per device, which
   /// first lets the device prepare them together (Device::compile_together:
-  /// the CPU's as one object). A failure is
+  /// the CPU's as one object). With `variants`, each device then also
+  /// compiles what the programs' launches may use beside them
+  /// (Device::compile_variants: the CPU's streaming variants). A failure is
   /// left for the launch that needs the program, which compiles it again and
   /// reports it.
   /// Stops the background thread (BackgroundCompiler::stop): the engine's
@@ -126,7 +128,8 @@ class KernelCache {
   void stop_background() { background_.stop(); }
   /// The futures are ready when the compiles queued now are done.
   std::vector<std::shared_future<void>> prepare(const std::vector<std::shared_ptr<const CompiledKernel>>& kernels,
-                                                const std::vector<std::shared_ptr<backends::Device>>& devices);
+                                                const std::vector<std::shared_ptr<backends::Device>>& devices,
+                                                bool variants = false);
   /// True when kernels are compiled with bounds checks.
   bool checked() const { return checked_; }
 

@@ -117,3 +117,33 @@ TEST_CASE("compile ahead: a compile that fails in the background is done again b
   CHECK(error_of([&] { rt.pause(); }) == "no error");
   CHECK(out.host()[42] == -42.0);
 }
+
+TEST_CASE("compile ahead: compile() also makes the CPU's streaming variant, so a large launch compiles nothing") {
+  const testing::TemporaryFolder folder("compile-variants");
+  // A kernel of its own, with an array it only writes at each point: a
+  // candidate for streaming stores. With dumps on, each compile of it,
+  // plain or streaming, leaves its file.
+  static const Kernel<void(Out<float>, In<float>)> halve(
+      "ahead_variant_halve", [](Out<float> out, In<float> in) { out[index(0)] = in[index(0)] * 0.5f; }, {"out", "in"});
+  const std::filesystem::path streaming = folder / "ahead_variant_halve.streaming.llvm";
+  EnvironmentFor no_cache("CANOPY_CACHE_DIR", "off"), stream("CANOPY_STREAMING_STORES", "on"),
+      dump("CANOPY_DUMP", "llvm"), dump_dir("CANOPY_DUMP_DIR", folder.path().c_str());
+  Runtime rt;
+  use_tree(rt, one_leaf_tree());
+  rt.compile(halve).wait();
+  CHECK(std::filesystem::exists(folder / "ahead_variant_halve.llvm"));
+  CHECK(std::filesystem::exists(streaming));
+  std::filesystem::remove(streaming);
+  auto in = rt.array<float>(kPoints), out = rt.array<float>(kPoints);
+  {
+    auto v = in.host();
+    for (std::int64_t i = 0; i < kPoints; ++i) v[i] = float(i % 1000);
+  }
+  rt.region(halve).over(kPoints).launch(out, in);  // streams (CANOPY_STREAMING_STORES=on)
+  rt.pause();
+  CHECK_FALSE(std::filesystem::exists(streaming));  // not compiled again
+  const auto v = out.host();
+  bool right = true;
+  for (std::int64_t i = 0; i < kPoints; ++i) right = right && v[i] == float(i % 1000) * 0.5f;
+  CHECK(right);
+}
