@@ -292,38 +292,31 @@ TEST_CASE("wrapped memory off a 64-byte boundary takes streaming stores from the
   }
   CHECK(dumped(dir, one));
 
-  Kernel both_fits("stream_mixed_fits_" + unique, [](Out<float> a, Out<double> d, In<float> b) {
+  auto mixed = [](Out<float> a, Out<double> d, In<float> b) {
     Idx i = index(0);
     a[i] = b[i] * 2.0f + 1.0f;
     d[i] = cast<double>(b[i]) - 0.25;
-  });
-  Kernel both_never("stream_mixed_never_" + unique, [](Out<float> a, Out<double> d, In<float> b) {
-    Idx i = index(0);
-    a[i] = b[i] * 2.0f + 1.0f;
-    d[i] = cast<double>(b[i]) - 0.25;
-  });
-  // 12 floats and 4 doubles past a boundary: both reach one at point 4.
-  {
-    float* a = past_boundary(floats, 12);
-    double* d = past_boundary(doubles, 4);
+  };
+  const std::string fits = "stream_mixed_fits_" + unique, never = "stream_mixed_never_" + unique;
+  Kernel both_fits(fits, mixed), both_never(never, mixed);
+  // Launches `kernel` (named `name`) into floats and doubles that many
+  // elements past a boundary, checks its results, and says whether its
+  // streaming variant was compiled.
+  auto streamed = [&](const auto& kernel, const std::string& name, std::int64_t floats_past,
+                      std::int64_t doubles_past) {
+    float* a = past_boundary(floats, floats_past);
+    double* d = past_boundary(doubles, doubles_past);
     auto out = rt.wrap(a, n);
     auto out_d = rt.wrap(d, n);
-    rt.region(both_fits).over(n).launch(out, out_d, in);
+    rt.region(kernel).over(n).launch(out, out_d, in);
     rt.pause();
     CHECK(same_as_serial(a, d));
-    CHECK(dumped(dir, "stream_mixed_fits_" + unique));
-  }
+    return dumped(dir, name);
+  };
+  // 12 floats and 4 doubles past a boundary: both reach one at point 4.
+  CHECK(streamed(both_fits, fits, 12, 4));
   // 1 float and 0 doubles past: the floats align at points 15 + 16k, the
   // doubles at 8k; never together, so the plain stores run.
-  {
-    float* a = past_boundary(floats, 1);
-    double* d = past_boundary(doubles, 0);
-    auto out = rt.wrap(a, n);
-    auto out_d = rt.wrap(d, n);
-    rt.region(both_never).over(n).launch(out, out_d, in);
-    rt.pause();
-    CHECK(same_as_serial(a, d));
-    CHECK_FALSE(dumped(dir, "stream_mixed_never_" + unique));
-  }
+  CHECK_FALSE(streamed(both_never, never, 1, 0));
   std::filesystem::remove_all(dir);
 }
