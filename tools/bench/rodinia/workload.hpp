@@ -43,7 +43,9 @@ class Workload {
 
   /// Runs the computation with Canopy on `rt`, placed as `where` says, and
   /// keeps its output. Returns the seconds of the computation (input already
-  /// on the host; copying it to devices and the result back are included).
+  /// on the host; creating the arrays it works in, copying the input to
+  /// devices and the result back are included, on every side: the
+  /// baselines' own arrays and buffers count too).
   virtual double run_canopy(Runtime& rt, const Placement& where) = 0;
   /// Runs the plain OpenMP baseline (same algorithm) and keeps its output.
   virtual double run_openmp() = 0;
