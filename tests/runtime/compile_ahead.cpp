@@ -6,6 +6,9 @@
 // compiles again).
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -122,16 +125,20 @@ TEST_CASE("compile ahead: compile() also makes the CPU's streaming variant, so a
   const testing::TemporaryFolder folder("compile-variants");
   // A kernel of its own, with an array it only writes at each point: a
   // candidate for streaming stores. With dumps on, each compile of it,
-  // plain or streaming, leaves its file.
-  static const Kernel<void(Out<float>, In<float>)> halve(
-      "ahead_variant_halve", [](Out<float> out, In<float> in) { out[index(0)] = in[index(0)] * 0.5f; }, {"out", "in"});
-  const std::filesystem::path streaming = folder / "ahead_variant_halve.streaming.llvm";
+  // plain or streaming, leaves its file. Its name is new to every process,
+  // so that no disk cache holds it (the process's compiler keeps the cache
+  // it started with, whatever CANOPY_CACHE_DIR says later).
+  const std::string name = "ahead_variant_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  const Kernel<void(Out<float>, In<float>)> halve(
+      name, [](Out<float> out, In<float> in) { out[index(0)] = in[index(0)] * 0.5f; }, {"out", "in"});
+  const std::filesystem::path streaming = folder / (name + ".streaming.llvm");
   EnvironmentFor no_cache("CANOPY_CACHE_DIR", "off"), stream("CANOPY_STREAMING_STORES", "on"),
       dump("CANOPY_DUMP", "llvm"), dump_dir("CANOPY_DUMP_DIR", folder.path().c_str());
   Runtime rt;
   use_tree(rt, one_leaf_tree());
   rt.compile(halve).wait();
-  CHECK(std::filesystem::exists(folder / "ahead_variant_halve.llvm"));
+  CHECK(std::filesystem::exists(folder / (name + ".llvm")));
   CHECK(std::filesystem::exists(streaming));
   std::filesystem::remove(streaming);
   auto in = rt.array<float>(kPoints), out = rt.array<float>(kPoints);
