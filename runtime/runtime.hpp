@@ -104,9 +104,11 @@ class Runtime {
   /// Compiles `kernels` ahead of their first launch: each is optimized now
   /// and its programs, for the devices of the tree's leaves, compile in the
   /// background (the CPU's together, as one object, whose machine code is
-  /// emitted once, and then the variants with streaming stores that the
-  /// CPU uses for launches larger than its caches), so that the first
-  /// launch waits only for what is not ready yet. Returns at once; launching a kernel before its compile is done is
+  /// emitted once), so that the first launch waits only for what is not
+  /// ready yet. The CPU's variants with streaming stores, for launches
+  /// larger than its caches, follow on a thread of the lowest priority: a
+  /// launch never waits for them (it runs the plain code until they are
+  /// ready), and neither does Compilation::wait(). Returns at once; launching a kernel before its compile is done is
   /// fine (the launch waits for it, or compiles what was not started). A
   /// program that fails to compile fails (or moves) the launch that needs it,
   /// as it would without compile(). Compilation::wait() waits for them all.

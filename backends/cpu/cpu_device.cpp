@@ -89,16 +89,27 @@ std::optional<StreamingStart> streaming_start(const CpuProgram& program, const s
   return std::nullopt;
 }
 
-// The entry of `program`'s streaming variant, compiled the first time it is
-// asked for (on another thread at once: that one waits for it). Throws as the
-// compiler does; a later call tries again.
+// The entry of `program`'s streaming variant: compiled here when no thread
+// has started it; null while another thread compiles it (the caller runs the
+// plain entry rather than wait). Throws as the compiler does; a later call
+// tries again.
 jit::CpuEntry streaming_entry_of(const CpuProgram& program) {
-  std::call_once(program.streaming->compiled, [&] {
+  StreamingVariant& variant = *program.streaming;
+  int state = variant.state.load(std::memory_order_acquire);
+  if (state == StreamingVariant::kReady) return variant.entry;
+  if (state == StreamingVariant::kCompiling ||
+      !variant.state.compare_exchange_strong(state, StreamingVariant::kCompiling, std::memory_order_acq_rel))
+    return nullptr;
+  try {
     jit::CpuCompiler::CodeOptions code;
-    code.streaming_stores = program.streaming->params;
-    program.streaming->entry = jit::CpuCompiler::shared().compile(*program.ir, code).entry;
-  });
-  return program.streaming->entry;
+    code.streaming_stores = variant.params;
+    variant.entry = jit::CpuCompiler::shared().compile(*program.ir, code).entry;
+  } catch (...) {
+    variant.state.store(StreamingVariant::kNone, std::memory_order_release);
+    throw;
+  }
+  variant.state.store(StreamingVariant::kReady, std::memory_order_release);
+  return variant.entry;
 }
 
 // The elements of each array argument (0 for the others).

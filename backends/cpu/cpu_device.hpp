@@ -2,6 +2,8 @@
 // ThreadPool. Arrays are host memory, so an ArrayArg's data is a host pointer.
 #pragma once
 
+#include <atomic>
+
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,11 +21,13 @@ namespace canopy::backends::cpu {
 
 /// The variant of a kernel whose output arrays take streaming stores,
 /// compiled the first time a launch is large enough to want it, or ahead by
-/// CpuDevice::compile_variants.
+/// CpuDevice::compile_variants. A launch that wants it while another thread
+/// compiles it runs the plain entry instead of waiting.
 struct StreamingVariant {
+  enum State { kNone, kCompiling, kReady };
   std::vector<int> params;  ///< the arrays that take streaming stores
-  std::once_flag compiled;
-  jit::CpuEntry entry = nullptr;
+  std::atomic<int> state{kNone};
+  jit::CpuEntry entry = nullptr;  ///< set before state becomes kReady
 };
 
 /// A kernel compiled for the CPU, ready to run. The same program runs on

@@ -83,10 +83,12 @@ struct CompiledKernel {
 /// Compiles programs ahead of the launches that need them, one at a time on
 /// a thread of its own (started on first use): what a
 /// launch would otherwise wait for. Tasks still queued when it is destroyed
-/// are dropped; the one running finishes first.
+/// are dropped; the one running finishes first. A compiler for work no
+/// launch waits for (`idle_only`) runs its thread at the lowest priority
+/// (SCHED_IDLE), so that it takes only cores nothing else wants.
 class BackgroundCompiler {
  public:
-  BackgroundCompiler() = default;
+  explicit BackgroundCompiler(bool idle_only = false) : idle_only_(idle_only) {}
   ~BackgroundCompiler();
   BackgroundCompiler(const BackgroundCompiler&) = delete;
   BackgroundCompiler& operator=(const BackgroundCompiler&) = delete;
@@ -97,6 +99,7 @@ class BackgroundCompiler {
 
  private:
   void run();
+  const bool idle_only_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::packaged_task<void()>> tasks_;
@@ -118,14 +121,18 @@ class KernelCache {
   /// Compiles `kernels`' programs for `devices` on the background thread,
   /// except those compiled or being compiled: one task per device, which
   /// first lets the device prepare them together (Device::compile_together:
-  /// the CPU's as one object). With `variants`, each device then also
-  /// compiles what the programs' launches may use beside them
-  /// (Device::compile_variants: the CPU's streaming variants). A failure is
-  /// left for the launch that needs the program, which compiles it again and
-  /// reports it.
+  /// the CPU's as one object). With `variants`, what the programs' launches
+  /// may use beside them (Device::compile_variants: the CPU's streaming
+  /// variants) is compiled afterwards on a second thread of the lowest
+  /// priority: no launch waits for it, and the futures do not either. A
+  /// failure is left for the launch that needs the program, which compiles
+  /// it again and reports it.
   /// Stops the background thread (BackgroundCompiler::stop): the engine's
   /// first step when it goes, before its devices and trace do.
-  void stop_background() { background_.stop(); }
+  void stop_background() {
+    background_.stop();
+    variants_.stop();
+  }
   /// The futures are ready when the compiles queued now are done.
   std::vector<std::shared_future<void>> prepare(const std::vector<std::shared_ptr<const CompiledKernel>>& kernels,
                                                 const std::vector<std::shared_ptr<backends::Device>>& devices,
@@ -139,7 +146,10 @@ class KernelCache {
   const bool checked_;
   std::mutex mutex_;
   std::unordered_map<const ir::Kernel*, std::shared_ptr<const CompiledKernel>> kernels_;
-  BackgroundCompiler background_;  // last: its thread stops before the rest goes
+  // Last: their threads stop before the rest goes (the first, which queues
+  // work for the second, first).
+  BackgroundCompiler background_;
+  BackgroundCompiler variants_{/*idle_only=*/true};
 };
 
 }  // namespace canopy::runtime
