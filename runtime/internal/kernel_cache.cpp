@@ -74,7 +74,15 @@ void BackgroundCompiler::stop() {
     tasks_.clear();  // their futures say broken_promise: wait() returns all the same
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  // Waited for now: back to the normal policy where this process may (a
+  // thread of SCHED_IDLE on a busy machine could keep the Runtime's
+  // destruction waiting for its compile).
+  if (idle_only_) {
+    sched_param normal{};
+    pthread_setschedparam(thread_.native_handle(), SCHED_OTHER, &normal);
+  }
+  thread_.join();
 }
 
 std::shared_future<void> BackgroundCompiler::submit(std::function<void()> task) {
@@ -134,16 +142,16 @@ std::vector<std::shared_future<void>> KernelCache::prepare(
       if (!kernel->has_program_for(*device)) missing.push_back(kernel);
     // Each program's variants, once the programs are made (never compiling a
     // program itself at the lowest priority, where a launch may wait for it).
+    // One task per kernel: a Runtime that goes drops those not started.
     auto queue_variants = [this, device, kernels] {
-      variants_.submit([device, kernels] {
-        for (const auto& kernel : kernels)
-          if (kernel->has_program_for(*device)) {
-            try {
-              device->compile_variants(*kernel->program_for(*device));
-            } catch (const Error&) {  // a launch that wants it compiles it again
-            }
+      for (const auto& kernel : kernels)
+        variants_.submit([device, kernel] {
+          if (!kernel->has_program_for(*device)) return;
+          try {
+            device->compile_variants(*kernel->program_for(*device));
+          } catch (const Error&) {  // a launch that wants it compiles it again
           }
-      });
+        });
     };
     if (missing.empty()) {
       if (variants) queue_variants();
