@@ -14,6 +14,11 @@ function(canopy_module name)
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(canopy_${name} PUBLIC ${ARG_PUBLIC} PRIVATE ${ARG_PRIVATE})
+  # Calls inside the library bind to its own functions when it is linked, not
+  # through symbol lookups by the dynamic loader at every start.
+  if(BUILD_SHARED_LIBS)
+    target_link_options(canopy_${name} PRIVATE -Wl,-Bsymbolic-functions)
+  endif()
   set_target_properties(canopy_${name} PROPERTIES OUTPUT_NAME canopy_${name} VERSION ${PROJECT_VERSION}
                                                   SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
   install(TARGETS canopy_${name} EXPORT CanopyTargets
