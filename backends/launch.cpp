@@ -87,15 +87,36 @@ bool takes_streaming_stores(std::size_t written, std::size_t passed, std::size_t
   return passed >= threshold && written >= threshold / 16;
 }
 
-std::size_t bytes_passed(const ir::Kernel& kernel, std::int64_t points, const std::vector<std::int64_t>& elements) {
+namespace {
+
+// bytes_passed with `elements(p)` the elements of array parameter p.
+template <class Elements>
+std::size_t passed_through(const ir::Kernel& kernel, std::int64_t points, const Elements& elements) {
   std::size_t bytes = 0;
   for (std::size_t p = 0; p < kernel.params.size(); ++p) {
     const auto& param = kernel.params[p];
     if (!param.is_array()) continue;
-    const std::int64_t count = param.rank == kernel.dims ? points : p < elements.size() ? elements[p] : 0;
+    const std::int64_t count = param.rank == kernel.dims ? points : elements(p);
     bytes += static_cast<std::size_t>(std::max<std::int64_t>(count, 0)) * ir::size_of(param.type);
   }
   return bytes;
+}
+
+}  // namespace
+
+std::size_t bytes_passed(const ir::Kernel& kernel, std::int64_t points, const std::vector<std::int64_t>& elements) {
+  return passed_through(kernel, points,
+                        [&](std::size_t p) { return p < elements.size() ? elements[p] : std::int64_t{0}; });
+}
+
+std::size_t bytes_passed(const ir::Kernel& kernel, std::int64_t points, const std::vector<KernelArg>& args) {
+  return passed_through(kernel, points, [&](std::size_t p) {
+    const auto* array = p < args.size() ? std::get_if<ArrayArg>(&args[p]) : nullptr;
+    if (!array) return std::int64_t{0};
+    std::int64_t count = 1;
+    for (int d = 0; d < kernel.params[p].rank; ++d) count *= array->extents[static_cast<std::size_t>(d)];
+    return count;
+  });
 }
 
 }  // namespace canopy::backends

@@ -105,5 +105,7 @@ bool takes_streaming_stores(std::size_t written, std::size_t passed, std::size_t
 /// part), any other array whole: `elements[p]` elements for parameter p
 /// (0 where not known).
 std::size_t bytes_passed(const ir::Kernel& kernel, std::int64_t points, const std::vector<std::int64_t>& elements);
+/// The same for a launch's arguments: each array whole by its extents.
+std::size_t bytes_passed(const ir::Kernel& kernel, std::int64_t points, const std::vector<KernelArg>& args);
 
 }  // namespace canopy::backends

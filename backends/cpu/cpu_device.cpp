@@ -112,17 +112,6 @@ jit::CpuEntry streaming_entry_of(const CpuProgram& program) {
   return variant.entry;
 }
 
-// The elements of each array argument (0 for the others).
-std::vector<std::int64_t> elements_of(const ir::Kernel& kernel, const std::vector<KernelArg>& args) {
-  std::vector<std::int64_t> elements(args.size(), 0);
-  for (std::size_t p = 0; p < args.size(); ++p)
-    if (const auto* array = std::get_if<ArrayArg>(&args[p])) {
-      elements[p] = 1;
-      for (int d = 0; d < kernel.params[p].rank; ++d) elements[p] *= array->extents[static_cast<std::size_t>(d)];
-    }
-  return elements;
-}
-
 // Bytes a launch over `range` writes into the streaming arrays.
 std::size_t streaming_bytes(const CpuProgram& program, const Range& range) {
   std::size_t bytes = 0;
@@ -292,8 +281,8 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   jit::CpuEntry streaming_entry = nullptr;
   std::optional<StreamingStart> streaming_from;
   if (program.streaming &&
-      takes_streaming_stores(streaming_bytes(program, range),
-                             bytes_passed(kernel, range.points(), elements_of(kernel, args)), streaming_threshold_) &&
+      takes_streaming_stores(streaming_bytes(program, range), bytes_passed(kernel, range.points(), args),
+                             streaming_threshold_) &&
       (streaming_from = streaming_start(program, args, range))) {
     streaming_entry = streaming_entry_of(program);
   }

@@ -666,7 +666,7 @@ void OpenCLDevice::launch_points(const OpenCLProgram& program, const std::vector
       for (const auto& param : kernel.params)
         if (param.writes()) written += ir::size_of(param.type);
       // Its arrays are all of the kernel's rank, one element per point.
-      const std::size_t passed = bytes_passed(kernel, range.points(), {});
+      const std::size_t passed = bytes_passed(kernel, range.points(), std::vector<std::int64_t>{});
       const std::int64_t width = program.source_.stream_width, b = range.begin[0], e = range.end[0];
       const std::size_t group = floor_pow2(std::max<std::size_t>(
           1, std::min(static_cast<std::size_t>(traits_.work_group_size) / static_cast<std::size_t>(width),

@@ -232,8 +232,15 @@ TEST_CASE("bytes_passed counts an array of the kernel's rank per point and any o
     Idx i = index(0);
     a[i] = cast<float>(b[i]) + table(0, 1) * s;
   });
-  CHECK(backends::bytes_passed(k.ir(), 1000, {0, 0, 50, 0}) == 1000 * 4 + 1000 * 8 + 50 * 4);
-  CHECK(backends::bytes_passed(k.ir(), 1000, {}) == 1000 * 12);  // the table's size not known
+  using Elements = std::vector<std::int64_t>;
+  CHECK(backends::bytes_passed(k.ir(), 1000, Elements{0, 0, 50, 0}) == 1000 * 4 + 1000 * 8 + 50 * 4);
+  CHECK(backends::bytes_passed(k.ir(), 1000, Elements{}) == 1000 * 12);  // the table's size not known
+  // From a launch's arguments: the table by its extents, 5 x 10.
+  std::vector<backends::KernelArg> args(4);
+  backends::ArrayArg table;
+  table.extents = {5, 10, 1};
+  args[2] = table;
+  CHECK(backends::bytes_passed(k.ir(), 1000, args) == 1000 * 12 + 50 * 4);
 }
 
 namespace {
