@@ -65,6 +65,19 @@ bool CompiledKernel::has_program_for(const backends::Device& device) const {
   return found != programs.end() && (found->second.program || found->second.compiling);
 }
 
+namespace {
+
+// Whether this process may put a thread back to the normal policy at nice 0
+// (root, or an RLIMIT_NICE that allows nice 0); without CAP_SYS_NICE this
+// is a guess on the side of no.
+bool may_raise_priority() {
+  if (::geteuid() == 0) return true;
+  rlimit limit{};
+  return ::getrlimit(RLIMIT_NICE, &limit) == 0 && (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= 20);
+}
+
+}  // namespace
+
 BackgroundCompiler::~BackgroundCompiler() { stop(); }
 
 void BackgroundCompiler::stop() {
@@ -98,12 +111,15 @@ std::shared_future<void> BackgroundCompiler::submit(std::function<void()> task) 
 
 void BackgroundCompiler::run() {
   // SCHED_IDLE: any other thread that wakes takes the core at once (nice 19
-  // alone left the program's launches 2 ms slower now and then). Linux keeps
-  // a policy per thread; where it is refused, nice 19 for this thread.
+  // alone left the program's launches 2 ms slower now and then). But only
+  // where stop() may lift it again: a thread kept at SCHED_IDLE on a machine
+  // busy elsewhere took 1.5 s to finish the compile a Runtime's destruction
+  // waited for. Elsewhere nice 10, which such a wait survives in tens of
+  // milliseconds. Linux keeps both per thread.
   if (idle_only_) {
     sched_param none{};
-    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) != 0)
-      setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
+    if (!may_raise_priority() || pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) != 0)
+      setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
   }
   for (;;) {
     std::packaged_task<void()> task;

@@ -85,7 +85,9 @@ struct CompiledKernel {
 /// launch would otherwise wait for. Tasks still queued when it is destroyed
 /// are dropped; the one running finishes first. A compiler for work no
 /// launch waits for (`idle_only`) runs its thread at the lowest priority
-/// (SCHED_IDLE), so that it takes only cores nothing else wants.
+/// (SCHED_IDLE, or nice 10 where the process could not lift SCHED_IDLE
+/// again before waiting for it), so that it takes only cores nothing else
+/// wants.
 class BackgroundCompiler {
  public:
   explicit BackgroundCompiler(bool idle_only = false) : idle_only_(idle_only) {}
