@@ -114,6 +114,10 @@ class KernelCache {
  public:
   /// `checked`: compile with bounds checks (CANOPY_CHECK=bounds).
   explicit KernelCache(bool checked) : checked_(checked) {}
+  /// Stops both threads, the one that queues work for the other first.
+  ~KernelCache() { stop_background(); }
+  KernelCache(const KernelCache&) = delete;
+  KernelCache& operator=(const KernelCache&) = delete;
 
   /// The kernel compiled from `traced`: optimized and analysed now the first
   /// time (then `*fresh` is set, when given), then looked up. Its programs
@@ -148,8 +152,8 @@ class KernelCache {
   const bool checked_;
   std::mutex mutex_;
   std::unordered_map<const ir::Kernel*, std::shared_ptr<const CompiledKernel>> kernels_;
-  // Last: their threads stop before the rest goes (the first, which queues
-  // work for the second, first).
+  // Last, and stopped by the destructor before any member goes: the first
+  // queues work for the second.
   BackgroundCompiler background_;
   BackgroundCompiler variants_{/*idle_only=*/true};
 };
