@@ -2,6 +2,7 @@
 // default hierarchy built from an inventory. hwloc is used only here.
 #include "discovery.hpp"
 
+#include <dlfcn.h>
 #include <hwloc.h>
 #include <sched.h>
 
@@ -273,6 +274,40 @@ std::vector<unsigned> thread_affinity() {
   std::vector<unsigned> pus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
     if (CPU_ISSET(cpu, &set)) pus.push_back(static_cast<unsigned>(cpu));
+  return pus;
+}
+
+std::vector<unsigned> openmp_places() {
+  // Looked up, not linked: the runtime needs no OpenMP, and a program that
+  // loads one (libgomp, libomp) offers these names to the whole process.
+  using Count = int (*)();
+  using PlaceCount = int (*)(int);
+  using PlaceIds = void (*)(int, int*);
+  const auto proc_bind = reinterpret_cast<Count>(dlsym(RTLD_DEFAULT, "omp_get_proc_bind"));
+  const auto num_places = reinterpret_cast<Count>(dlsym(RTLD_DEFAULT, "omp_get_num_places"));
+  const auto place_num_procs = reinterpret_cast<PlaceCount>(dlsym(RTLD_DEFAULT, "omp_get_place_num_procs"));
+  const auto place_proc_ids = reinterpret_cast<PlaceIds>(dlsym(RTLD_DEFAULT, "omp_get_place_proc_ids"));
+  if (!proc_bind || !num_places || !place_num_procs || !place_proc_ids) return {};
+  if (proc_bind() == 0) return {};  // omp_proc_bind_false: no thread was bound
+  std::vector<unsigned> pus;
+  for (int place = 0, places = num_places(); place < places; ++place) {
+    std::vector<int> ids(static_cast<std::size_t>(std::max(0, place_num_procs(place))));
+    if (!ids.empty()) place_proc_ids(place, ids.data());
+    for (int id : ids)
+      if (id >= 0) pus.push_back(static_cast<unsigned>(id));
+  }
+  std::sort(pus.begin(), pus.end());
+  pus.erase(std::unique(pus.begin(), pus.end()), pus.end());
+  return pus;
+}
+
+std::vector<unsigned> process_affinity() {
+  std::vector<unsigned> pus = thread_affinity();
+  if (pus.empty()) return pus;
+  const std::vector<unsigned> places = openmp_places();
+  pus.insert(pus.end(), places.begin(), places.end());
+  std::sort(pus.begin(), pus.end());
+  pus.erase(std::unique(pus.begin(), pus.end()), pus.end());
   return pus;
 }
 

@@ -108,6 +108,19 @@ NodeInventory discover_node_cached(const std::string& cache_dir, const std::stri
 /// system's binding left it. Empty when it cannot be read.
 std::vector<unsigned> thread_affinity();
 
+/// The processing units of the places of the OpenMP runtime loaded in this
+/// process (libgomp, libomp), when it binds threads (OMP_PROC_BIND,
+/// OMP_PLACES); empty when none is loaded or it binds none. Such a runtime
+/// binds the program's initial thread to the first place as it starts, so
+/// that thread's mask no longer says what the process was given; the places
+/// still do (they are made from the mask the process started with).
+std::vector<unsigned> openmp_places();
+
+/// The processing units a Runtime made on the calling thread may use: its
+/// affinity mask (thread_affinity) with the OpenMP places (openmp_places)
+/// added. Empty when the mask cannot be read.
+std::vector<unsigned> process_affinity();
+
 /// Keeps the cores of `node` whose processing unit is one of `pus`; returns
 /// how many it removed.
 std::size_t keep_cores(NodeInventory& node, const std::vector<unsigned>& pus);

@@ -215,9 +215,12 @@ Engine::Engine(const RuntimeOptions& options) : state_((read_settings(), std::ma
     keep_cores(state_->inventory, options.pus);
     if (state_->inventory.cores.empty())
       throw Error("the runtime was given processing units none of which is a core of this node");
-  } else if (const std::vector<unsigned> allowed = thread_affinity(); !allowed.empty()) {
+  } else if (const std::vector<unsigned> allowed = process_affinity(); !allowed.empty()) {
     // Only the cores this thread may run on (taskset, numactl, a batch
     // system's binding): leaf threads bound elsewhere would break the limit.
+    // An OpenMP runtime's places count too: with OMP_PROC_BIND set, libgomp
+    // binds the initial thread to the first place before main() runs, and a
+    // hybrid program's Runtime saw one core of the process's.
     NodeInventory within = state_->inventory;
     keep_cores(within, allowed);
     if (!within.cores.empty())

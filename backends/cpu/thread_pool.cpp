@@ -185,12 +185,14 @@ void ThreadPool::run_erased(std::int64_t begin, std::int64_t end, int chunks, st
   // waits for, may sit on a helper's core, and would take turns there with
   // that helper while member 0's core idles, for as long as the scheduler
   // leaves it there (a whole 40 ms run in the test). It runs its part on
-  // member 0's core, where its affinity allows, and gets that affinity back.
+  // member 0's core and gets its affinity back. That holds for a caller
+  // bound elsewhere too: the pool's cores are the Runtime's, and a thread an
+  // OpenMP runtime bound to a helper's core (OMP_PLACES listing it first)
+  // would otherwise share that core with the helper for the whole run.
   std::optional<SavedAffinity> caller_affinity;
   const unsigned core = pus_.empty() ? 0 : pus_.front();
   if (helpers > 0 && sched_getcpu() != static_cast<int>(core) && core < CPU_SETSIZE) {
-    const cpu_set_t* allowed = caller_affinity.emplace().saved();
-    if (allowed && CPU_ISSET(core, allowed)) {
+    if (caller_affinity.emplace().saved()) {
       cpu_set_t only;
       CPU_ZERO(&only);
       CPU_SET(core, &only);

@@ -270,7 +270,9 @@ TEST_CASE("thread pool: a run whose chunks are all taken does not wait for a hel
   sigaction(SIGUSR1, &previous, nullptr);
 }
 
-TEST_CASE("thread pool: a calling thread on a helper's core runs its part on member 0's core, its affinity kept") {
+TEST_CASE(
+    "thread pool: a calling thread on a helper's core, or bound there, runs its part on member 0's core, its affinity "
+    "kept") {
   cpu_set_t allowed;
   REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
   std::vector<unsigned> cpus;
@@ -313,5 +315,23 @@ TEST_CASE("thread pool: a calling thread on a helper's core runs its part on mem
   cpu_set_t after;
   REQUIRE(sched_getaffinity(0, sizeof after, &after) == 0);
   CHECK(CPU_EQUAL(&after, &both));
+
+  // A caller bound to the helper's core alone (an OpenMP runtime whose first
+  // place is that core binds a program's initial thread so) moves too.
+  REQUIRE(sched_setaffinity(0, sizeof helper_core, &helper_core) == 0);
+  caller_cpus.clear();
+  chunks_run = 0;
+  pool.run(0, 2, 2, 1, [&](int, std::int64_t, std::int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    chunks_run.fetch_add(1);
+    if (std::this_thread::get_id() != caller) return;
+    std::lock_guard lock(mutex);
+    caller_cpus.push_back(sched_getcpu());
+  });
+  CHECK(chunks_run.load() == 2);
+  REQUIRE(!caller_cpus.empty());
+  for (int cpu : caller_cpus) CHECK(cpu == static_cast<int>(cpus[0]));
+  REQUIRE(sched_getaffinity(0, sizeof after, &after) == 0);
+  CHECK(CPU_EQUAL(&after, &helper_core));
   REQUIRE(sched_setaffinity(0, sizeof allowed, &allowed) == 0);
 }
