@@ -297,41 +297,32 @@ TEST_CASE(
 
   ThreadPool pool(cpus);
   const auto caller = std::this_thread::get_id();
-  std::mutex mutex;
-  std::vector<int> caller_cpus;
-  std::atomic<int> chunks_run{0};
-  pool.run(0, 2, 2, 1, [&](int, std::int64_t, std::int64_t) {
-    // Long enough that the helper comes: it then runs on its core beside
-    // the caller, were the caller still there.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    chunks_run.fetch_add(1);
-    if (std::this_thread::get_id() != caller) return;
-    std::lock_guard lock(mutex);
-    caller_cpus.push_back(sched_getcpu());
-  });
-  CHECK(chunks_run.load() == 2);
-  REQUIRE(!caller_cpus.empty());
-  for (int cpu : caller_cpus) CHECK(cpu == static_cast<int>(cpus[0]));
-  cpu_set_t after;
-  REQUIRE(sched_getaffinity(0, sizeof after, &after) == 0);
-  CHECK(CPU_EQUAL(&after, &both));
-
+  // Runs two chunks; checks that both ran and the caller's ran on cpus[0],
+  // and that the caller's mask is `mask` again after.
+  auto run_and_check = [&](const cpu_set_t& mask) {
+    std::mutex mutex;
+    std::vector<int> caller_cpus;
+    std::atomic<int> chunks_run{0};
+    pool.run(0, 2, 2, 1, [&](int, std::int64_t, std::int64_t) {
+      // Long enough that the helper comes: it then runs on its core beside
+      // the caller, were the caller still there.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      chunks_run.fetch_add(1);
+      if (std::this_thread::get_id() != caller) return;
+      std::lock_guard lock(mutex);
+      caller_cpus.push_back(sched_getcpu());
+    });
+    CHECK(chunks_run.load() == 2);
+    REQUIRE(!caller_cpus.empty());
+    for (int cpu : caller_cpus) CHECK(cpu == static_cast<int>(cpus[0]));
+    cpu_set_t after;
+    REQUIRE(sched_getaffinity(0, sizeof after, &after) == 0);
+    CHECK(CPU_EQUAL(&after, &mask));
+  };
+  run_and_check(both);
   // A caller bound to the helper's core alone (an OpenMP runtime whose first
   // place is that core binds a program's initial thread so) moves too.
   REQUIRE(sched_setaffinity(0, sizeof helper_core, &helper_core) == 0);
-  caller_cpus.clear();
-  chunks_run = 0;
-  pool.run(0, 2, 2, 1, [&](int, std::int64_t, std::int64_t) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    chunks_run.fetch_add(1);
-    if (std::this_thread::get_id() != caller) return;
-    std::lock_guard lock(mutex);
-    caller_cpus.push_back(sched_getcpu());
-  });
-  CHECK(chunks_run.load() == 2);
-  REQUIRE(!caller_cpus.empty());
-  for (int cpu : caller_cpus) CHECK(cpu == static_cast<int>(cpus[0]));
-  REQUIRE(sched_getaffinity(0, sizeof after, &after) == 0);
-  CHECK(CPU_EQUAL(&after, &helper_core));
+  run_and_check(helper_core);
   REQUIRE(sched_setaffinity(0, sizeof allowed, &allowed) == 0);
 }
