@@ -93,8 +93,9 @@ class ArrayStorage {
   void settle_contents(bool overwritten) const;
   /// Whether the zeros are still owed.
   bool zeros_owed() const { return clear_owed_.load(std::memory_order_acquire); }
-  /// Gives the memory's pages back to the system; the contents read as zero
-  /// afterwards (arrays with a per-region lifetime, between regions).
+  /// Gives the memory's pages back to the system and forgets what device
+  /// copies hold; the contents read as zero afterwards everywhere (arrays
+  /// with a per-region lifetime, between regions).
   void release_contents();
   /// Binds the host pages to NUMA node `os_node` (the operating system's
   /// number), moving those already touched; nothing when they are bound

@@ -289,6 +289,10 @@ std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& sha
   if (!data && shape.size() > 0)
     throw Error("wrap() was given a null pointer for " + shape.to_string() +
                 " elements; pass the address of the program's data");
+  if (traits.lifetime == Lifetime::PerRegion)
+    throw Error(
+        "wrap() was given per_region(), whose contents go after each region, for memory that is the "
+        "program's; make the array with rt.array() instead");
   auto array =
       std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), data, state_->totals);
   state_->register_array(array);

@@ -9,6 +9,9 @@
 #pragma once
 
 #include <array>
+#include <cmath>
+#include <limits>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -42,8 +45,13 @@ constexpr int launch_arity() {
 }
 
 /// The argument `a` for parameter type P, checked at compile time.
+/// Throw canopy::Error: scalar parameter `index` of `kernel` cannot hold `value`.
+[[noreturn]] void throw_out_of_range(const ir::Kernel& kernel, std::size_t index, long long value);
+[[noreturn]] void throw_out_of_range(const ir::Kernel& kernel, std::size_t index, unsigned long long value);
+[[noreturn]] void throw_out_of_range(const ir::Kernel& kernel, std::size_t index, double value);
+
 template <class P, class A>
-ArgRef bind_argument(const A& a) {
+ArgRef bind_argument(const A& a, const ir::Kernel& kernel, std::size_t index) {
   using Arg = std::decay_t<A>;
   if constexpr (dsl::is_array_param_v<P>) {
     using T = typename P::element_type;
@@ -56,6 +64,22 @@ ArgRef bind_argument(const A& a) {
     static_assert(std::is_arithmetic_v<Arg>, "a scalar parameter (Val<T>) takes a number");
     static_assert(!(std::is_integral_v<T> && std::is_floating_point_v<Arg>),
                   "an integer scalar parameter takes an integer, not a floating-point number");
+    // A value the parameter cannot hold is refused, not wrapped or made
+    // infinite: Val<int32_t> given 3000000000 ran with -1294967296.
+    bool fits = true;
+    if constexpr (std::is_integral_v<T> && std::is_integral_v<Arg> && !std::is_same_v<T, bool> &&
+                  !std::is_same_v<Arg, bool>)
+      fits = std::in_range<T>(a);
+    else if constexpr (std::is_floating_point_v<T> && std::is_floating_point_v<Arg> && sizeof(Arg) > sizeof(T))
+      fits = !std::isfinite(a) || (a <= std::numeric_limits<T>::max() && a >= std::numeric_limits<T>::lowest());
+    if (!fits) {
+      if constexpr (std::is_floating_point_v<Arg>)
+        throw_out_of_range(kernel, index, static_cast<double>(a));
+      else if constexpr (std::is_signed_v<Arg>)
+        throw_out_of_range(kernel, index, static_cast<long long>(a));
+      else
+        throw_out_of_range(kernel, index, static_cast<unsigned long long>(a));
+    }
     return backends::scalar_arg<T>(static_cast<T>(a));
   }
 }
@@ -82,7 +106,7 @@ class Region;
 template <class... Ps>
 class Region<void(Ps...)> {
  public:
-  Region(runtime::Engine& engine, const Kernel<void(Ps...)>& kernel) : engine_(&engine) {
+  Region(std::weak_ptr<runtime::Engine> engine, const Kernel<void(Ps...)>& kernel) : engine_(std::move(engine)) {
     request_.kernel = kernel.ir_ptr();
   }
 
@@ -129,18 +153,26 @@ class Region<void(Ps...)> {
     constexpr auto positions = runtime::launch_positions<Ps...>();
     runtime::RegionRequest request = request_;
     request.args.reserve(sizeof...(Ps));
-    [&]<std::size_t... K>(std::index_sequence<K...>) { (request.args.push_back(bind_at<K, positions[K]>(bound)), ...); }
+    const ir::Kernel& kernel = *request.kernel;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (request.args.push_back(bind_at<K, positions[K]>(bound, kernel)), ...);
+    }
     (std::index_sequence_for<Ps...>{});
-    return engine_->submit(std::move(request));
+    // A Region kept past its Runtime's end launched into freed memory.
+    const std::shared_ptr<runtime::Engine> engine = engine_.lock();
+    if (!engine)
+      throw Error("kernel '" + request.kernel->name +
+                  "': its region was made by a Runtime that no longer exists; make the region with a live Runtime");
+    return engine->submit(std::move(request));
   }
 
   template <std::size_t K, int Position, class Tuple>
-  static runtime::ArgRef bind_at(const Tuple& bound) {
+  static runtime::ArgRef bind_at(const Tuple& bound, const ir::Kernel& kernel) {
     using P = std::tuple_element_t<K, std::tuple<Ps...>>;
     if constexpr (Position < 0)
       return backends::ReductionArg{};
     else
-      return runtime::bind_argument<P>(std::get<Position>(bound));
+      return runtime::bind_argument<P>(std::get<Position>(bound), kernel, K);
   }
 
   static auto results(const std::vector<backends::ReductionValue>& values) {
@@ -161,7 +193,7 @@ class Region<void(Ps...)> {
     }
   }
 
-  runtime::Engine* engine_;
+  std::weak_ptr<runtime::Engine> engine_;
   runtime::RegionRequest request_;
 };
 

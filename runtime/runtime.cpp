@@ -8,7 +8,7 @@ namespace canopy {
 
 Runtime::Runtime() : Runtime(runtime::RuntimeOptions{}) {}
 
-Runtime::Runtime(const runtime::RuntimeOptions& options) : engine_(std::make_unique<runtime::Engine>(options)) {
+Runtime::Runtime(const runtime::RuntimeOptions& options) : engine_(std::make_shared<runtime::Engine>(options)) {
   // The adaptive and any policies calibrate (or read) the machine model when first used.
   engine_->set_machine_model_source([this] { return MachineModel::load_or_calibrate(*this); });
 }

@@ -98,7 +98,7 @@ class Runtime {
   /// A region of `kernel`; see region.hpp.
   template <class Signature>
   Region<Signature> region(const Kernel<Signature>& kernel) {
-    return Region<Signature>(*engine_, kernel);
+    return Region<Signature>(engine_, kernel);
   }
 
   /// Compiles `kernels` ahead of their first launch: each is optimized now
@@ -171,7 +171,8 @@ class Runtime {
                   "); give a Shape of " + std::to_string(Rank) + " extent(s)");
   }
 
-  std::unique_ptr<runtime::Engine> engine_;
+  // Shared with the Regions it makes only so that they can tell it is gone.
+  std::shared_ptr<runtime::Engine> engine_;
 };
 
 }  // namespace canopy

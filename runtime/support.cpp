@@ -16,6 +16,7 @@
 #include "host_memory.hpp"
 #include "internal/device_copies.hpp"
 #include "numa_binding.hpp"
+#include "region.hpp"
 #include "shape.hpp"
 #include "traits.hpp"
 
@@ -256,6 +257,12 @@ std::string ArrayStorage::describe() const {
 }
 
 void ArrayStorage::release_contents() {
+  {
+    // Device pieces' copies too: until 2026-11-29 only the host's pages went,
+    // and the next region's pieces on OpenCL leaves read what the last left.
+    std::lock_guard lock(copies_->mutex);
+    copies_->drop_contents();
+  }
   if (!owns_memory_) return;
   std::lock_guard lock(clear_mutex_);
   release_host(host_, bytes_);
@@ -362,6 +369,31 @@ void ArrayStorage::wait_idle(bool report) {
   for (auto& c : pending) c->wait(false);
   if (!report || !writer) return;
   if (auto error = writer->claim_error()) std::rethrow_exception(error);
+}
+
+namespace {
+
+[[noreturn]] void refuse_scalar(const ir::Kernel& kernel, std::size_t index, const std::string& value) {
+  const ir::Param& param = kernel.params.at(index);
+  const std::string type(ir::name_of(param.type));
+  throw Error("kernel '" + kernel.name + "' parameter " + kernel.describe_param(index) + " of type " + type +
+              " cannot hold " + value + "; pass a value that " + type + " holds, or give the parameter a wider type");
+}
+
+}  // namespace
+
+void throw_out_of_range(const ir::Kernel& kernel, std::size_t index, long long value) {
+  refuse_scalar(kernel, index, std::to_string(value));
+}
+
+void throw_out_of_range(const ir::Kernel& kernel, std::size_t index, unsigned long long value) {
+  refuse_scalar(kernel, index, std::to_string(value));
+}
+
+void throw_out_of_range(const ir::Kernel& kernel, std::size_t index, double value) {
+  std::ostringstream text;
+  text << value;
+  refuse_scalar(kernel, index, text.str());
 }
 
 }  // namespace runtime

@@ -57,7 +57,9 @@ MemoryTraits at(std::string location);
 MemoryTraits close();
 /// The array lives `levels` above the location where the region runs.
 MemoryTraits far(int levels);
-/// Contents live for one region only (memory is given back after it).
+/// Contents live for one region only: memory is given back after it, and each
+/// region's pieces, on every leaf, start from zeros. Not for rt.wrap() (the
+/// memory is the program's), which refuses it.
 MemoryTraits per_region();
 /// The array follows the work: each region places it where it runs.
 MemoryTraits moving();

@@ -381,6 +381,11 @@ void DeviceCopies::combine_merges() {
   count(before);
 }
 
+void DeviceCopies::drop_contents() {
+  combine_merges();  // ends the merges; what they combine is dropped with the rest
+  if (directory_.elements() > 0) directory_.wrote(Coherence::kHost, IntervalSet(Range{0, directory_.elements()}));
+}
+
 Bytes DeviceCopies::copy_out(int place, const IntervalSet& ranges) {
   auto& copy = copies_.at(place);
   Bytes bytes(static_cast<std::size_t>(ranges.total()) * element_size_);

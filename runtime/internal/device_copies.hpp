@@ -192,6 +192,11 @@ class DeviceCopies {
   void begin_merge(int place, const IntervalSet& span, std::uint64_t region, ir::ReduceOp op);
   /// Combines every private merge copy into the host copy.
   void combine_merges();
+  /// At the end of a per_region() array's region, whose contents then go:
+  /// the host copy becomes the current one everywhere (the caller clears
+  /// it), whatever the device copies hold. Their buffers stay for the next
+  /// region, to be filled from the host as any stale copy is.
+  void drop_contents();
 
   /// Before a piece at `place` (a device) that may write some elements of
   /// `ranges`, which pieces at other places may write too: the host is made

@@ -345,3 +345,37 @@ TEST_CASE("hetero: a region over an empty range keeps the regions around it in o
     CHECK(wrong_x == 0);
   }
 }
+
+TEST_CASE("hetero: a per_region() array reads zero at the start of each region on every leaf of a split" *
+          doctest::test_suite("opencl")) {
+  // Until 2026-11-29 the end of a region gave back the host's pages only:
+  // the next region's pieces on a device read what the last had left there.
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  const std::vector<std::string> leaves{"cpu0", accelerator(0), accelerator(1)};
+  if (!has_leaves(discovered, leaves)) CANOPY_TEST_SKIP(OpenCL, "this node lacks " << joined(leaves));
+  use_leaves(rt, discovered, leaves);
+  static const Kernel add_and_copy("per_region_add_and_copy",
+                                   [](InOut<std::int64_t> scratch, Out<std::int64_t> seen) {
+                                     Idx i = index(0);
+                                     scratch[i] += i + 7;
+                                     seen[i] = scratch[i];
+                                   },
+                                   {"scratch", "seen"});
+  for (std::int64_t n : {1200, 300000}) {
+    CAPTURE(n);
+    auto scratch = rt.array<std::int64_t>(n, at("numa0") | per_region() | named("scratch"));
+    for (int round = 0; round < 3; ++round) {
+      CAPTURE(round);
+      auto seen = rt.array<std::int64_t>(n, at("numa0") | named("seen"));
+      rt.region(add_and_copy).over(n).policy("static").launch(scratch, seen);
+      std::int64_t wrong = 0;
+      auto values = seen.host_read();
+      for (std::int64_t i = 0; i < n; ++i) wrong += values[static_cast<std::size_t>(i)] != i + 7;
+      CHECK(wrong == 0);
+      std::int64_t left = 0;
+      for (auto v : scratch.host_read()) left += v != 0;
+      CHECK(left == 0);  // nothing survives a region, on the host either
+    }
+  }
+}

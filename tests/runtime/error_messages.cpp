@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -230,7 +231,40 @@ TEST_CASE("error messages: kernel arguments that do not match the kernel's param
   auto table = rt.array<double>(100, at("numa0") | named("table") | read_only());
   CHECK(error_of([&] { rt.region(scale()).over(100).launch(table, x, 2.0); }) ==
         "kernel 'scale' writes parameter 'y' but array 'table' (f64 100 at numa0) is read-only; pass a writable array");
+  // A value the parameter cannot hold is refused, where it was wrapped or
+  // made infinite; one it holds, an infinity included, is taken.
+  const Kernel store_int("store_int", [](Out<std::int32_t> o, Val<std::int32_t> v) { o[index(0)] = v; }, {"o", "v"});
+  const Kernel store_float("store_float", [](Out<float> o, Val<float> v) { o[index(0)] = v; });
+  auto ints = rt.array<std::int32_t>(4, at("numa0"));
+  auto floats = rt.array<float>(4, at("numa0"));
+  CHECK(error_of([&] { rt.region(store_int).over(4).launch(ints, 3000000000LL); }) ==
+        "kernel 'store_int' parameter 'v' of type i32 cannot hold 3000000000; pass a value that i32 holds, or give "
+        "the parameter a wider type");
+  CHECK(error_of([&] { rt.region(store_int).over(4).launch(ints, 2147483648u); }) ==
+        "kernel 'store_int' parameter 'v' of type i32 cannot hold 2147483648; pass a value that i32 holds, or give "
+        "the parameter a wider type");
+  CHECK(error_of([&] { rt.region(store_float).over(4).launch(floats, 1e300); }) ==
+        "kernel 'store_float' parameter p1 (unnamed: the 2nd) of type f32 cannot hold 1e+300; pass a value that f32 "
+        "holds, or give the parameter a wider type");
+  rt.region(store_int).over(2).launch(ints, std::int64_t{-2147483648LL});
+  rt.region(store_float).over(1).launch(floats, -std::numeric_limits<double>::infinity());
   rt.pause();
+  CHECK(ints.host()[0] == std::numeric_limits<std::int32_t>::min());
+  CHECK(ints.host()[1] == std::numeric_limits<std::int32_t>::min());
+  CHECK(ints.host()[2] == 0);  // the refused launches left it alone
+  CHECK(floats.host()[0] == -std::numeric_limits<float>::infinity());
+  CHECK(floats.host()[1] == 0.0f);
+  // A region kept past the end of the Runtime that made it is refused.
+  std::optional<decltype(rt.region(store_int))> kept;
+  {
+    Runtime gone;
+    kept.emplace(gone.region(store_int));
+    kept->over(4);
+  }
+  CHECK(error_of([&] { kept->launch(ints, 5); }) ==
+        "kernel 'store_int': its region was made by a Runtime that no longer exists; make the region with a live "
+        "Runtime");
+  CHECK(ints.host()[2] == 0);
 }
 
 TEST_CASE("error messages: wrong ranks, extents and shapes of regions and arrays") {
@@ -261,6 +295,10 @@ TEST_CASE("error messages: wrong ranks, extents and shapes of regions and arrays
         "copy between arrays of one type and shape");
   CHECK(error_of([&] { rt.wrap<double>(nullptr, 10); }) ==
         "wrap() was given a null pointer for 10 elements; pass the address of the program's data");
+  std::vector<double> mine(10, 1.0);
+  CHECK(error_of([&] { rt.wrap(mine.data(), 10, per_region()); }) ==
+        "wrap() was given per_region(), whose contents go after each region, for memory that is the program's; make "
+        "the array with rt.array() instead");
   rt.pause();
 }
 
