@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -140,6 +141,66 @@ std::vector<std::string> allgather_text(MPI_Comm comm, const std::string& text) 
     texts.push_back(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)]),
                                static_cast<std::size_t>(lengths[static_cast<std::size_t>(r)])));
   return texts;
+}
+
+// What a rank tells the node's other ranks: the processing units its
+// process may use (process_affinity; empty when unknown), then its
+// CANOPY_DEVICES, one line each.
+std::string selection_text(const std::vector<unsigned>& pus, const std::string& devices) {
+  std::string text;
+  for (unsigned pu : pus) text += (text.empty() ? "" : ",") + std::to_string(pu);
+  return text + "\n" + devices;
+}
+
+struct Selection {
+  std::vector<unsigned> pus;
+  std::string devices;
+};
+
+Selection selection_of(const std::string& text) {
+  Selection selection;
+  const std::size_t line = text.find('\n');
+  selection.devices = line == std::string::npos ? std::string() : text.substr(line + 1);
+  const std::string list = text.substr(0, line);
+  for (std::size_t at = 0; at < list.size();) {
+    std::size_t end = list.find(',', at);
+    if (end == std::string::npos) end = list.size();
+    selection.pus.push_back(static_cast<unsigned>(std::stoul(list.substr(at, end - at))));
+    at = end + 1;
+  }
+  return selection;
+}
+
+// The node's CPU cores as the ranks may use them, and this rank's share of
+// them: the node is first narrowed to the cores some local rank's process
+// may use (so `taskset -c 2-5 mpirun ...` limits the whole job), then
+// divided; a rank whose share lies outside its own mask (a launcher bound
+// it elsewhere) keeps to its mask, as a lone Runtime does.
+RankShare share_within_affinity(NodeInventory whole, const std::vector<Selection>& selections, int local_rank) {
+  std::vector<unsigned> allowed;
+  bool all_known = true;
+  for (const auto& selection : selections) {
+    all_known = all_known && !selection.pus.empty();
+    allowed.insert(allowed.end(), selection.pus.begin(), selection.pus.end());
+  }
+  if (all_known) {
+    NodeInventory within = whole;
+    keep_cores(within, allowed);
+    if (!within.cores.empty()) whole = std::move(within);
+  }
+  std::vector<std::string> devices;
+  for (const auto& selection : selections) devices.push_back(selection.devices);
+  RankShare share = assign_ranks(whole, devices).at(static_cast<std::size_t>(local_rank));
+  const std::vector<unsigned>& mine = selections.at(static_cast<std::size_t>(local_rank)).pus;
+  if (share.pus.empty() || mine.empty()) return share;
+  auto in_mine = [&](unsigned pu) { return std::find(mine.begin(), mine.end(), pu) != mine.end(); };
+  std::vector<unsigned> kept;
+  std::copy_if(share.pus.begin(), share.pus.end(), std::back_inserter(kept), in_mine);
+  if (kept.empty())
+    for (const CoreInfo& core : whole.cores)
+      if (in_mine(core.pu)) kept.push_back(core.pu);
+  if (!kept.empty()) share.pus = std::move(kept);
+  return share;
 }
 
 // This node as the engine will see it: hwloc's view plus every backend's
@@ -280,9 +341,10 @@ struct Job::State {
 
     // Divide the node: every local rank's CANOPY_DEVICES, then one
     // assignment that every rank of the node computes alike.
-    const auto selections = allgather_text(node_comm, reload_settings().devices);
-    const NodeInventory whole = discover_whole_node();
-    share = assign_ranks(whole, selections).at(static_cast<std::size_t>(local_rank));
+    std::vector<Selection> selections;
+    for (const auto& text : allgather_text(node_comm, selection_text(process_affinity(), reload_settings().devices)))
+      selections.push_back(selection_of(text));
+    share = share_within_affinity(discover_whole_node(), selections, local_rank);
     canopy::runtime::trace::set_rank(rank);  // CANOPY_TRACE=run.json: this rank writes run.<rank>.json
     runtime = std::make_unique<Runtime>(share.options());
   }

@@ -3,8 +3,10 @@
 // the whole job (the others load the binary it shared), while ranks sharing
 // one cache directory never see a damaged entry.
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -61,6 +63,22 @@ TEST_CASE("mpi job: ranks on one node take disjoint cores and devices; rank 0 se
   } else {
     CHECK(ranks.empty());
   }
+}
+
+TEST_CASE("mpi job: a rank's cores are cores its process may use (taskset, the launcher's binding)") {
+  // CTest runs this under `taskset -c 1 mpirun --bind-to none` too: every
+  // rank may use core 1 alone, and until 2026-11-29 rank 0 was given core 0.
+  auto& job = mpi_test::job();
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  REQUIRE(sched_getaffinity(0, sizeof mask, &mask) == 0);
+  const RankShare& share = job.share();
+  const char* devices = std::getenv("CANOPY_DEVICES");
+  if (devices && std::string(devices) == "cpu") REQUIRE_FALSE(share.pus.empty());  // a CPU leaf on every rank
+  for (unsigned pu : share.pus) CHECK(CPU_ISSET(pu, &mask));
+  const Hierarchy tree = job.runtime().hierarchy();
+  for (const Location* leaf : tree.leaves(*tree.root()))
+    for (unsigned pu : leaf->traits().pus) CHECK(CPU_ISSET(pu, &mask));
 }
 
 TEST_CASE("mpi job: a kernel is compiled once per kind of device, and the others load it") {
