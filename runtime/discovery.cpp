@@ -241,6 +241,20 @@ std::string first_line_of(const char* path) {
 
 }  // namespace
 
+void refresh_capacities(NodeInventory& node, const std::string& sys) {
+  // What hwloc reads too: "Node 0 MemTotal:       24684084 kB".
+  for (NumaInfo& numa : node.numa_nodes) {
+    std::ifstream meminfo(sys + "/devices/system/node/node" + std::to_string(numa.os_index) + "/meminfo");
+    for (std::string line; std::getline(meminfo, line);) {
+      const std::size_t at = line.find("MemTotal:");
+      if (at == std::string::npos) continue;
+      const long long kib = std::strtoll(line.c_str() + at + 9, nullptr, 10);
+      if (kib > 0) numa.capacity = static_cast<std::int64_t>(kib) * 1024;
+      break;
+    }
+  }
+}
+
 NodeInventory discover_node_cached(const std::string& cache_dir, const std::string& discovery) {
   if (cache_dir.empty() || cache_dir == "off") return discover_node();
   std::optional<jit::DiskCache> cache;
@@ -259,6 +273,7 @@ NodeInventory discover_node_cached(const std::string& cache_dir, const std::stri
     if (auto node = node_of_text(*text)) {
       node->absent = absent_backends();
       node->source = "hwloc";
+      refresh_capacities(*node);
       return *node;
     }
   }

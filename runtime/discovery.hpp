@@ -103,6 +103,14 @@ NodeInventory discover_node();
 /// backends::discovery_key(), computed here when empty.
 NodeInventory discover_node_cached(const std::string& cache_dir, const std::string& key = {});
 
+/// Reads each NUMA node's memory size again from `sys`
+/// (devices/system/node/node<os_index>/meminfo, as hwloc does), keeping the
+/// old value where it cannot. discover_node_cached() calls it on what it
+/// reads from a file: a virtual machine's memory grows and shrinks without
+/// a boot (memory hot-plug), and a remembered size refused arrays the node
+/// could hold (14938 MiB remembered, 24105 MiB there).
+void refresh_capacities(NodeInventory& node, const std::string& sys = "/sys");
+
 /// The processing units (OS indexes) the calling thread may run on: its
 /// affinity mask, as taskset, numactl --physcpubind, mpirun's or a batch
 /// system's binding left it. Empty when it cannot be read.

@@ -17,10 +17,13 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <canopy/canopy.hpp>
 #include <canopy/ir/error.hpp>
+#include <canopy/jit/disk_cache.hpp>
 #include <canopy/runtime/discovery.hpp>
 #include "scoped_setting.hpp"
+#include "temporary_folder.hpp"
 
 #include "common/skip.hpp"
 
@@ -409,7 +412,32 @@ TEST_CASE("discovery: this machine's inventory is remembered in the cache folder
   std::ifstream written(file);
   const std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
   CHECK(text.find("model " + fresh.cpu_model + "\n") != std::string::npos);
+  // A memory size remembered before the machine's memory grew (hot-plug in
+  // a virtual machine) is read again: the entry says one byte per node.
+  jit::DiskCache cache(folder.string());
+  const std::string key = node_files().front().stem().string();
+  std::string remembered = cache.get(key).value_or("");
+  for (const NumaInfo& numa : fresh.numa_nodes) {
+    const std::string line = fmt::format("numa {} {} {}\n", numa.index, numa.capacity, numa.os_index);
+    const auto at = remembered.find(line);
+    REQUIRE(at != std::string::npos);
+    remembered.replace(at, line.size(), fmt::format("numa {} 1 {}\n", numa.index, numa.os_index));
+  }
+  cache.put(key, remembered);
+  CHECK(discover_node_cached(folder.string()) == fresh);
   std::filesystem::remove_all(folder);
+}
+
+TEST_CASE("discovery: NUMA memory sizes are read again from sysfs, each kept where its file is unreadable") {
+  const testing::TemporaryFolder sys("fake-sys");
+  std::filesystem::create_directories(sys.path() / "devices/system/node/node3");
+  std::ofstream(sys.path() / "devices/system/node/node3/meminfo")
+      << "\nNode 3 MemTotal:       2048 kB\nNode 3 MemFree:        1024 kB\n";
+  NodeInventory node;
+  node.numa_nodes = {NumaInfo{0, 777, 3}, NumaInfo{1, 888, 5}};
+  refresh_capacities(node, sys.path().string());
+  CHECK(node.numa_nodes[0].capacity == 2048 * 1024);
+  CHECK(node.numa_nodes[1].capacity == 888);  // no node5 there
 }
 
 TEST_CASE("discovery: a runtime keeps to the cores its thread may run on (taskset), unless given processing units") {
