@@ -128,6 +128,13 @@ std::int64_t Engine::State::bytes_in_memory(const Location& memory) const {
   return bytes;
 }
 
+std::int64_t Engine::State::bytes_in_files(const Location& location) const {
+  if (location.kind() == LocationKind::FileMemory) return bytes_in_memory(location);
+  std::int64_t bytes = 0;
+  for (const Location* child : location.children()) bytes += bytes_in_files(*child);
+  return bytes;
+}
+
 void Engine::State::make_room_in_memory(const std::string& location, std::int64_t bytes, const ArrayStorage* placing) {
   if (bytes <= 0) return;
   for (;;) {
@@ -160,7 +167,22 @@ void Engine::State::make_room_in_memory(const std::string& location, std::int64_
         memory_name = m->name();
       }
     }
-    if (!victim) return;
+    if (!victim) {
+      // Every array together against the node's physical memory, whatever
+      // the tree says its memories hold: past it, the first touch of the
+      // last pages would end the process (canopy's stream example with
+      // three arrays of 16 GB on a 24 GB node was killed without a word).
+      std::int64_t physical = 0;
+      for (const NumaInfo& numa : inventory.numa_nodes) physical += numa.capacity;
+      std::shared_lock lock(tree_mutex);
+      if (physical <= 0 || !tree.root()) return;
+      std::int64_t held = bytes_in_memory(*tree.root()) - bytes_in_files(*tree.root());
+      if (placing && placing->owns_memory()) held -= static_cast<std::int64_t>(placing->bytes());
+      if (held + bytes <= physical) return;
+      throw Error("an array of " + std::to_string(bytes) + " bytes does not fit this node's memory (" +
+                  std::to_string(physical) + " bytes in its NUMA nodes; Canopy's other arrays hold " +
+                  std::to_string(held) + " bytes): free arrays, or ask for smaller ones");
+    }
     // The only host copy moves up: visible to everything below the parent,
     // the memory's own subtree included.
     victim->wait_idle();

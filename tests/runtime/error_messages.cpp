@@ -302,6 +302,26 @@ TEST_CASE("error messages: wrong ranks, extents and shapes of regions and arrays
   rt.pause();
 }
 
+TEST_CASE("error messages: arrays that together pass the node's memory are refused before a first touch") {
+  Runtime rt;  // the discovered tree: node, then its NUMA nodes with their memory
+  const Hierarchy tree = rt.hierarchy();
+  std::int64_t physical = 0;
+  for (const Location* numa : tree.root()->children())
+    if (numa->kind() == LocationKind::HostMemory) physical += numa->traits().capacity;
+  REQUIRE(physical > 0);
+  // Three fifths each: the first fits (its pages are not touched), the second does not.
+  const std::int64_t elements = physical / 5 * 3 / 8;
+  {
+    auto first = rt.array<double>(elements);
+    const std::string error = error_of([&] { auto second = rt.array<double>(elements); });
+    CHECK(error.find("an array of " + std::to_string(elements * 8) + " bytes does not fit this node's memory (" +
+                     std::to_string(physical) + " bytes in its NUMA nodes; Canopy's other arrays hold ") == 0);
+    CHECK(error.find("free arrays, or ask for smaller ones") != std::string::npos);
+  }
+  auto again = rt.array<double>(elements);  // the first is gone
+  CHECK(again.size() == elements);
+}
+
 TEST_CASE("error messages: kernel text and kernels that do not verify") {
   CHECK(error_of([] { ir::parse("kernel k(in f64 a) dims 1 {}", "k.ir"); }) == "k.ir:1:17: expected '[', found 'a'");
   CHECK(error_of([] { ir::parse("kernel k(out f64[1] a) dims 1 {\n  a[index(0)] = b[index(0)]\n}\n", "k.ir"); }) ==
