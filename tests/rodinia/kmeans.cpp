@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -148,6 +149,27 @@ TEST_CASE(
     const RegionStats region = last_region(rt);
     CHECK(region.pieces.size() == 2);
   }
+}
+
+TEST_CASE("rodinia kmeans: a binary file whose header disagrees with its size is refused before allocating") {
+  const std::string path = "kmeans_test_binary.bin";
+  {
+    std::ofstream text(path);
+    text << "1 0.5 0.25\n2 0.75 0.5\n";  // a text file read as binary: its header asks for 1e18 bytes
+  }
+  CHECK_THROWS_WITH_AS(km::read_binary(path),
+                       ("'" + path + "' is not a kmeans binary file (int32 points, int32 features, floats)").c_str(),
+                       std::runtime_error);
+  km::Points points;
+  points.count = 3;
+  points.features = 2;
+  points.values.assign({1, 2, 3, 4, 5, 6});
+  km::write_binary(path, points);
+  const km::Points back = km::read_binary(path);
+  CHECK(back.count == 3);
+  CHECK(back.features == 2);
+  CHECK(std::vector<float>(back.values.begin(), back.values.end()) == std::vector<float>{1, 2, 3, 4, 5, 6});
+  std::remove(path.c_str());
 }
 
 TEST_CASE("rodinia kmeans: the text reader reads dense and sparse files alike, past the room it takes at first") {

@@ -119,6 +119,21 @@ TEST_CASE("lud: Rodinia's -s matrix factors so that L * U rebuilds it") {
   broken[std::size_t(5 * n + 7)] += 0.5f;
   CHECK(rodinia::lud::verify(input, broken.data(), n, report, 1) > 0);
   CHECK(report.rfind("dismatch at (5, 7): (o)", 0) == 0);
+  // A NaN differs from everything (the comparison was one a NaN passed).
+  broken = factors;
+  broken[std::size_t(3 * n + 3)] = std::nanf("");
+  CHECK(rodinia::lud::verify(input, broken.data(), n, report, 1) > 0);
+}
+
+TEST_CASE("rodinia common: a NaN difference is the worst, and an output that cannot be opened fails") {
+  CHECK(rodinia::worse(0.5, 0.25) == 0.5);
+  CHECK(rodinia::worse(0.25, 0.5) == 0.5);
+  CHECK(std::isnan(rodinia::worse(0.5, std::nan(""))));
+  CHECK(std::isnan(rodinia::worse(std::nan(""), 0.5)));
+  rodinia::TextOut missing("/nonexistent-folder-of-canopy/out.txt");
+  missing.integer(7);
+  CHECK_FALSE(missing.good());
+  CHECK_FALSE(missing.close());
 }
 
 TEST_CASE("lud: matrix files in Rodinia's format read back") {

@@ -56,7 +56,7 @@ void train_serially(rodinia::backprop::Network& net) {
 double worst_difference(const float* a, const float* b, std::size_t n) {
   double worst = 0;
   for (std::size_t k = 0; k < n; ++k)
-    worst = std::max(worst, std::fabs(double(a[k]) - double(b[k])) / std::max(std::fabs(double(b[k])), 1e-3));
+    worst = rodinia::worse(worst, std::fabs(double(a[k]) - double(b[k])) / std::max(std::fabs(double(b[k])), 1e-3));
   return worst;
 }
 
@@ -134,12 +134,14 @@ int main(int argc, char** argv) {
     if (check) {
       auto& serial = *untrained;
       train_serially(serial);
-      const double worst = std::max(
-          {worst_difference(trained.hidden_units.data(), serial.hidden_units.data(), serial.hidden_units.size()),
-           worst_difference(trained.output_units.data(), serial.output_units.data(), serial.output_units.size()),
-           worst_difference(trained.hidden_weights.data(), serial.hidden_weights.data(), serial.hidden_weights.size()),
-           worst_difference(weights.data(), serial.input_weights.data(), serial.input_weights.size()),
-           worst_difference(previous.data(), serial.input_prev_weights.data(), serial.input_prev_weights.size())});
+      double worst = 0;
+      for (double difference :
+           {worst_difference(trained.hidden_units.data(), serial.hidden_units.data(), serial.hidden_units.size()),
+            worst_difference(trained.output_units.data(), serial.output_units.data(), serial.output_units.size()),
+            worst_difference(trained.hidden_weights.data(), serial.hidden_weights.data(), serial.hidden_weights.size()),
+            worst_difference(weights.data(), serial.input_weights.data(), serial.input_weights.size()),
+            worst_difference(previous.data(), serial.input_prev_weights.data(), serial.input_prev_weights.size())})
+        worst = rodinia::worse(worst, difference);
       // The forward sums are float sums taken in another order than the
       // serial loop's: they agree to about 1e-6 relative per thousand terms.
       if (worst <= 1e-4)
@@ -149,7 +151,7 @@ int main(int argc, char** argv) {
     }
     if (stats) std::printf("%s", rt.stats().to_text().c_str());
   } catch (const canopy::Error& e) {
-    std::fprintf(stderr, "backprop: %s\n", e.what());
+    rodinia::report_error("backprop", e.what());
     return 1;
   }
   return 0;

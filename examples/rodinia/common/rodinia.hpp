@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +62,20 @@ class Random {
 };
 
 /// Seconds since `start`.
+/// The larger of a running worst difference and the next one, where a NaN
+/// on either side wins: std::max(worst, NaN) keeps `worst`, and a check
+/// over a result of NaNs said "ok".
+inline double worse(double worst, double difference) {
+  return std::isnan(worst) || difference <= worst ? worst : difference;
+}
+
+/// Prints "program: message" on stderr, once: a message that already names
+/// the program (the readers' errors do) is printed as it is.
+inline void report_error(const char* program, const char* message) {
+  const std::string prefix = std::string(program) + ": ";
+  std::fprintf(stderr, "%s%s\n", std::string(message).rfind(prefix, 0) == 0 ? "" : prefix.c_str(), message);
+}
+
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -166,7 +181,9 @@ class Numbers {
 /// million lines and more.
 class TextOut {
  public:
-  explicit TextOut(const std::string& path) : file_(std::fopen(path.c_str(), "w")), owned_(true) {}
+  explicit TextOut(const std::string& path) : file_(std::fopen(path.c_str(), "w")), owned_(true) {
+    failed_ = file_ == nullptr;  // close() says so: hotspot said nothing of an output it could not open
+  }
   /// Writes to an open stream (stdout, say), which close() flushes but leaves open.
   explicit TextOut(std::FILE* stream) : file_(stream), owned_(false) {}
   ~TextOut() { close(); }

@@ -47,7 +47,7 @@ double relative_residual(const rodinia::gaussian::System& s, const std::vector<f
     double row = 0;
     for (std::int64_t j = 0; j < s.n; ++j)
       row += double(s.a[static_cast<std::size_t>(i * s.n + j)]) * double(x[static_cast<std::size_t>(j)]);
-    worst = std::max(worst, std::fabs(row - double(s.b[static_cast<std::size_t>(i)])));
+    worst = rodinia::worse(worst, std::fabs(row - double(s.b[static_cast<std::size_t>(i)])));
     scale = std::max(scale, std::fabs(double(s.b[static_cast<std::size_t>(i)])));
   }
   return scale > 0 ? worst / scale : worst;
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
     }
     if (stats) std::printf("%s", rt.stats().to_text().c_str());
   } catch (const canopy::Error& e) {
-    std::fprintf(stderr, "gaussian: %s\n", e.what());
+    rodinia::report_error("gaussian", e.what());
     return 1;
   }
   return 0;

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
       const std::vector<float> expected = simulate_serially(chip, static_cast<int>(steps));
       double largest = 0;
       for (std::size_t k = 0; k < expected.size(); ++k)
-        largest = std::max(largest, double(std::fabs(result[k] - expected[k])));
+        largest = rodinia::worse(largest, double(std::fabs(result[k] - expected[k])));
       if (largest <= 1e-3)
         std::printf("Validation: ok (largest difference from a serial run: %g K)\n", largest);
       else
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
       if (largest > 1e-3) return 1;
     }
   } catch (const canopy::Error& e) {
-    std::fprintf(stderr, "hotspot: %s\n", e.what());
+    rodinia::report_error("hotspot", e.what());
     return 1;
   }
   return 0;

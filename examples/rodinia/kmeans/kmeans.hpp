@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -149,6 +150,12 @@ inline Points read_binary(const std::string& path) {
   std::int32_t header[2] = {0, 0};
   Points points;
   bool ok = std::fread(header, sizeof(std::int32_t), 2, file) == 2 && header[0] > 0 && header[1] > 0;
+  // The header must agree with the file's size, before anything is
+  // allocated from it (a text file's first bytes asked for 1.7e18 bytes).
+  std::error_code size_error;
+  const auto bytes = std::filesystem::file_size(path, size_error);
+  ok =
+      ok && !size_error && bytes == sizeof header + sizeof(float) * std::uint64_t(header[0]) * std::uint64_t(header[1]);
   if (ok) {
     points.count = header[0];
     points.features = header[1];

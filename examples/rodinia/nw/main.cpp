@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
     }
     if (stats) std::printf("%s", rt.stats().to_text().c_str());
   } catch (const canopy::Error& e) {
-    std::fprintf(stderr, "nw: %s\n", e.what());
+    rodinia::report_error("nw", e.what());
     return 1;
   }
   return 0;

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
       std::printf("Validation: ok (every column equals a serial search)\n");
     }
   } catch (const canopy::Error& e) {
-    std::fprintf(stderr, "pathfinder: %s\n", e.what());
+    rodinia::report_error("pathfinder", e.what());
     return 1;
   }
   return 0;

@@ -120,15 +120,15 @@ int main(int argc, char** argv) {
       const std::vector<float> expected = diffuse_serially(image, rows, cols, parameters);
       double largest = 0;
       for (std::size_t k = 0; k < expected.size(); ++k)
-        largest =
-            std::max(largest, std::fabs(double(result[k]) - double(expected[k])) / std::fabs(double(expected[k])));
+        largest = rodinia::worse(largest,
+                                 std::fabs(double(result[k]) - double(expected[k])) / std::fabs(double(expected[k])));
       const bool ok = largest <= 1e-4;
       std::printf("Validation: %s (largest relative difference from a serial run: %g)\n", ok ? "ok" : "FAILED",
                   largest);
       if (!ok) return 1;
     }
   } catch (const canopy::Error& e) {
-    std::fprintf(stderr, "srad: %s\n", e.what());
+    rodinia::report_error("srad", e.what());
     return 1;
   }
   return 0;
