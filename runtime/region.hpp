@@ -44,12 +44,13 @@ constexpr int launch_arity() {
   return (0 + ... + (dsl::is_reduction_param_v<Ps> ? 0 : 1));
 }
 
-/// The argument `a` for parameter type P, checked at compile time.
 /// Throw canopy::Error: scalar parameter `index` of `kernel` cannot hold `value`.
 [[noreturn]] void throw_out_of_range(const ir::Kernel& kernel, std::size_t index, long long value);
 [[noreturn]] void throw_out_of_range(const ir::Kernel& kernel, std::size_t index, unsigned long long value);
 [[noreturn]] void throw_out_of_range(const ir::Kernel& kernel, std::size_t index, double value);
 
+/// The argument `a` for parameter `index` of `kernel`, of type P: its type
+/// checked at compile time, a scalar's value against P's range at run time.
 template <class P, class A>
 ArgRef bind_argument(const A& a, const ir::Kernel& kernel, std::size_t index) {
   using Arg = std::decay_t<A>;
