@@ -380,7 +380,13 @@ double nan_as_largest(double value) { return std::isnan(value) ? std::numeric_li
 // Any: among the idle leaves the one predicted fastest, else the least loaded (NaN as the most) and among
 // those the one predicted fastest; remaining ties to the first in tree order.
 const Location* choose_any(const SharingTree& tree, const SplitContext& context) {
-  const std::vector<const Location*>& leaves = tree.leaves();
+  std::vector<const Location*> leaves = tree.leaves();
+  if (context.can_run) {
+    std::vector<const Location*> able;
+    for (const Location* leaf : leaves)
+      if (context.can_run(*leaf)) able.push_back(leaf);
+    if (!able.empty()) leaves = std::move(able);
+  }
   auto predicted = [&](const Location& leaf) {
     return context.predicted_seconds ? nan_as_largest(context.predicted_seconds(leaf)) : 0.0;
   };

@@ -120,6 +120,10 @@ struct SplitContext {
   /// Any: how long the whole range would take on the leaf (smaller is
   /// faster); NaN counts as slower than any number.
   std::function<double(const Location&)> predicted_seconds;
+  /// Any: false for a leaf that cannot run the region at all (its device
+  /// memory cannot hold what one row touches); such leaves are chosen only
+  /// when every leaf is one.
+  std::function<bool(const Location&)> can_run;
   /// Adaptive: the fraction of the range each of `leaves` (every executing
   /// leaf below the location, in tree order) takes. Fractions that are not
   /// one per leaf, finite and >= 0 with a positive sum make the split Static.

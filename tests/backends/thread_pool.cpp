@@ -282,24 +282,19 @@ TEST_CASE(
     MESSAGE("SKIPPED: the process may use one CPU; the case needs two");
     return;
   }
-  // The caller moves to the helper's core, then may use both again: it stays
-  // where it is until the scheduler moves it.
   cpu_set_t helper_core;
   CPU_ZERO(&helper_core);
   CPU_SET(cpus[1], &helper_core);
-  REQUIRE(sched_setaffinity(0, sizeof helper_core, &helper_core) == 0);
   cpu_set_t both;
   CPU_ZERO(&both);
   CPU_SET(cpus[0], &both);
   CPU_SET(cpus[1], &both);
-  REQUIRE(sched_setaffinity(0, sizeof both, &both) == 0);
-  REQUIRE(sched_getcpu() == static_cast<int>(cpus[1]));
 
   ThreadPool pool(cpus);
   const auto caller = std::this_thread::get_id();
-  // Runs two chunks; checks that both ran and the caller's ran on cpus[0],
-  // and that the caller's mask is `mask` again after.
-  auto run_and_check = [&](const cpu_set_t& mask) {
+  // Runs two chunks, checks that both ran and that the caller's mask is
+  // `mask` again after; true when the caller's part ran on cpus[0].
+  auto ran_on_member_0 = [&](const cpu_set_t& mask) {
     std::mutex mutex;
     std::vector<int> caller_cpus;
     std::atomic<int> chunks_run{0};
@@ -313,16 +308,28 @@ TEST_CASE(
       caller_cpus.push_back(sched_getcpu());
     });
     CHECK(chunks_run.load() == 2);
-    REQUIRE(!caller_cpus.empty());
-    for (int cpu : caller_cpus) CHECK(cpu == static_cast<int>(cpus[0]));
     cpu_set_t after;
     REQUIRE(sched_getaffinity(0, sizeof after, &after) == 0);
     CHECK(CPU_EQUAL(&after, &mask));
+    return !caller_cpus.empty() && std::all_of(caller_cpus.begin(), caller_cpus.end(),
+                                               [&](int cpu) { return cpu == static_cast<int>(cpus[0]); });
   };
-  run_and_check(both);
+  // The caller moves to the helper's core, then may use both again: it stays
+  // where it is until the scheduler moves it. Under load the scheduler may
+  // move it to cpus[0] before the run looks (then nothing narrows it) and
+  // back during a chunk: three tries, where a pool that never moves the
+  // caller fails all three.
+  bool placed = false;
+  for (int attempt = 0; attempt < 3 && !placed; ++attempt) {
+    REQUIRE(sched_setaffinity(0, sizeof helper_core, &helper_core) == 0);
+    REQUIRE(sched_setaffinity(0, sizeof both, &both) == 0);
+    REQUIRE(sched_getcpu() == static_cast<int>(cpus[1]));
+    placed = ran_on_member_0(both);
+  }
+  CHECK(placed);
   // A caller bound to the helper's core alone (an OpenMP runtime whose first
   // place is that core binds a program's initial thread so) moves too.
   REQUIRE(sched_setaffinity(0, sizeof helper_core, &helper_core) == 0);
-  run_and_check(helper_core);
+  CHECK(ran_on_member_0(helper_core));
   REQUIRE(sched_setaffinity(0, sizeof allowed, &allowed) == 0);
 }

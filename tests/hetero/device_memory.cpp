@@ -542,3 +542,53 @@ TEST_CASE("hetero: a piece whose device must make room does not wait holding an 
     CHECK_NOTHROW(rt.pause());
   }
 }
+
+TEST_CASE("hetero: any passes over a device that cannot hold a gather's table, though its input was left there" *
+          doctest::test_suite("opencl")) {
+  // The table (16 MB) cannot fit a device of 1 MiB in any number of passes:
+  // every row may read all of it. `any` had put such a gather on the device
+  // where the previous region left the indexes, and the region failed.
+  canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY", (accelerator(0) + ":1MiB").c_str());
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)}))
+    CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  static const Kernel make_indexes("any_make_indexes", [](Out<std::int32_t> k, Val<std::int32_t> size) {
+    Idx i = index(0);
+    k[i] = cast<std::int32_t>((i * 7919) % cast<std::int64_t>(size));
+  });
+  static const Kernel gather("any_gather", [](Out<double> out, In<double> table, In<std::int32_t> k) {
+    Idx i = index(0);
+    out[i] = table[cast<std::int64_t>(k[i])];
+  });
+  const std::int64_t size = 2000000, n = 20000;
+  auto table = rt.array<double>(size, named("table"));
+  {
+    auto view = table.host();
+    for (std::int64_t i = 0; i < size; ++i) view[i] = 0.5 * static_cast<double>(i);
+  }
+  auto keys = rt.array<std::int32_t>(n, named("keys"));
+  auto out = rt.array<double>(n, named("out"));
+  rt.region(make_indexes).over(n).at(accelerator(0)).launch(keys, static_cast<std::int32_t>(size));
+  rt.pause();
+  // cpu0 busy with other work, opencl0 idle: idle leaves come first.
+  static const Kernel busy("any_busy", [](Out<std::int64_t> x, Val<std::int64_t> rounds) {
+    Idx i = index(0);
+    Var<std::int64_t> v = i;
+    For(Value<std::int64_t>(0), rounds, [&](Value<std::int64_t>) { v = (v * 5 + 3) & 0xffff; });
+    x[i] = v;
+  });
+  auto other = rt.array<std::int64_t>(2000, named("other"));
+  rt.region(busy).over(2000).at("cpu0").launch(other, std::int64_t{200000});
+  rt.region(gather).over(n).policy("any").launch(out, table, keys);
+  rt.pause();
+  std::vector<std::string> gathered;
+  for (const RegionStats& region : rt.stats().recent)
+    if (region.kernel == "any_gather") gathered = pieces_of(region);
+  CHECK(gathered == std::vector<std::string>{"cpu0[0,20000)"});
+  auto values = out.host_read();
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i) wrong += values[i] != 0.5 * static_cast<double>((i * 7919) % size);
+  CHECK(wrong == 0);
+}

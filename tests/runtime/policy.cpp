@@ -492,6 +492,19 @@ TEST_CASE("any: the first idle leaf, else the least loaded, ties in tree order")
   // Nothing known: the first leaf in tree order.
   CHECK(split_text(tree, "node", "any", 0, 100) == std::vector<Share>{{"a0", 0, 100}});
   CHECK(split_text(tree, "c", "any", 0, 100) == std::vector<Share>{{"c0", 0, 100}});
+
+  // A leaf that cannot run the region (its device cannot hold a row's
+  // arrays) is passed over, idle or not, unless no leaf can.
+  SplitContext some_cannot;
+  some_cannot.idle = named({"c3"});
+  some_cannot.load = [&](const Location& leaf) { return leaf.name() == "a0" ? 0.0 : 5.0; };
+  some_cannot.can_run = [&](const Location& leaf) { return !named({"c3", "a0"})(leaf); };
+  CHECK(split_text(tree, "node", "any", 0, 100, some_cannot) == std::vector<Share>{{"a1", 0, 100}});
+  some_cannot.idle = named({"c1", "c3"});
+  some_cannot.can_run = [&](const Location& leaf) { return !named({"c1"})(leaf); };
+  CHECK(split_text(tree, "node", "any", 0, 100, some_cannot) == std::vector<Share>{{"c3", 0, 100}});
+  some_cannot.can_run = [](const Location&) { return false; };
+  CHECK(split_text(tree, "node", "any", 0, 100, some_cannot) == std::vector<Share>{{"c1", 0, 100}});
 }
 
 TEST_CASE("split errors name the location, the policy and the numbers") {
