@@ -451,14 +451,29 @@ void Job::recv_elements(const std::shared_ptr<runtime::ArrayStorage>& array, std
   const int n = count_of(*array, count, "recv");
   void* data = host_for_writing(*array, first);
   MPI_Status status;
+  int got = 0;
   {
+    // Matched first, so that a longer message is taken whole (into scratch
+    // memory) and named by its length, where MPI_Recv fails with
+    // MPI_ERR_TRUNCATE and leaves the program only MPI's word for it.
+    const MPI_Datatype type = datatype_of(array->type());
     auto lock = state_->lock();
-    check(MPI_Recv(data, n, datatype_of(array->type()), rank_or_null(source), tag, state_->world, &status),
-          "MPI_Recv into " + array->describe() + " from rank " + std::to_string(source));
+    MPI_Message message = MPI_MESSAGE_NULL;
+    check(MPI_Mprobe(rank_or_null(source), tag, state_->world, &message, &status),
+          "MPI_Mprobe for " + array->describe() + " from rank " + std::to_string(source));
+    MPI_Get_count(&status, type, &got);
+    if (source >= 0 && got > n) {
+      int size = 0;
+      MPI_Type_size(type, &size);
+      std::vector<char> scratch(static_cast<std::size_t>(got) * static_cast<std::size_t>(size));
+      check(MPI_Mrecv(scratch.data(), got, type, &message, &status), "MPI_Mrecv from rank " + std::to_string(source));
+    } else {
+      check(MPI_Mrecv(data, n, type, &message, &status),
+            "MPI_Mrecv into " + array->describe() + " from rank " + std::to_string(source));
+      MPI_Get_count(&status, type, &got);
+    }
   }
   if (source >= 0) {
-    int got = 0;
-    MPI_Get_count(&status, datatype_of(array->type()), &got);
     if (got != n)
       throw Error("recv into " + array->describe() + ": rank " + std::to_string(source) + " sent " +
                   std::to_string(got) + " elements, the slice holds " + std::to_string(n) +
