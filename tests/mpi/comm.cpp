@@ -158,30 +158,26 @@ TEST_CASE("mpi: a receive of another length than the slice is an error that name
   auto& job = mpi_test::job();
   auto& rt = job.runtime();
   auto a = rt.array<std::int32_t>(8);
-  if (job.rank() == 0) {
-    job.send(a.slice(0, 3), 1, 9);
-  } else if (job.rank() == 1) {
-    try {
-      job.recv(a.slice(0, 4), 0, 9);
-      FAIL("recv of 3 elements into 4 did not throw");
-    } catch (const Error& e) {
-      CHECK(std::string(e.what()).find("sent 3 elements, the slice holds 4") != std::string::npos);
+  // Rank 0 sends `sent` elements, rank 1 receives them into 4, which must fail naming both.
+  auto refused = [&](std::int64_t sent, int tag) {
+    if (job.rank() == 0) {
+      job.send(a.slice(0, sent), 1, tag);
+    } else if (job.rank() == 1) {
+      try {
+        job.recv(a.slice(0, 4), 0, tag);
+        FAIL("recv of " << sent << " elements into 4 did not throw");
+      } catch (const Error& e) {
+        CHECK(std::string(e.what()).find("sent " + std::to_string(sent) + " elements, the slice holds 4") !=
+              std::string::npos);
+      }
     }
-  }
+  };
+  refused(3, 9);
   // A longer message too: it is taken whole and named by its length (MPI
   // alone says MPI_ERR_TRUNCATE), and the next message still arrives.
-  if (job.rank() == 0) {
-    job.send(a.slice(0, 6), 1, 10);
-    job.send(a.slice(0, 2), 1, 10);
-  } else if (job.rank() == 1) {
-    try {
-      job.recv(a.slice(0, 4), 0, 10);
-      FAIL("recv of 6 elements into 4 did not throw");
-    } catch (const Error& e) {
-      CHECK(std::string(e.what()).find("sent 6 elements, the slice holds 4") != std::string::npos);
-    }
-    job.recv(a.slice(0, 2), 0, 10);
-  }
+  refused(6, 10);
+  if (job.rank() == 0) job.send(a.slice(0, 2), 1, 10);
+  if (job.rank() == 1) job.recv(a.slice(0, 2), 0, 10);
   job.barrier();
 }
 
