@@ -20,6 +20,7 @@
 #include <canopy/ir/settings.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "internal/engine_state.hpp"
 #include "launch_bounds.hpp"
@@ -131,19 +132,19 @@ bool small_enough_to_run_inline(const RegionRun& run, const std::vector<Piece>& 
          range_of(pieces.front(), range).points() < run.programs.front()->inline_points();
 }
 
-// Any: whether the device memory at `place` can hold what the region's
-// first row touches of its arrays (all its rows, where an array is merged:
-// such a piece runs in one pass). A piece too large for a device runs
-// there in passes of fewer rows, but a gather or scatter over an array
-// larger than the device touches all of it in every pass: `any` had put one
-// on a 16 MiB device beside an idle CPU leaf, and the region failed.
-bool holds_a_row(const CompiledKernel& compiled, const RegionRequest& request, int place) {
-  if (place == Coherence::kHost || request.range.rank() == 0 || request.range[0] == 0) return true;
+// Any: the bytes of the region's arrays that its first row touches (all its
+// rows, where an array is merged: such a piece runs in one pass). A piece
+// too large for a device runs there in passes of fewer rows, but a gather
+// or scatter over an array larger than the device touches all of it in
+// every pass: `any` had put one on a 16 MiB device beside an idle CPU leaf,
+// and the region failed.
+std::int64_t bytes_of_a_row(const CompiledKernel& compiled, const RegionRequest& request) {
+  if (request.range.rank() == 0 || request.range[0] == 0) return 0;
   std::int64_t rows = 1;
   for (const auto& arg : request.args)
     if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg))
       if ((*storage)->traits().merge) rows = request.range[0];
-  std::int64_t capacity = 0, bytes = 0;
+  std::int64_t bytes = 0;
   std::vector<const ArrayStorage*> counted;
   for (std::size_t p = 0; p < request.args.size(); ++p) {
     const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
@@ -151,13 +152,22 @@ bool holds_a_row(const CompiledKernel& compiled, const RegionRequest& request, i
     if (!storage || !footprint) continue;
     if (std::find(counted.begin(), counted.end(), storage->get()) != counted.end()) continue;
     counted.push_back(storage->get());
-    capacity = (*storage)->copies().capacity(place);
     const Shape& shape = (*storage)->shape();
     IntervalSet touched = reads_of(footprint->reads, shape, 0, rows).ranges;
     touched.add(writes_of(footprint->writes, shape, request.range, 0, rows).written);
     bytes += touched.hull().size() * static_cast<std::int64_t>(ir::size_of((*storage)->type()));
   }
-  return capacity <= 0 || bytes <= capacity;
+  return bytes;
+}
+
+// The capacity of the device memory at `place` that the region's arrays
+// see; 0 where none is set or known (the host's).
+std::int64_t device_capacity(const RegionRequest& request, int place) {
+  if (place == Coherence::kHost) return 0;
+  for (const auto& arg : request.args)
+    if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg))
+      return (*storage)->copies().capacity(place);
+  return 0;
 }
 
 }  // namespace
@@ -301,8 +311,14 @@ std::vector<Piece> Engine::State::choose_pieces(RegionRun& run, const RegionRequ
       if (!inputs.empty()) follow_placed_inputs(run, inputs, leaves, request.range[0]);
       return run.adaptive->shares;
     };
+  std::optional<std::int64_t> row_bytes;  // any: computed at the first leaf with a capacity
   if (policy.kind == Policy::Kind::Any)
-    context.can_run = [&](const Location& leaf) { return holds_a_row(*run.kernel, request, place_of(leaf)); };
+    context.can_run = [&](const Location& leaf) {
+      const std::int64_t capacity = device_capacity(request, place_of(leaf));
+      if (capacity <= 0) return true;
+      if (!row_bytes) row_bytes = bytes_of_a_row(*run.kernel, request);
+      return *row_bytes <= capacity;
+    };
   if (policy.kind == Policy::Kind::Any)
     context.predicted_seconds = [&](const Location& leaf) {
       double seconds = adaptive.predict_seconds(run.kernel->adaptive, leaf, request.range);
