@@ -132,6 +132,38 @@ bool small_enough_to_run_inline(const RegionRun& run, const std::vector<Piece>& 
          range_of(pieces.front(), range).points() < run.programs.front()->inline_points();
 }
 
+// The bytes of the device copies that rows [begin, end) of the region touch:
+// per array, the hull of what those rows read and write, as a device holds
+// it (DeviceCopies::window_bytes).
+std::int64_t bytes_of_rows(const CompiledKernel& compiled, const RegionRequest& request, std::int64_t begin,
+                           std::int64_t end) {
+  std::int64_t bytes = 0;
+  std::vector<const ArrayStorage*> counted;
+  for (std::size_t p = 0; p < request.args.size(); ++p) {
+    const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
+    const auto* footprint = compiled.footprint.of(static_cast<int>(p));
+    if (!storage || !footprint) continue;
+    if (std::find(counted.begin(), counted.end(), storage->get()) != counted.end()) continue;
+    counted.push_back(storage->get());
+    const Shape& shape = (*storage)->shape();
+    IntervalSet touched = reads_of(footprint->reads, shape, begin, end).ranges;
+    touched.add(writes_of(footprint->writes, shape, request.range, begin, end).written);
+    if (!touched.empty()) bytes += (*storage)->copies().window_bytes(touched.hull());
+  }
+  return bytes;
+}
+
+// Whether a piece on a device runs in one pass, whatever its size
+// (passes_for in piece_run.cpp): an array of the region is merged, or
+// several memories add to one.
+bool runs_in_one_pass(const RegionRun& run, const RegionRequest& request) {
+  for (std::size_t p = 0; p < request.args.size(); ++p) {
+    const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
+    if (storage && ((*storage)->traits().merge || run.writes.mode(p) == WriteMode::Added)) return true;
+  }
+  return false;
+}
+
 // Any: the bytes of the region's arrays that its first row touches (all its
 // rows, where an array is merged: such a piece runs in one pass). A piece
 // too large for a device runs there in passes of fewer rows, but a gather
@@ -144,20 +176,7 @@ std::int64_t bytes_of_a_row(const CompiledKernel& compiled, const RegionRequest&
   for (const auto& arg : request.args)
     if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg))
       if ((*storage)->traits().merge) rows = request.range[0];
-  std::int64_t bytes = 0;
-  std::vector<const ArrayStorage*> counted;
-  for (std::size_t p = 0; p < request.args.size(); ++p) {
-    const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
-    const auto* footprint = compiled.footprint.of(static_cast<int>(p));
-    if (!storage || !footprint) continue;
-    if (std::find(counted.begin(), counted.end(), storage->get()) != counted.end()) continue;
-    counted.push_back(storage->get());
-    const Shape& shape = (*storage)->shape();
-    IntervalSet touched = reads_of(footprint->reads, shape, 0, rows).ranges;
-    touched.add(writes_of(footprint->writes, shape, request.range, 0, rows).written);
-    bytes += touched.hull().size() * static_cast<std::int64_t>(ir::size_of((*storage)->type()));
-  }
-  return bytes;
+  return bytes_of_rows(compiled, request, 0, rows);
 }
 
 // The capacity of the device memory at `place` that the region's arrays
@@ -334,6 +353,7 @@ std::vector<Piece> Engine::State::choose_pieces(RegionRun& run, const RegionRequ
   if (policy.kind == Policy::Kind::Any && pieces.size() == 1)
     run.adaptive = adaptive.plan_any(run.kernel->adaptive, *pieces.front().leaf, request.range);
   plan_writes(run, request, pieces);
+  refuse_pieces_no_pass_fits(run, request, pieces);
   run.fallbacks = fallbacks_below(at);
   for (auto& piece : pieces) {
     auto worker = workers.find(piece.leaf->name());
@@ -345,6 +365,39 @@ std::vector<Piece> Engine::State::choose_pieces(RegionRun& run, const RegionRequ
   wake_ahead(run, pieces, request.range, waits_in_recorder(run, request, pieces));
   leave_placement(run, request, pieces);
   return pieces;
+}
+
+// A piece on a device memory too small for what one pass of it touches
+// (its first row; the whole piece where it runs in one pass) fails there
+// whatever else the device holds: found only when the piece ran, the
+// region's other pieces had already written their rows, and the error came
+// at the next pause. Refused now, with the launch, before any piece runs.
+void Engine::State::refuse_pieces_no_pass_fits(const RegionRun& run, const RegionRequest& request,
+                                               const std::vector<Piece>& pieces) const {
+  std::optional<bool> one_pass;
+  for (const auto& piece : pieces) {
+    const std::int64_t capacity = piece.size() > 0 ? device_capacity(request, place_of(*piece.leaf)) : 0;
+    if (capacity <= 0) continue;
+    if (!one_pass) one_pass = runs_in_one_pass(run, request);
+    const std::int64_t end = *one_pass ? piece.end : piece.begin + 1;
+    const std::int64_t need = bytes_of_rows(*run.kernel, request, piece.begin, end);
+    if (need <= capacity) continue;
+    std::string arrays;
+    std::vector<const ArrayStorage*> named;
+    for (const auto& arg : request.args)
+      if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg))
+        if (std::find(named.begin(), named.end(), storage->get()) == named.end()) {
+          named.push_back(storage->get());
+          arrays += (arrays.empty() ? "" : ", ") + (*storage)->describe();
+        }
+    throw Error("region of kernel '" + request.kernel->name + "', its piece on leaf '" + piece.leaf->name() + "' (" +
+                arrays + "): what " + (*one_pass ? "the piece (it runs in one pass)" : "one row of it") + " touches, " +
+                std::to_string(need) + " bytes of these arrays, does not fit a device memory of " +
+                std::to_string(capacity) +
+                " bytes (CANOPY_DEVICE_MEMORY, or the capacity the configuration or the device gives); no piece "
+                "of the region ran. Give that leaf no rows (a percentage or range policy), let the policy any choose "
+                "a leaf that can run it, or run the region below a location without that device");
+  }
 }
 
 // The adaptive split of `run` replaced by the split its inputs were left in,

@@ -244,6 +244,10 @@ struct Engine::State {
   std::vector<Piece> choose_pieces(RegionRun& run, const RegionRequest& request, const Policy& policy,
                                    const Location& at);
   void plan_writes(RegionRun& run, const RegionRequest& request, std::vector<Piece>& pieces);
+  /// Throws, before any piece of the region runs, where a piece's device
+  /// memory cannot hold even its smallest pass.
+  void refuse_pieces_no_pass_fits(const RegionRun& run, const RegionRequest& request,
+                                  const std::vector<Piece>& pieces) const;
   void record_uses(RegionRun& run, RegionRequest& request, const Policy& policy, const Location& at,
                    const std::vector<Piece>& pieces);
   /// Wakes the leaves that will run the pieces, unless the region is small

@@ -193,7 +193,7 @@ TEST_CASE(
   CHECK(memory_of(rt, device).peak_bytes <= 250000);
 
   // A gather reads its source whole, in every pass: one larger than the
-  // device is refused, naming the sizes.
+  // device is refused at its launch, naming the sizes, and nothing ran.
   const std::int64_t large = 70000;  // 280,000 bytes
   auto source = rt.array<std::int32_t>(large, named("source"));
   auto where = rt.array<std::int32_t>(n, named("where"));
@@ -201,16 +201,18 @@ TEST_CASE(
     auto view = where.host();
     for (std::int64_t i = 0; i < n; ++i) view[i] = static_cast<std::int32_t>((i * 7) % large);
   }
-  rt.region(gather()).over(n).launch(b, source, where);
   std::string error;
   try {
-    rt.pause();
+    rt.region(gather()).over(n).launch(b, source, where);
   } catch (const canopy::Error& e) {
     error = e.what();
   }
   CAPTURE(error);
-  CHECK(error.find("bytes on " + accelerator_backend() + ":0" + " does not fit a device memory of 250000 bytes") !=
-        std::string::npos);
+  CHECK(error.find("what one row of it touches, ") != std::string::npos);
+  CHECK(error.find(" bytes of these arrays, does not fit a device memory of 250000 bytes") != std::string::npos);
+  CHECK(error.find("no piece of the region ran") != std::string::npos);
+  CHECK_NOTHROW(rt.pause());
+  CHECK(wrong(b, 5) == 0);
   // The program's names for what was refused: the kernel, the leaf, the arrays.
   CHECK(error.find("region of kernel 'device_memory_gather', its piece on leaf '" + device + "' (") == 0);
   CHECK(error.find("array 'source' (i32 70000 at ") != std::string::npos);
@@ -590,5 +592,55 @@ TEST_CASE("hetero: any passes over a device that cannot hold a gather's table, t
   auto values = out.host_read();
   std::int64_t wrong = 0;
   for (std::int64_t i = 0; i < n; ++i) wrong += values[i] != 0.5 * static_cast<double>((i * 7919) % size);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE(
+    "hetero: a split region a device's piece of which cannot fit is refused at its launch, before the CPU's "
+    "piece writes anything" *
+    doctest::test_suite("opencl")) {
+  // Found by a new user's program: the CPU's piece of such a region had
+  // written its rows when the device's failed, and the error came at pause().
+  canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY", (accelerator(0) + ":1MiB").c_str());
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)}))
+    CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  const std::int64_t size = 600000, n = 10000;  // a table of 2.4 MB
+  auto table = rt.array<std::int32_t>(size, named("table"));
+  auto out = rt.array<std::int32_t>(n, named("out"));
+  auto keys = rt.array<std::int32_t>(n, named("keys"));
+  {
+    auto t = table.host();
+    for (std::int64_t i = 0; i < size; ++i) t[i] = static_cast<std::int32_t>(i);
+    auto o = out.host();
+    auto k = keys.host();
+    for (std::int64_t i = 0; i < n; ++i) {
+      o[i] = -1;
+      k[i] = static_cast<std::int32_t>((i * 31) % size);
+    }
+  }
+  for (const char* policy : {"static", "percentage:[90,10]", "flatten"}) {
+    CAPTURE(policy);
+    std::string error;
+    try {
+      rt.region(gather()).over(n).policy(policy).launch(out, table, keys);
+    } catch (const canopy::Error& e) {
+      error = e.what();
+    }
+    CHECK(error.find("its piece on leaf '" + accelerator(0) + "'") != std::string::npos);
+    CHECK(error.find("no piece of the region ran") != std::string::npos);
+    CHECK_NOTHROW(rt.pause());
+    auto o = out.host_read();
+    std::int64_t written = 0;
+    for (std::int64_t i = 0; i < n; ++i) written += o[i] != -1;
+    CHECK(written == 0);
+  }
+  // Given no rows, the device is no obstacle: the CPU runs it all.
+  rt.region(gather()).over(n).policy("percentage:[100,0]").launch(out, table, keys);
+  auto o = out.host_read();
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i) wrong += o[i] != (i * 31) % size;
   CHECK(wrong == 0);
 }
