@@ -95,7 +95,7 @@ Settings Settings::from_environment() {
   s.cpu_leaves = variable("CANOPY_CPU_LEAVES");  // any case: discovery checks it
   s.devices = variable("CANOPY_DEVICES");
   s.policy = variable("CANOPY_POLICY");
-  if (!value_if_set("CANOPY_POLICY") && value_if_set("GECKO_POLICY")) {  // Gecko's name; Canopy's wins
+  if (s.policy.empty() && !variable("GECKO_POLICY").empty()) {  // Gecko's name; Canopy's wins when not empty
     s.policy = variable("GECKO_POLICY");
     s.policy_variable = "GECKO_POLICY";
   }

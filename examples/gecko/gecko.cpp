@@ -7,8 +7,8 @@
 //   gecko [CONFIG] [--policy P] [--size N] [--repeat K]
 //
 // CONFIG defaults to figure6a.conf next to this program (the build copies
-// it there). Without --policy, the policy comes from CANOPY_POLICY (the
-// region's policy is "runtime", as Gecko reads GECKO_POLICY), else "static".
+// it there). Without --policy, the policy comes from CANOPY_POLICY or
+// Gecko's GECKO_POLICY (the region's policy is "runtime"), else "static".
 #include <canopy/canopy.hpp>
 
 #include <algorithm>
@@ -30,13 +30,14 @@ struct Options {
 };
 
 [[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "gecko: %s\nusage: gecko [CONFIG] [--policy P] [--size N] [--repeat K]\n"
-               "  CONFIG       a configuration in Gecko's format (default: figure6a.conf beside this program)\n"
-               "  --policy P   how triad splits over the leaves (default: $CANOPY_POLICY, else static)\n"
-               "  --size N     elements per array (default 16777216 = 2^24)\n"
-               "  --repeat K   triad runs; the best is reported (default 20)\n",
-               problem.c_str());
+  std::fprintf(
+      stderr,
+      "gecko: %s\nusage: gecko [CONFIG] [--policy P] [--size N] [--repeat K]\n"
+      "  CONFIG       a configuration in Gecko's format (default: figure6a.conf beside this program)\n"
+      "  --policy P   how triad splits over the leaves (default: $CANOPY_POLICY or $GECKO_POLICY, else static)\n"
+      "  --size N     elements per array (default 16777216 = 2^24)\n"
+      "  --repeat K   triad runs; the best is reported (default 20)\n",
+      problem.c_str());
   std::exit(2);
 }
 
@@ -78,8 +79,11 @@ Options parse(int argc, char** argv) {
   }
   if (o.config.empty()) o.config = (program_directory(argv[0]) / "figure6a.conf").string();
   if (o.policy.empty()) {
-    const char* from_environment = std::getenv("CANOPY_POLICY");
-    o.policy = from_environment && *from_environment ? "runtime" : "static";
+    auto set = [](const char* name) {
+      const char* value = std::getenv(name);
+      return value && *value;
+    };
+    o.policy = set("CANOPY_POLICY") || set("GECKO_POLICY") ? "runtime" : "static";
   }
   return o;
 }

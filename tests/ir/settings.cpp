@@ -135,6 +135,10 @@ TEST_CASE("settings: Gecko's GECKO_POLICY is read when CANOPY_POLICY is not set,
     ScopedSetting canopy_policy("CANOPY_POLICY", "static");
     CHECK(canopy::settings().policy == "static");
     CHECK(canopy::settings().policy_variable == "CANOPY_POLICY");
+    // Empty is unset, as for every other variable: Gecko's is read.
+    ScopedSetting empty("CANOPY_POLICY", "");
+    CHECK(canopy::settings().policy == "percentage:[30,70]");
+    CHECK(canopy::settings().policy_variable == "GECKO_POLICY");
   }
   ScopedSetting no_gecko("GECKO_POLICY", nullptr);
   CHECK(canopy::settings().policy.empty());
