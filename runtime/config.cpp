@@ -91,6 +91,8 @@ void Loader::know(const std::vector<std::string>& loctype_lines) {
 }
 
 void Loader::read(std::string_view text) {
+  // A byte order mark, as editors on Windows save UTF-8, is not part of the first line.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   int number = 0;
   for (std::string_view raw : split(text, '\n')) {
     ++number;

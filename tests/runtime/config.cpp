@@ -233,9 +233,11 @@ TEST_CASE("config: Gecko's and Canopy's kinds, in any case") {
   CHECK(tree.at("h").traits().numa_node == 1);
 }
 
-TEST_CASE("config: the layout is forgiving: comments, blanks, spaces, CRLF, any field order, trailing ';'") {
+TEST_CASE(
+    "config: the layout is forgiving: a byte order mark, comments, blanks, spaces, CRLF, any field order, trailing "
+    "';'") {
   Hierarchy tree = load_config(
-      "   # a comment\r\n"
+      "\xEF\xBB\xBF   # a comment\r\n"
       "\r\n"
       "loctype ; kind , cpu ; num_cores , 2 ; name , pair ;  # two cores\r\n"
       "location;type,virtual;name,top;;\r\n"
