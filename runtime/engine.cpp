@@ -128,13 +128,6 @@ std::int64_t Engine::State::bytes_in_memory(const Location& memory) const {
   return bytes;
 }
 
-std::int64_t Engine::State::bytes_in_files(const Location& location) const {
-  if (location.kind() == LocationKind::FileMemory) return bytes_in_memory(location);
-  std::int64_t bytes = 0;
-  for (const Location* child : location.children()) bytes += bytes_in_files(*child);
-  return bytes;
-}
-
 void Engine::State::make_room_in_memory(const std::string& location, std::int64_t bytes, const ArrayStorage* placing) {
   if (bytes <= 0) return;
   for (;;) {
@@ -176,7 +169,7 @@ void Engine::State::make_room_in_memory(const std::string& location, std::int64_
       for (const NumaInfo& numa : inventory.numa_nodes) physical += numa.capacity;
       std::shared_lock lock(tree_mutex);
       if (physical <= 0 || !tree.root()) return;
-      std::int64_t held = bytes_in_memory(*tree.root()) - bytes_in_files(*tree.root());
+      std::int64_t held = bytes_in_memory(*tree.root());
       if (placing && placing->owns_memory()) held -= static_cast<std::int64_t>(placing->bytes());
       if (held + bytes <= physical) return;
       throw Error("an array of " + std::to_string(bytes) + " bytes does not fit this node's memory (" +

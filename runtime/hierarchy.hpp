@@ -25,7 +25,7 @@ enum class LocationKind : std::uint8_t {
   Virtual,        ///< a grouping with no memory or processors of its own
   HostMemory,     ///< host (NUMA node) memory
   UnifiedMemory,  ///< memory shared by host and devices
-  FileMemory,     ///< file-backed memory (Gecko's Permanent_Storage)
+  FileMemory,     ///< Gecko's Permanent_Storage; Canopy holds its arrays in the host's memory, not in a file
   Cpu,            ///< a CPU leaf: a set of cores with a thread each
   OpenCL,         ///< an OpenCL device
   Cuda,           ///< an NVIDIA GPU through CUDA

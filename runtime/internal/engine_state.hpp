@@ -104,9 +104,6 @@ struct Engine::State {
   void note_memory_peaks(const std::string& location);
   /// Bytes of Canopy's arrays at `memory` or below it (tree_mutex held).
   std::int64_t bytes_in_memory(const Location& memory) const;
-  /// Bytes of Canopy's arrays held in file memories at or below `location`
-  /// (a file's pages, not the node's memory).
-  std::int64_t bytes_in_files(const Location& location) const;
 
   std::mutex flight_mutex;
   /// Regions (and copies) not yet waited for by pause(), with the record of

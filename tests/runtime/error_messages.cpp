@@ -317,8 +317,15 @@ TEST_CASE("error messages: arrays that together pass the node's memory are refus
     CHECK(error.find("an array of " + std::to_string(elements * 8) + " bytes does not fit this node's memory (" +
                      std::to_string(physical) + " bytes in its NUMA nodes; Canopy's other arrays hold ") == 0);
     CHECK(error.find("free arrays, or ask for smaller ones") != std::string::npos);
+    // A file memory (Gecko's Permanent_Storage) of a terabyte is no way
+    // around it: Canopy keeps the arrays placed there in the host's memory.
+    LocationTraits disk;
+    disk.capacity = std::int64_t{1} << 40;
+    rt.add_location("disk", LocationKind::FileMemory, disk, tree.root()->name());
+    const std::string on_disk = error_of([&] { auto second = rt.array<double>(elements, at("disk")); });
+    CHECK(on_disk.find("does not fit this node's memory") != std::string::npos);
   }
-  auto again = rt.array<double>(elements);  // the first is gone
+  auto again = rt.array<double>(elements, at("disk"));  // the first is gone
   CHECK(again.size() == elements);
 }
 
