@@ -72,7 +72,7 @@ ArgRef bind_argument(const A& a, const ir::Kernel& kernel, std::size_t index) {
                   !std::is_same_v<Arg, bool>)
       fits = std::in_range<T>(a);
     else if constexpr (std::is_floating_point_v<T> && std::is_floating_point_v<Arg> && sizeof(Arg) > sizeof(T))
-      fits = !std::isfinite(a) || (a <= std::numeric_limits<T>::max() && a >= std::numeric_limits<T>::lowest());
+      fits = !std::isfinite(a) || std::isfinite(static_cast<T>(a));  // rounds to T's largest: fits
     if (!fits) {
       if constexpr (std::is_floating_point_v<Arg>)
         throw_out_of_range(kernel, index, static_cast<double>(a));

@@ -2,6 +2,7 @@
 // array storage.
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -391,9 +392,11 @@ void throw_out_of_range(const ir::Kernel& kernel, std::size_t index, unsigned lo
 }
 
 void throw_out_of_range(const ir::Kernel& kernel, std::size_t index, double value) {
-  std::ostringstream text;
-  text << value;
-  refuse_scalar(kernel, index, text.str());
+  // The shortest text that reads back as `value`: at 6 digits, a value just
+  // past FLT_MAX printed as FLT_MAX.
+  char text[64];
+  const auto written = std::to_chars(text, text + sizeof text, value);
+  refuse_scalar(kernel, index, std::string(text, written.ptr));
 }
 
 }  // namespace runtime

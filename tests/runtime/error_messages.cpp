@@ -246,6 +246,12 @@ TEST_CASE("error messages: kernel arguments that do not match the kernel's param
   CHECK(error_of([&] { rt.region(store_float).over(4).launch(floats, 1e300); }) ==
         "kernel 'store_float' parameter p1 (unnamed: the 2nd) of type f32 cannot hold 1e+300; pass a value that f32 "
         "holds, or give the parameter a wider type");
+  // Past the largest float by more than half its last place: infinite as a float.
+  CHECK(error_of([&] { rt.region(store_float).over(4).launch(floats, 3.4028236e38); }) ==
+        "kernel 'store_float' parameter p1 (unnamed: the 2nd) of type f32 cannot hold 3.4028236e+38; pass a value "
+        "that f32 holds, or give the parameter a wider type");
+  auto largest = rt.array<float>(1, at("numa0"));
+  rt.region(store_float).over(1).launch(largest, 3.4028235e38);  // rounds to the largest float
   rt.region(store_int).over(2).launch(ints, std::int64_t{-2147483648LL});
   rt.region(store_float).over(1).launch(floats, -std::numeric_limits<double>::infinity());
   rt.pause();
@@ -254,6 +260,7 @@ TEST_CASE("error messages: kernel arguments that do not match the kernel's param
   CHECK(ints.host()[2] == 0);  // the refused launches left it alone
   CHECK(floats.host()[0] == -std::numeric_limits<float>::infinity());
   CHECK(floats.host()[1] == 0.0f);
+  CHECK(largest.host()[0] == std::numeric_limits<float>::max());
   // A region kept past the end of the Runtime that made it is refused.
   std::optional<decltype(rt.region(store_int))> kept;
   {
