@@ -16,6 +16,17 @@ void fail_unset_value() {
   throw Error(problem);
 }
 
+void fail_literal_range(const std::string& literal, ir::ScalarType type) {
+  const std::string name(ir::name_of(type));
+  const std::string problem = "the literal " + literal + " meets an operand of type " + name +
+                              ", which cannot hold it (C++ would widen the operand; the kernel would wrap the "
+                              "literal); cast the operand to a wider type, e.g. cast<std::int64_t>(x), or use a "
+                              "literal that " +
+                              name + " holds";
+  if (auto* tracer = Tracer::active()) tracer->fail("a literal", problem);
+  throw Error(problem);
+}
+
 int current_depth() {
   auto* tracer = Tracer::active();
   return tracer ? tracer->depth() : -1;

@@ -13,6 +13,8 @@
 
 #include <concepts>
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <type_traits>
 
 #include <canopy/ir/expr.hpp>
@@ -40,13 +42,33 @@ concept LiteralFor = std::is_arithmetic_v<L> &&
     (std::is_same_v<T, bool> ? std::is_same_v<L, bool>
                              : !std::is_same_v<L, bool> && (std::is_floating_point_v<T> || std::is_integral_v<L>));
 
-/// The expression of a literal of C++ type L as kernel type T.
+/// Throws canopy::Error for an integer literal that an operand of kernel
+/// type `type` cannot hold.
+[[noreturn]] void fail_literal_range(const std::string& literal, ir::ScalarType type);
+
+/// The expression of a literal of C++ type L as kernel type T. An integer
+/// literal T cannot hold is refused: C++ would widen the other operand
+/// (`x < 3000000000LL` compares as 64-bit), where the kernel's literal would
+/// wrap. An unsigned literal within T's width (a mask such as 0xFFFFFFFFu
+/// on i32) keeps its bits, as C++'s conversion does.
 template <class T, class L>
 ir::Expr literal_expr(L literal) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (std::is_floating_point_v<T>) {
     return ir::make_const(ir::scalar_type_of<T>(), static_cast<double>(static_cast<T>(literal)));
-  else
+  } else {
+    if constexpr (std::is_integral_v<L> && !std::is_same_v<T, bool>) {
+      if constexpr (std::is_signed_v<L>) {
+        const long long value = literal;
+        if (value < std::numeric_limits<T>::min() || value > std::numeric_limits<T>::max())
+          fail_literal_range(std::to_string(value), ir::scalar_type_of<T>());
+      } else {
+        const unsigned long long value = literal;
+        if (value > std::numeric_limits<std::make_unsigned_t<T>>::max())
+          fail_literal_range(std::to_string(value), ir::scalar_type_of<T>());
+      }
+    }
     return ir::make_int(ir::scalar_type_of<T>(), static_cast<std::int64_t>(static_cast<T>(literal)));
+  }
 }
 
 /// Throws canopy::Error for a Value that was never set (a For counter used

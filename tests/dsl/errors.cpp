@@ -113,6 +113,36 @@ TEST_CASE("dsl errors: For with a step of 0 or below, or too large for an i32 co
   CHECK(tracing_still_works());
 }
 
+TEST_CASE("dsl errors: an integer literal the other operand's type cannot hold") {
+  // C++ compares x < 3000000000LL in 64 bits; the kernel's literal would
+  // have wrapped to -1294967296 (found by a new user's program).
+  CHECK(error_of([] {
+          Kernel k("k", [](Out<bool> o, In<std::int32_t> x) { o[index(0)] = x[index(0)] < 3000000000LL; });
+        }) ==
+        "kernel 'k': a literal: the literal 3000000000 meets an operand of type i32, which cannot hold it (C++ would "
+        "widen the operand; the kernel would wrap the literal); cast the operand to a wider type, e.g. "
+        "cast<std::int64_t>(x), or use a literal that i32 holds");
+  CHECK(error_of([] {
+          Kernel k("k", [](Out<std::int32_t> o) { o[index(0)] = -2147483649LL; });
+        }).find("the literal -2147483649 meets an operand of type i32") != std::string::npos);
+  CHECK(error_of([] {
+          Kernel k("k", [](Out<std::int64_t> o) { o[index(0)] = 18446744073709551615ULL + 0 * 1ULL; });
+        }) == "");  // an unsigned mask within the width keeps its bits, as C++'s conversion does
+  CHECK(error_of([] {
+          Kernel k("k", [](Out<std::int32_t> o, In<std::int32_t> x) { o[index(0)] = x[index(0)] & 0xFFFF0000u; });
+        }) == "");
+  CHECK(error_of([] {
+          Kernel k("k", [](Out<std::int32_t> o, In<std::int32_t> x) { o[index(0)] = x[index(0)] & 0x1FFFFFFFFull; });
+        }).find("the literal 8589934591 meets an operand of type i32") != std::string::npos);
+  // Widened, as the message says, it runs as C++ would.
+  CHECK(error_of([] {
+          Kernel k("k", [](Out<bool> o, In<std::int32_t> x) {
+            o[index(0)] = cast<std::int64_t>(x[index(0)]) < 3000000000LL;
+          });
+        }) == "");
+  CHECK(tracing_still_works());
+}
+
 TEST_CASE("dsl errors: a For counter used outside its loop, and a Value never set") {
   const std::string expected =
       "kernel 'k': a Value: a kernel value was used before it was set (a For counter outside its loop, or a default "
