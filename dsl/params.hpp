@@ -57,12 +57,11 @@ class Element {
   Element(int param, std::vector<ir::Expr> indices) : param_(param), indices_(std::move(indices)) {}
 
   /// The element's value at this point of the kernel (In and InOut arrays):
-  /// a Value read from an InOut array keeps it when the element is stored
-  /// to later, as in C++.
+  /// a Value read from it keeps it when the element is stored to later, as
+  /// in C++, also through another parameter (one array passed twice, as In
+  /// and InOut).
   Value<T> value() const requires readable {
-    auto load = ir::make_load(ir::scalar_type_of<T>(), param_, indices_);
-    if constexpr (writable) return Value<T>(Tracer::current("array read").snapshot(load));
-    return Value<T>(load);
+    return Value<T>(Tracer::current("array read").snapshot(ir::make_load(ir::scalar_type_of<T>(), param_, indices_)));
   }
 
   /// Stores a value (Out and InOut arrays).

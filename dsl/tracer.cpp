@@ -102,7 +102,9 @@ ir::Kernel Tracer::finish(const std::vector<std::string>& param_names) {
   // The locals were named around the parameters' names (reserve_names).
   for (std::size_t i = 0; i < param_names.size(); ++i) kernel.params[i].name = param_names[i];
   kernel.dims = max_index_dim_ + 1;
-  kernel.body = ir::forward_snapshots(ir::make_block(std::move(blocks_.front())), snapshots_);
+  std::vector<ir::ScalarType> element_types;
+  for (const auto& param : params_) element_types.push_back(param.type);
+  kernel.body = ir::forward_snapshots(ir::make_block(std::move(blocks_.front())), snapshots_, element_types);
   blocks_.assign(1, {});
   snapshots_.clear();
   ir::verify(kernel);

@@ -48,7 +48,7 @@ class Tracer {
   void reserve_names(const std::vector<std::string>& names);
   /// Records that the body reads index(dim).
   void note_index(int dim);
-  /// A read of a local or an InOut array's element taken now: a snapshot
+  /// A read of a local or an array's element taken now: a snapshot
   /// local declared from it (finish() puts the read back wherever the two
   /// cannot differ; see ir/passes/snapshots.hpp). Returns the read to use.
   ir::Expr snapshot(const ir::Expr& read);

@@ -39,15 +39,35 @@ class Inline final : public Mutator {
   const std::map<std::string, Expr>& values_;
 };
 
+bool reads_before_writing(const Stmt& stmt, const std::string& s);
+
+// Whether the statements of `body` read `s` only before the first of them
+// that stores or assigns (each such read itself before writing).
+bool body_reads_before_writing(const Stmt& body, const std::string& s) {
+  if (!body) return true;
+  if (body->kind != StmtKind::Block) return !reads_of(body).locals.count(s) || reads_before_writing(body, s);
+  bool wrote = false;
+  for (const Stmt& stmt : body->as<Block>().stmts) {
+    if (reads_of(stmt).locals.count(s) && (wrote || !reads_before_writing(stmt, s))) return false;
+    const auto writes = writes_of(stmt);
+    wrote = wrote || !writes.assigned.empty() || !writes.arrays.empty();
+  }
+  return true;
+}
+
 // Whether `stmt` reads `s` only before it writes anything: in the value of an
-// Assign or a Store, an If's condition, a For's bounds.
+// Assign or a Store, an If's condition and its branches' statements before
+// their first write (`if (c) o[i] = f(x)`, with o and x one array), a For's
+// bounds (its body runs again after writing).
 bool reads_before_writing(const Stmt& stmt, const std::string& s) {
   auto reads_in = [&](const Stmt& body) { return body && reads_of(body).locals.count(s) > 0; };
   switch (stmt->kind) {
     case StmtKind::Assign:
     case StmtKind::Store:
     case StmtKind::AtomicAdd: return true;
-    case StmtKind::If: return !reads_in(stmt->as<If>().then_body) && !reads_in(stmt->as<If>().else_body);
+    case StmtKind::If:
+      return body_reads_before_writing(stmt->as<If>().then_body, s) &&
+             body_reads_before_writing(stmt->as<If>().else_body, s);
     case StmtKind::For: return !reads_in(stmt->as<For>().body);
     default: return false;
   }
@@ -62,10 +82,17 @@ struct Snapshot {
 };
 
 // Which of the snapshots declared in `stmts` must stay.
-std::map<std::string, Snapshot> decide(const std::vector<Stmt>& stmts, const std::set<std::string>& names) {
+std::map<std::string, Snapshot> decide(const std::vector<Stmt>& stmts, const std::set<std::string>& names,
+                                       const std::vector<ScalarType>& element_types) {
   std::map<std::string, Snapshot> snapshots;
   std::map<std::string, std::vector<std::string>> watching_local;  // local -> snapshots whose value reads it
-  std::map<int, std::vector<std::string>> watching_array;
+  // Arrays are watched by element type: two parameters of one type may be one array.
+  auto memory_of = [&](int array) {
+    return array >= 0 && static_cast<std::size_t>(array) < element_types.size()
+               ? static_cast<int>(element_types[static_cast<std::size_t>(array)])
+               : -1 - array;
+  };
+  std::map<int, std::vector<std::string>> watching_array;  // memory -> snapshots whose value reads it
   for (const Stmt& stmt : stmts) {
     const ExprReads read = reads_of(stmt);
     for (const auto& local : read.locals)
@@ -80,7 +107,7 @@ std::map<std::string, Snapshot> decide(const std::vector<Stmt>& stmts, const std
         }
       const std::string& name = stmt->as<Decl>().name;
       for (const auto& local : s.reads.locals) watching_local[local].push_back(name);
-      for (int array : s.reads.arrays) watching_array[array].push_back(name);
+      for (int array : s.reads.arrays) watching_array[memory_of(array)].push_back(name);
       snapshots.emplace(name, std::move(s));
       continue;
     }
@@ -92,7 +119,7 @@ std::map<std::string, Snapshot> decide(const std::vector<Stmt>& stmts, const std
         watching_local.erase(w);
       }
     for (int array : writes.arrays)
-      if (auto w = watching_array.find(array); w != watching_array.end()) {
+      if (auto w = watching_array.find(memory_of(array)); w != watching_array.end()) {
         changed.insert(changed.end(), w->second.begin(), w->second.end());
         watching_array.erase(w);
       }
@@ -108,7 +135,8 @@ std::map<std::string, Snapshot> decide(const std::vector<Stmt>& stmts, const std
 
 class Forward final : public Mutator {
  public:
-  explicit Forward(const std::set<std::string>& snapshots) : snapshots_(snapshots) {}
+  Forward(const std::set<std::string>& snapshots, const std::vector<ScalarType>& element_types)
+      : snapshots_(snapshots), element_types_(element_types) {}
   using Mutator::mutate;
 
  protected:
@@ -122,7 +150,7 @@ class Forward final : public Mutator {
     }
     // The values of the snapshots that go, each with the earlier ones put back.
     std::map<std::string, Expr> values;
-    const auto decided = decide(stmts, snapshots_);
+    const auto decided = decide(stmts, snapshots_, element_types_);
     for (const Stmt& s : stmts) {
       if (s->kind != StmtKind::Decl) continue;
       auto found = decided.find(s->as<Decl>().name);
@@ -140,13 +168,15 @@ class Forward final : public Mutator {
 
  private:
   const std::set<std::string>& snapshots_;
+  const std::vector<ScalarType>& element_types_;
 };
 
 }  // namespace
 
-Stmt forward_snapshots(const Stmt& body, const std::set<std::string>& snapshots) {
+Stmt forward_snapshots(const Stmt& body, const std::set<std::string>& snapshots,
+                       const std::vector<ScalarType>& element_types) {
   if (snapshots.empty()) return body;
-  Forward forward(snapshots);
+  Forward forward(snapshots, element_types);
   return forward.mutate(body);
 }
 

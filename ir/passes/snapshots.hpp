@@ -13,15 +13,20 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "../stmt.hpp"
+#include "../type.hpp"
 
 namespace canopy::ir {
 
 /// `body` with every snapshot among `snapshots` (locals declared as a copy
 /// of another local or of an array element, `var s = v`, `var s = a[i]`, and
 /// never assigned) replaced by what it copies wherever that gives the same
-/// value, and its declaration dropped.
-Stmt forward_snapshots(const Stmt& body, const std::set<std::string>& snapshots);
+/// value, and its declaration dropped. A store to an array changes what
+/// every array of its element type reads (`element_types[p]`, one entry per
+/// parameter): a program may pass one array twice, as `In` and as `InOut`.
+Stmt forward_snapshots(const Stmt& body, const std::set<std::string>& snapshots,
+                       const std::vector<ScalarType>& element_types);
 
 }  // namespace canopy::ir

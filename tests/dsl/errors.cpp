@@ -116,9 +116,8 @@ TEST_CASE("dsl errors: For with a step of 0 or below, or too large for an i32 co
 TEST_CASE("dsl errors: an integer literal the other operand's type cannot hold") {
   // C++ compares x < 3000000000LL in 64 bits; the kernel's literal would
   // have wrapped to -1294967296 (found by a new user's program).
-  CHECK(error_of([] {
-          Kernel k("k", [](Out<bool> o, In<std::int32_t> x) { o[index(0)] = x[index(0)] < 3000000000LL; });
-        }) ==
+  CHECK(error_of(
+            [] { Kernel k("k", [](Out<bool> o, In<std::int32_t> x) { o[index(0)] = x[index(0)] < 3000000000LL; }); }) ==
         "kernel 'k': a literal: the literal 3000000000 meets an operand of type i32, which cannot hold it (C++ would "
         "widen the operand; the kernel would wrap the literal); cast the operand to a wider type, e.g. "
         "cast<std::int64_t>(x), or use a literal that i32 holds");

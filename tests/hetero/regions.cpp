@@ -379,3 +379,35 @@ TEST_CASE("hetero: a per_region() array reads zero at the start of each region o
     }
   }
 }
+
+TEST_CASE("hetero: one array passed as In and InOut is reversed in place by swaps on every leaf" *
+          doctest::test_suite("opencl")) {
+  // A Value read from the In side keeps its value across the store through
+  // the InOut side, as in C++, in the CPU's code and in OpenCL C.
+  static const Kernel swap_ends("hetero_swap_ends", [](In<std::int32_t> in, InOut<std::int32_t> out) {
+    Idx i = index(0);
+    const Idx last = in.extent(0) - 1;
+    const Value<std::int32_t> kept = in[i];
+    out[i] = in[last - i];
+    out[last - i] = kept;
+  });
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)}))
+    CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  constexpr std::int64_t n = 1001;
+  for (const std::string leaf : {std::string("cpu0"), accelerator(0)}) {
+    CAPTURE(leaf);
+    auto a = rt.array<std::int32_t>(n, named("a"));
+    {
+      auto view = a.host();
+      for (std::int64_t k = 0; k < n; ++k) view[k] = static_cast<std::int32_t>(k);
+    }
+    rt.region(swap_ends).over(n / 2).at(leaf).launch(a, a);
+    auto view = a.host_read();
+    std::int64_t wrong = 0;
+    for (std::int64_t k = 0; k < n; ++k) wrong += view[k] != n - 1 - k;
+    CHECK(wrong == 0);
+  }
+}
