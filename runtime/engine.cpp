@@ -13,6 +13,8 @@
 #include <cstring>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <canopy/backends/discovery_cache.hpp>
 #include <canopy/backends/fault_injection.hpp>
 #include <canopy/ir/dump.hpp>
@@ -402,6 +404,36 @@ void Engine::reconfigure(const std::function<void(Hierarchy&)>& change) {
   }
   state_->tree = std::move(next);
   state_->sync_workers();
+}
+
+void Engine::check_leaf(const std::string& name, LocationKind kind, const LocationTraits& traits) const {
+  if (!executes(kind)) return;
+  const std::string what = "location '" + name + "' (" + std::string(name_of(kind)) + ")";
+  if (kind == LocationKind::Cpu) {
+    const long configured = sysconf(_SC_NPROCESSORS_CONF);
+    for (unsigned pu : traits.pus)
+      if (configured > 0 && pu >= static_cast<unsigned long>(configured))
+        throw Error(
+            what + " is bound to processing unit " + std::to_string(pu) + ", which this node does not have (" +
+            std::to_string(configured) +
+            " processing units); give pus of this node, or add it by type (add_location(name, \"cpu\", parent)) "
+            "to bind it to cores the tree does not use yet");
+    return;
+  }
+  std::string started;
+  for (const auto& device : state_->inventory.devices) {
+    if (device.kind != kind) continue;
+    if (device.id == traits.device && state_->devices.count(device.id)) return;
+    if (state_->devices.count(device.id)) started += (started.empty() ? "" : ", ") + device.id;
+  }
+  const std::string devices =
+      "this Runtime's " + std::string(name_of(kind)) + " devices: " + (started.empty() ? "none" : started);
+  throw Error(what +
+              (traits.device.empty()
+                   ? " names no device (its traits' device is empty; " + devices + ")"
+                   : " names device '" + traits.device + "', which this Runtime did not start (" + devices + ")") +
+              "; give the id of one of them as its traits' device, or add it by type (add_location(name, \"" +
+              std::string(name_of(kind)) + "\", parent)) to bind it to a device the tree does not use yet");
 }
 
 // The loctypes a text declares are kept only when it loads (under tree_mutex,

@@ -101,6 +101,10 @@ class Engine {
   /// Regions in flight on leaves whose place changes finish first; arrays at
   /// locations that disappear move to the nearest surviving ancestor.
   void reconfigure(const std::function<void(Hierarchy&)>& change);
+  /// Throws canopy::Error unless a leaf `name` of `kind` with `traits` has
+  /// something to run on: a device leaf's `device` is one this Runtime
+  /// started, of its kind; a CPU leaf's `pus` are processing units of this node.
+  void check_leaf(const std::string& name, LocationKind kind, const LocationTraits& traits) const;
   /// Replaces the tree by a configuration file in Gecko's format.
   void load_config(const std::string& path);
   /// Applies configuration text (loctype/location/hierarchy lines) to the current tree.

@@ -30,6 +30,7 @@ void Runtime::load_config(const std::string& path) { engine_->load_config(path);
 void Runtime::configure(const std::string& lines) { engine_->apply_config(lines); }
 
 void Runtime::add_location(std::string name, LocationKind kind, LocationTraits traits, const std::string& parent) {
+  engine_->check_leaf(name, kind, traits);
   engine_->reconfigure([&](Hierarchy& h) { h.add(std::move(name), kind, std::move(traits), parent); });
 }
 

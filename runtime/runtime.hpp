@@ -139,7 +139,10 @@ class Runtime {
   /// Applies configuration lines (loctype/location/hierarchy) to the tree,
   /// e.g. "hierarchy;children,-,cpu1;parent,numa0".
   void configure(const std::string& lines);
-  /// Adds a location below `parent`.
+  /// Adds a location below `parent`. A leaf must have something to run on:
+  /// a device leaf's `traits.device` is the id of a device this Runtime
+  /// started ("opencl:0"), a CPU leaf's `traits.pus` are this node's; else
+  /// canopy::Error, and the tree stays as it was.
   void add_location(std::string name, LocationKind kind, LocationTraits traits, const std::string& parent);
   /// Adds a location of `type` below `parent`, bound to what the tree does
   /// not use yet, as the configure() line "location;name,NAME;type,TYPE"

@@ -192,6 +192,24 @@ TEST_CASE("error messages: locations, placement and policies at run time") {
         "region of kernel 'increment' at 'cpuB': argument 'x', array 'left' (i64 10 at cpuA), is not visible there; "
         "memory is visible at its location and below it; move the array or run the region below 'cpuA'");
   CHECK(error_of([&] { far(-1); }) == "far(-1): the distance must be 0 or more levels");
+  // A leaf with nothing to run on is refused when it is added, and the tree
+  // stays as it was: one had made every region above it fail.
+  const std::string before = rt.hierarchy().to_text();
+  LocationTraits ghost;
+  ghost.device = "opencl:7";
+  CHECK(error_of([&] { rt.add_location("ghost", LocationKind::OpenCL, ghost, "numa0"); })
+            .find("location 'ghost' (opencl) names device 'opencl:7', which this Runtime did not start (this "
+                  "Runtime's opencl devices: ") == 0);
+  CHECK(error_of([&] { rt.add_location("ghost", LocationKind::Cuda, {}, "numa0"); })
+            .find("location 'ghost' (cuda) names no device (its traits' device is empty; this Runtime's cuda "
+                  "devices: ") == 0);
+  LocationTraits far_core;
+  far_core.pus = {1u << 20};
+  CHECK(error_of([&] {
+          rt.add_location("ghost", LocationKind::Cpu, far_core, "numa0");
+        }).find("location 'ghost' (cpu) is bound to processing unit 1048576, which this node does not have") == 0);
+  CHECK(rt.hierarchy().to_text() == before);
+  rt.region(increment()).over(10).launch(left);  // the tree still runs
   rt.pause();
 }
 
