@@ -153,10 +153,7 @@ void Engine::State::make_room_in_memory(const std::string& location, std::int64_
         };
         if (bytes > capacity) refuse("the array alone is larger; place it higher in the tree");
         if (!m->parent()) refuse("it is the root, with no parent to move arrays to");
-        for (const auto& array : live_arrays())  // only when full: the least recently used there
-          if (array.get() != placing && array->owns_memory() && at_or_below(tree.find(array->location()), *m) &&
-              (!victim || array->last_use() < victim->last_use()))
-            victim = array;
+        victim = least_recently_used_in(*m, placing);  // only when full
         if (!victim) refuse("no array of Canopy's there to move");
         parent = m->parent()->name();
         memory_name = m->name();
@@ -178,16 +175,52 @@ void Engine::State::make_room_in_memory(const std::string& location, std::int64_
                   std::to_string(physical) + " bytes in its NUMA nodes; Canopy's other arrays hold " +
                   std::to_string(held) + " bytes): free arrays, or ask for smaller ones");
     }
-    // The only host copy moves up: visible to everything below the parent,
-    // the memory's own subtree included.
-    victim->wait_idle();
-    victim->set_location(parent);
+    move_up(*victim, parent, memory_name);
+  }
+}
+
+std::shared_ptr<ArrayStorage> Engine::State::least_recently_used_in(const Location& memory,
+                                                                    const ArrayStorage* placing) {
+  std::shared_ptr<ArrayStorage> found;
+  for (const auto& array : live_arrays())
+    if (array.get() != placing && array->owns_memory() && at_or_below(tree.find(array->location()), memory) &&
+        (!found || array->last_use() < found->last_use()))
+      found = array;
+  return found;
+}
+
+// The only host copy moves up: visible to everything below the parent, the
+// memory's own subtree included.
+void Engine::State::move_up(ArrayStorage& array, const std::string& parent, const std::string& memory) {
+  array.wait_idle();
+  array.set_location(parent);
+  {
+    std::shared_lock lock(tree_mutex);
+    bind_pages_to_location(array);
+  }
+  std::lock_guard ledger_lock(memory_mutex);
+  memory_ledgers[memory].evicted += static_cast<std::int64_t>(array.bytes());
+}
+
+void Engine::State::fit_memories() {
+  for (;;) {
+    std::shared_ptr<ArrayStorage> victim;
+    std::string parent, memory_name;
     {
       std::shared_lock lock(tree_mutex);
-      bind_pages_to_location(*victim);
+      if (!tree.root()) return;
+      for (const Location* m : tree.all()) {
+        const std::int64_t capacity = m->traits().capacity;
+        if (!is_memory(*m) || capacity <= 0 || !m->parent() || bytes_in_memory(*m) <= capacity) continue;
+        victim = least_recently_used_in(*m, nullptr);
+        if (!victim) continue;
+        parent = m->parent()->name();
+        memory_name = m->name();
+        break;
+      }
     }
-    std::lock_guard ledger_lock(memory_mutex);
-    memory_ledgers[memory_name].evicted += static_cast<std::int64_t>(victim->bytes());
+    if (!victim) return;
+    move_up(*victim, parent, memory_name);
   }
 }
 
@@ -404,6 +437,11 @@ void Engine::reconfigure(const std::function<void(Hierarchy&)>& change) {
   }
   state_->tree = std::move(next);
   state_->sync_workers();
+  lock.unlock();
+  record_lock.unlock();
+  // A memory with a capacity that now holds more (arrays moved below it, or
+  // a smaller size) moves its least recently used arrays up.
+  state_->fit_memories();
 }
 
 void Engine::check_leaf(const std::string& name, LocationKind kind, const LocationTraits& traits) const {

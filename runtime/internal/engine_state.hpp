@@ -100,6 +100,15 @@ struct Engine::State {
   /// the sizes, where it cannot (the array alone is larger, or the memory is
   /// the root). Then call note_memory_peaks(location).
   void make_room_in_memory(const std::string& location, std::int64_t bytes, const ArrayStorage* placing);
+  /// After the tree changed: every memory location with a capacity and a
+  /// parent that holds more than it moves its least recently used arrays up
+  /// until it does not.
+  void fit_memories();
+  /// The least recently used of the arrays Canopy allocated at `memory` or
+  /// below it, other than `placing`; null when none (tree_mutex held).
+  std::shared_ptr<ArrayStorage> least_recently_used_in(const Location& memory, const ArrayStorage* placing);
+  /// Moves `array` to `parent`, counting it as evicted from `memory`.
+  void move_up(ArrayStorage& array, const std::string& parent, const std::string& memory);
   /// Records what the memory locations from `location` up hold now, for their peaks.
   void note_memory_peaks(const std::string& location);
   /// Bytes of Canopy's arrays at `memory` or below it (tree_mutex held).

@@ -416,4 +416,19 @@ TEST_CASE(
   std::vector<std::int64_t> own(std::size_t(4 * n), 1);
   auto wrapped = rt.wrap(own.data(), 4 * n, at("mem"));
   CHECK(memory().held_bytes == 3 * bytes);
+  // A location moved below the memory brings its arrays: the memory moves its
+  // least recently used ones up until it holds no more than its size (it
+  // had held 4 x 32 KiB of 96 KiB; found by a new user).
+  rt.add_location("side", "virtual", "top");
+  auto v = rt.array<std::int64_t>(n, at("top") | named("v"));
+  rt.region(fill_scaled()).over(n).launch(v, 9);
+  rt.pause();
+  rt.move(v, "side");
+  rt.move_location("side", "mem");
+  CAPTURE(rt.stats().to_text());
+  CHECK(memory().held_bytes == 3 * bytes);
+  CHECK(memory().evicted_bytes == 2 * bytes);
+  CHECK(v.location() == "side");  // the most recently used stays
+  CHECK(holds_scaled(v, 9));
+  CHECK(holds_scaled(x, 8));
 }
