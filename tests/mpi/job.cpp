@@ -3,11 +3,14 @@
 // the whole job (the others load the binary it shared), while ranks sharing
 // one cache directory never see a damaged entry.
 #include <doctest/doctest.h>
+#include <mpi.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <canopy/canopy.hpp>
@@ -79,6 +82,48 @@ TEST_CASE("mpi job: a rank's cores are cores its process may use (taskset, the l
   const Hierarchy tree = job.runtime().hierarchy();
   for (const Location* leaf : tree.leaves(*tree.root()))
     for (unsigned pu : leaf->traits().pus) CHECK(CPU_ISSET(pu, &mask));
+}
+
+// Whether MPI's control variable `name` (an integer or a bool, read through
+// MPI_T) is other than 0; nullopt where this MPI has none of that name.
+std::optional<bool> control_variable_set(const std::string& name) {
+  int provided = 0, count = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return std::nullopt;
+  std::optional<bool> value;
+  MPI_T_cvar_get_num(&count);
+  for (int i = 0; i < count && !value; ++i) {
+    char found[256];
+    int found_length = sizeof found, verbosity = 0, binding = 0, scope = 0, description_length = 0, size = 0;
+    MPI_Datatype type;
+    MPI_T_enum values;
+    if (MPI_T_cvar_get_info(i, found, &found_length, &verbosity, &type, &values, nullptr, &description_length, &binding,
+                            &scope) != MPI_SUCCESS ||
+        name != found || MPI_Type_size(type, &size) != MPI_SUCCESS || size > 8)
+      continue;
+    MPI_T_cvar_handle handle;
+    int elements = 0;
+    unsigned char bytes[16] = {};
+    if (MPI_T_cvar_handle_alloc(i, nullptr, &handle, &elements) != MPI_SUCCESS) continue;
+    if (elements == 1 && MPI_T_cvar_read(handle, bytes) == MPI_SUCCESS)
+      value = std::any_of(bytes, bytes + size, [](unsigned char b) { return b != 0; });
+    MPI_T_cvar_handle_free(&handle);
+  }
+  MPI_T_finalize();
+  return value;
+}
+
+TEST_CASE("mpi job: a rank waiting in MPI yields its core to the rank's leaves (Open MPI)") {
+  // CTest runs this without --mca mpi_yield_when_idle, on no more ranks
+  // than cores, where Open MPI spins: the Job asked for yielding before
+  // MPI_Init.
+  mpi_test::job();
+  const auto yield = control_variable_set("mpi_yield_when_idle");
+#ifdef OPEN_MPI
+  REQUIRE(yield.has_value());
+  CHECK(*yield);
+#else
+  MESSAGE("not Open MPI: mpi_yield_when_idle is " << (yield ? (*yield ? "set" : "not set") : "absent"));
+#endif
 }
 
 TEST_CASE("mpi job: a kernel is compiled once per kind of device, and the others load it") {
