@@ -2,12 +2,14 @@
 
 #include <atomic>
 
+#include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <canopy/ir/error.hpp>
 
 #include "internal/cpu_target.hpp"
+#include "internal/host_math.hpp"
 
 namespace canopy::jit {
 
@@ -32,6 +34,15 @@ llvm::orc::JITDylib& CpuJit::create_library(const std::string& name_hint) {
       llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit_->getDataLayout().getGlobalPrefix());
   if (!process) throw Error("Canopy's JIT cannot see the process's symbols: " + llvm::toString(process.takeError()));
   library->addGenerator(std::move(*process));
+  // Canopy's own math functions (host_math.hpp), whoever loads the library.
+  const auto callable = llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable;
+  llvm::orc::SymbolMap own;
+  own[jit_->mangleAndIntern(kHostSinF64)] =
+      llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(&host_sin_f64), callable);
+  own[jit_->mangleAndIntern(kHostCosF64)] =
+      llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(&host_cos_f64), callable);
+  if (auto error = library->define(llvm::orc::absoluteSymbols(std::move(own))))
+    throw Error("Canopy's JIT cannot define its math functions: " + llvm::toString(std::move(error)));
   return *library;
 }
 

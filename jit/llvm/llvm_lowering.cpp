@@ -1,5 +1,6 @@
 #include "internal/llvm_lowering.hpp"
 
+#include "internal/host_math.hpp"
 #include "internal/page_prefetch.hpp"
 
 #include <llvm/IR/Intrinsics.h>
@@ -184,6 +185,16 @@ llvm::Value* LlvmLowering::emit_math(ir::MathFn fn, ScalarType type, const std::
     return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, args[0], builder_.getFalse());
   }
   if (!ir::is_float(type)) fail("math function " + std::string(ir::name_of(fn)) + " on a non-float value");
+  if (type == ScalarType::F64 && (fn == ir::MathFn::Sin || fn == ir::MathFn::Cos) &&
+      !args[0]->getType()->isVectorTy()) {
+    // glibc's, mended for large arguments (host_math.hpp); SimdLowering calls it lane by lane.
+    auto* f64 = builder_.getDoubleTy();
+    const llvm::AttributeList attributes = llvm::AttributeList::get(
+        context_, llvm::AttributeList::FunctionIndex,
+        {llvm::Attribute::NoUnwind, llvm::Attribute::WillReturn, llvm::Attribute::NoSync, llvm::Attribute::ReadNone});
+    auto callee = module_.getOrInsertFunction(fn == ir::MathFn::Sin ? kHostSinF64 : kHostCosF64, attributes, f64, f64);
+    return builder_.CreateCall(callee, {args[0]});
+  }
   switch (fn) {
     case ir::MathFn::Sqrt: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, args[0]);
     case ir::MathFn::Exp: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);

@@ -955,6 +955,13 @@ void SimdLowering::visit(const ir::Call& node) {
   }
   const bool library_call = node.fn == ir::MathFn::Log || node.fn == ir::MathFn::Sin || node.fn == ir::MathFn::Cos ||
                             node.fn == ir::MathFn::Pow;
+  if (!mask_ && node.type == ScalarType::F64 && (node.fn == ir::MathFn::Sin || node.fn == ir::MathFn::Cos)) {
+    // Canopy's scalar functions (host_math.hpp), called for every lane.
+    mask_ = llvm::ConstantInt::getTrue(llvm::VectorType::get(builder_.getInt1Ty(), lanes_, false));
+    shaped_ = varying(call_per_active_lane(node.fn, node.type, args));
+    mask_ = nullptr;
+    return;
+  }
   if (!mask_ || !library_call) {
     shaped_ = varying(emit_math(node.fn, node.type, args));
     return;
