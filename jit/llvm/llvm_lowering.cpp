@@ -3,6 +3,7 @@
 #include "internal/host_math.hpp"
 #include "internal/page_prefetch.hpp"
 
+#include <limits>
 #include <optional>
 
 #include <llvm/IR/Intrinsics.h>
@@ -591,35 +592,6 @@ void LlvmLowering::emit_branch(llvm::Value* cond, const ir::If& node) {
   builder_.SetInsertPoint(merge);
 }
 
-int operations_without_loops(const ir::Stmt& body) {
-  struct Counter : ir::Visitor {
-    bool loop = false;
-    int nodes = 0;
-    void visit(const ir::For&) override { loop = true; }
-    void visit(const ir::Load& n) override { ++nodes, ir::Visitor::visit(n); }
-    void visit(const ir::Unary& n) override { ++nodes, ir::Visitor::visit(n); }
-    void visit(const ir::Binary& n) override { ++nodes, ir::Visitor::visit(n); }
-    void visit(const ir::Compare& n) override { ++nodes, ir::Visitor::visit(n); }
-    void visit(const ir::Cast& n) override { ++nodes, ir::Visitor::visit(n); }
-    void visit(const ir::Call& n) override { ++nodes, ir::Visitor::visit(n); }
-    void visit(const ir::Select& n) override { ++nodes, ir::Visitor::visit(n); }
-  } counter;
-  counter.walk(body);
-  return counter.loop ? -1 : counter.nodes;
-}
-
-namespace {
-
-// A loop body with no loop in it and at most kMostNodes expressions: more
-// chains side by side would not fit the registers.
-bool is_small_innermost(const ir::Stmt& body) {
-  constexpr int kMostNodes = 256;
-  const int operations = operations_without_loops(body);
-  return operations >= 0 && operations <= kMostNodes;
-}
-
-}  // namespace
-
 namespace {
 
 // The trips of a loop of constant bounds and fewer than 16 trips; nullopt
@@ -634,16 +606,16 @@ std::optional<std::int64_t> few_constant_trips(const ir::For& node) {
   return (end - begin + step - 1) / step;
 }
 
-// The operations of `body` once its loops of few constant trips are
-// unrolled (a loop counts its trips times its body's); -1 where another
-// loop is in it.
-std::int64_t unrolled_operations(const ir::Stmt& body) {
+// The operations of `body` (loads, arithmetic, comparisons, casts, calls,
+// selects). A loop in it makes it -1, unless `unrolled` and the loop has
+// few constant trips: then it counts its trips times its body's.
+std::int64_t count_operations(const ir::Stmt& body, bool unrolled) {
   struct Counter : ir::Visitor {
-    bool loop = false;
+    bool unrolled = false, loop = false;
     std::int64_t nodes = 0;
     void visit(const ir::For& n) override {
-      const auto trips = few_constant_trips(n);
-      const std::int64_t inner = trips ? unrolled_operations(n.body) : -1;
+      const auto trips = unrolled ? few_constant_trips(n) : std::nullopt;
+      const std::int64_t inner = trips ? count_operations(n.body, true) : -1;
       if (inner < 0)
         loop = true;
       else
@@ -657,11 +629,25 @@ std::int64_t unrolled_operations(const ir::Stmt& body) {
     void visit(const ir::Call& n) override { ++nodes, ir::Visitor::visit(n); }
     void visit(const ir::Select& n) override { ++nodes, ir::Visitor::visit(n); }
   } counter;
+  counter.unrolled = unrolled;
   counter.walk(body);
   return counter.loop ? -1 : counter.nodes;
 }
 
+// A loop body with no loop in it and at most kMostNodes expressions: more
+// chains side by side would not fit the registers.
+bool is_small_innermost(const ir::Stmt& body) {
+  constexpr int kMostNodes = 256;
+  const int operations = operations_without_loops(body);
+  return operations >= 0 && operations <= kMostNodes;
+}
+
 }  // namespace
+
+int operations_without_loops(const ir::Stmt& body) {
+  const std::int64_t operations = count_operations(body, false);
+  return operations < 0 ? -1 : static_cast<int>(std::min<std::int64_t>(operations, std::numeric_limits<int>::max()));
+}
 
 bool unrolls_fully(const ir::For& node) {
   // A nest unrolls whole only while small: Rodinia lud's 16-row block took
@@ -671,7 +657,7 @@ bool unrolls_fully(const ir::For& node) {
   constexpr std::int64_t kMostOperations = 1024, kMostNestOperations = 256;
   const auto trips = few_constant_trips(node);
   if (!trips) return false;
-  const std::int64_t operations = unrolled_operations(node.body);
+  const std::int64_t operations = count_operations(node.body, true);
   if (operations < 0) return false;
   const bool nest = operations_without_loops(node.body) < 0;
   return *trips * std::max<std::int64_t>(operations, 1) <= (nest ? kMostNestOperations : kMostOperations);

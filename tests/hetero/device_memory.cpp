@@ -82,6 +82,15 @@ bool use_cpu_and_two_devices(Runtime& rt) {
   return true;
 }
 
+// Keeps of `rt`'s tree cpu0 and the first device; false where the node
+// lacks either.
+bool use_cpu0_and_device(Runtime& rt) {
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)})) return false;
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  return true;
+}
+
 DeviceMemoryStats memory_of(const Runtime& rt, const std::string& leaf) {
   for (const auto& m : rt.stats().device_memory)
     if (m.leaf == leaf) return m;
@@ -552,10 +561,7 @@ TEST_CASE("hetero: any passes over a device that cannot hold a gather's table, t
   // where the previous region left the indexes, and the region failed.
   canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY", (accelerator(0) + ":1MiB").c_str());
   Runtime rt;
-  const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", accelerator(0)}))
-    CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
-  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  if (!use_cpu0_and_device(rt)) CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
   static const Kernel make_indexes("any_make_indexes", [](Out<std::int32_t> k, Val<std::int32_t> size) {
     Idx i = index(0);
     k[i] = cast<std::int32_t>((i * 7919) % cast<std::int64_t>(size));
@@ -603,10 +609,7 @@ TEST_CASE(
   // written its rows when the device's failed, and the error came at pause().
   canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY", (accelerator(0) + ":1MiB").c_str());
   Runtime rt;
-  const Hierarchy discovered = rt.hierarchy();
-  if (!has_leaves(discovered, {"cpu0", accelerator(0)}))
-    CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
-  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  if (!use_cpu0_and_device(rt)) CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
   const std::int64_t size = 600000, n = 10000;  // a table of 2.4 MB
   auto table = rt.array<std::int32_t>(size, named("table"));
   auto out = rt.array<std::int32_t>(n, named("out"));
