@@ -219,9 +219,13 @@ void DeviceCopies::make_room(TransferTotals& totals, int place, const std::strin
                              std::span<const DeviceCopies* const> keep, std::unique_lock<std::mutex>& held_lock) {
   auto& held = totals.held[place];
   if (held.capacity <= 0 || held.now + need <= held.capacity) return;
+  // A piece's arrays together (make_room_for) or one array's copy.
+  const std::string what = keep.size() > 1 ? std::to_string(need) + " bytes of copies for the piece's " +
+                                                 std::to_string(keep.size()) + " arrays"
+                                           : "a copy of " + std::to_string(need) + " bytes";
   if (need > held.capacity)
-    throw AllocationFailed("a copy of " + std::to_string(need) + " bytes on " + device +
-                           " does not fit a device memory of " + std::to_string(held.capacity) +
+    throw AllocationFailed(what + " on " + device + " does not fit a device memory of " +
+                           std::to_string(held.capacity) +
                            " bytes (CANOPY_DEVICE_MEMORY, or the capacity the configuration or the device gives)");
   // An array another thread holds (a piece elsewhere preparing it, the host
   // reading it) is waited for, with the ledger let go meanwhile.
@@ -256,9 +260,8 @@ void DeviceCopies::make_room(TransferTotals& totals, int place, const std::strin
     held_lock.lock();
   }
   if (held.now + need > held.capacity)
-    throw AllocationFailed("a copy of " + std::to_string(need) + " bytes on " + device +
-                           " does not fit a device memory of " + std::to_string(held.capacity) + " bytes beside the " +
-                           std::to_string(held.now) +
+    throw AllocationFailed(what + " on " + device + " does not fit a device memory of " +
+                           std::to_string(held.capacity) + " bytes beside the " + std::to_string(held.now) +
                            " bytes of copies in use there now (the arrays of the piece itself included)");
 }
 
