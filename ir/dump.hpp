@@ -1,6 +1,6 @@
 // CANOPY_DUMP: writes what Canopy generated so a user can read what ran.
-// CANOPY_DUMP is a comma-separated list of kinds (ir, llvm, opencl, cuda,
-// spirv, cost, program, or all); files go to $CANOPY_DUMP_DIR (default
+// CANOPY_DUMP is a comma-separated list of kinds (ir, llvm, asm, opencl,
+// cuda, spirv, cost, program, or all); files go to $CANOPY_DUMP_DIR (default
 // ./canopy-dump) as <name>.<kind>.
 #pragma once
 

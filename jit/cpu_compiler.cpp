@@ -191,12 +191,20 @@ struct CpuCompiler::State {
     }
   }
 
+  /// Whether entries may come from the disk cache: not while CANOPY_DUMP
+  /// asks for what compiling writes (ir's `<kernel>.cpu.ir`, llvm, asm),
+  /// which a cached kernel would not write. What is compiled is still kept.
+  bool loads_from_disk() const {
+    const auto& s = settings();
+    return disk && !s.dumps("ir") && !s.dumps("llvm") && !s.dumps("asm");
+  }
+
   /// The entry of a kernel this compiler has not seen: from disk, else
   /// compiled, linked by the JIT and kept on disk as a shared object.
   CpuEntry load_or_compile(const ir::Kernel& kernel, const CodeOptions& code, const std::string& key, Source& source) {
     const std::string symbol = symbol_name(kernel.name, key);
     bool unloadable = false;
-    if (disk) {
+    if (loads_from_disk()) {
       if (CpuEntry entry = load(key, symbol, unloadable)) {
         source = Source::Disk;
         return entry;
@@ -332,7 +340,7 @@ void CpuCompiler::compile_together(const std::vector<const ir::Kernel*>& kernels
   std::vector<Pending*> to_compile;
   for (Pending& p : pending) {
     CpuEntry entry = nullptr;
-    if (state_->disk) {
+    if (state_->loads_from_disk()) {
       try {
         entry = state_->load(p.key, p.symbol, p.unloadable);
       } catch (const Error&) {

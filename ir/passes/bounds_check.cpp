@@ -212,7 +212,7 @@ std::string describe_fault(const Kernel& kernel, const FaultRecord& record) {
   const auto param = record[kFaultParam];
   std::string array = "number " + std::to_string(param);
   if (param >= 0 && param < static_cast<std::int64_t>(kernel.params.size()))
-    array = "'" + kernel.params[static_cast<std::size_t>(param)].name + "'";
+    array = kernel.describe_param(static_cast<std::size_t>(param));
   return "kernel '" + kernel.name + "' " + (record[kFaultWrite] ? "wrote" : "read") + " array " + array +
          " out of bounds: index " + std::to_string(record[kFaultIndex]) + " in dimension " +
          std::to_string(record[kFaultDim]) + ", whose extent is " + std::to_string(record[kFaultExtent]) +

@@ -126,6 +126,10 @@ TEST_CASE("bounds_check: the fault record reads back as the message the runtime 
   CHECK(describe_fault(kernel, record) ==
         "kernel 'stencil' wrote array 'v' out of bounds: index 70 in dimension 1, whose extent is 64 (found by "
         "CANOPY_CHECK=bounds; the access was skipped); keep every index in [0, extent)");
+  // A parameter the program gave no name is named by its position, as at launch.
+  Kernel unnamed = kernel;
+  unnamed.params[0].name = "p0";
+  CHECK(describe_fault(unnamed, record).find("wrote array p0 (unnamed: the 1st) out of bounds") != std::string::npos);
 }
 
 TEST_CASE("bounds_check: a kernel that does not verify is refused with the verifier's message") {

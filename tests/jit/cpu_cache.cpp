@@ -94,6 +94,28 @@ TEST_CASE("the same kernel again comes from memory; a second compiler on the dir
   CHECK(runs_correctly(other, other_compiled.entry, 2.0));
 }
 
+TEST_CASE("with CANOPY_DUMP asking for generated code, a kernel on disk is compiled again, and written out") {
+  // A warm cache had left the dumps a user asked for unwritten (found by a
+  // new user following the README).
+  TempDir dir, dumps;
+  Kernel kernel = scaled_kernel("cache_dumped");
+  {
+    CpuCompiler first(CpuCompiler::Options{dir.str()});
+    CHECK(first.compile(kernel).source == Source::Compiled);
+  }
+  for (const char* kind : {"llvm", "asm", "ir"}) {
+    CAPTURE(kind);
+    canopy::testing::ScopedSetting dump("CANOPY_DUMP", kind), where("CANOPY_DUMP_DIR", dumps.str().c_str());
+    CpuCompiler again(CpuCompiler::Options{dir.str()});
+    CHECK(again.compile(kernel).source == Source::Compiled);
+    const std::string file =
+        std::string(kernel.name) + (std::string(kind) == "ir" ? ".cpu.ir" : "." + std::string(kind));
+    CHECK(std::filesystem::exists(dumps.path() / file));
+  }
+  CpuCompiler later(CpuCompiler::Options{dir.str()});  // without dumps: from disk again
+  CHECK(later.compile(kernel).source == Source::Disk);
+}
+
 TEST_CASE("stored in the background: the entry runs at once, and is on disk after a flush or the compiler's end") {
   TempDir dir;
   CpuCompiler::Options options{dir.str()};
