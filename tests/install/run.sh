@@ -12,6 +12,7 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
 test -f "$work/prefix/include/canopy/canopy.hpp"
 test -x "$work/prefix/bin/canopy-bench"
+test -x "$work/prefix/bin/canopy-plot" || { echo "canopy-plot was not installed"; exit 1; }
 cmake -S "$source_dir/consumer" -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer" >/dev/null
