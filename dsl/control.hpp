@@ -70,6 +70,7 @@ class Var {
   Value<T> value() const {
     return Value<T>(dsl::Tracer::current("Var").snapshot(ir::make_var(ir::scalar_type_of<T>(), name_)));
   }
+  /// The local's name in the kernel's IR (as CANOPY_DUMP=ir prints it).
   const std::string& name() const { return name_; }
 
  private:

@@ -30,7 +30,9 @@ class KernelBase {
   /// Wraps an IR kernel (for example one read with ir::parse); it is verified.
   explicit KernelBase(ir::Kernel kernel);
 
+  /// The traced kernel in Canopy's IR (ir/printer.hpp prints it).
   const ir::Kernel& ir() const { return *ir_; }
+  /// The name the kernel was given.
   const std::string& name() const { return ir_->name; }
   /// The shared IR; the runtime keys its compiled code by this pointer.
   const std::shared_ptr<const ir::Kernel>& ir_ptr() const { return ir_; }

@@ -115,12 +115,14 @@ class Value {
     return *this;
   }
 
+  /// This value (every symbolic operand has value(), which the operators use).
   Value value() const { return *this; }
   /// The IR expression; throws canopy::Error when the value is unset.
   const ir::Expr& expr() const {
     if (!expr_) dsl::fail_unset_value();
     return expr_;
   }
+  /// False for a default-constructed Value, or a For counter outside its loop.
   bool is_set() const { return expr_ != nullptr; }
   /// Used by For to bind its counter (or unbind it with null after the loop).
   void bind_counter(ir::Expr expr) { expr_ = std::move(expr); }
@@ -205,6 +207,12 @@ concept Bitwise = Integer<T> || std::is_same_v<T, bool>;
 
 // ---- operators -----------------------------------------------------------
 
+/// The arithmetic (+ - * / %: numbers), bitwise (& | ^: integers and bools)
+/// and shift (<< >>: integers) operators on kernel values, either side a
+/// symbolic value or a C++ literal of the other's type; they build the
+/// kernel's expression, with the IR's semantics (docs/ir-semantics.md:
+/// integers wrap, x / 0 == 0, x % 0 == 0, shifts by the amount modulo the
+/// width, % on floats is C's fmod).
 #define CANOPY_DSL_BINARY(OPERATOR, OP, CONSTRAINT)                                                      \
   template <class A, class B>                                                                            \
   requires dsl::Operands<A, B> && CONSTRAINT<dsl::common_value_t<A, B>> Value<dsl::common_value_t<A, B>> \
@@ -229,6 +237,8 @@ template <class A, class B>
 requires dsl::Operands<A, B> && std::is_same_v < dsl::common_value_t<A, B>,
 bool > Value<bool> operator||(const A& a, const B& b) { return dsl::binary(ir::BinaryOp::Or, a, b); }
 
+/// Comparisons of two kernel values (or one and a literal): a Value<bool>;
+/// false when either side is NaN, except != (true).
 #define CANOPY_DSL_COMPARE(OPERATOR, OP)   \
   template <class A, class B>              \
   requires dsl::Operands<A, B> Value<bool> \
@@ -241,6 +251,7 @@ CANOPY_DSL_COMPARE(>, Gt)
 CANOPY_DSL_COMPARE(>=, Ge)
 #undef CANOPY_DSL_COMPARE
 
+/// Negation (numbers), logical not (bools) and bitwise complement (integers).
 template <dsl::Symbolic X>
 requires dsl::Numeric<typename X::value_type> Value<typename X::value_type>
 operator-(const X& x) { return Value<typename X::value_type>(ir::make_unary(ir::UnaryOp::Neg, x.value().expr())); }
@@ -276,6 +287,9 @@ bool > &&ir::is_kernel_scalar_v<L> Value<L> select(const C& cond, L a, L b) {
   return Value<L>(ir::make_select(dsl::expr_of<bool>(cond), dsl::literal_expr<L>(a), dsl::literal_expr<L>(b)));
 }
 
+/// sqrt, exp, log, sin, cos, floor and fabs of a float value (within the
+/// ulp bounds of docs/ir-semantics.md on every backend), and abs of any
+/// number (abs of the smallest integer is itself, as it wraps).
 #define CANOPY_DSL_MATH1(NAME, FN, CONSTRAINT)                                                 \
   template <dsl::Symbolic X>                                                                   \
   requires CONSTRAINT<typename X::value_type> Value<typename X::value_type> NAME(const X& x) { \

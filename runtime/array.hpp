@@ -242,13 +242,19 @@ class HostView {
   HostView(T* data, Shape shape, std::shared_ptr<runtime::ArrayStorage> storage)
       : data_(data), shape_(shape), open_(std::move(storage), !std::is_const_v<T>) {}
 
+  /// The first element; the elements are contiguous, the last dimension fastest.
   T* data() const { return data_; }
+  /// The number of elements (the product of the extents).
   std::int64_t size() const { return shape_.size(); }
+  /// The array's extents.
   const Shape& shape() const { return shape_; }
+  /// The elements in memory order, for range-for and the standard algorithms.
   T* begin() const { return data_; }
   T* end() const { return data_ + size(); }
 
+  /// Element i of a 1-D array (unchecked).
   T& operator[](std::int64_t i) const requires(Rank == 1) { return data_[i]; }
+  /// Element (i), (i, j) or (i, j, k), row-major (unchecked).
   T& operator()(std::int64_t i) const requires(Rank == 1) { return data_[i]; }
   T& operator()(std::int64_t i, std::int64_t j) const requires(Rank == 2) { return data_[i * shape_[1] + j]; }
   T& operator()(std::int64_t i, std::int64_t j, std::int64_t k) const requires(Rank == 3) {
@@ -272,7 +278,9 @@ class ArraySlice {
   ArraySlice(std::shared_ptr<runtime::ArrayStorage> storage, std::int64_t begin_row, std::int64_t end_row)
       : storage_(std::move(storage)), begin_row_(begin_row), end_row_(end_row) {}
 
+  /// The whole array's storage (the runtime's side of it).
   const std::shared_ptr<runtime::ArrayStorage>& storage() const { return storage_; }
+  /// The first row of the slice, and one past its last.
   std::int64_t begin_row() const { return begin_row_; }
   std::int64_t end_row() const { return end_row_; }
   /// Elements in one row (the product of the inner extents; 1 for Rank 1).
@@ -303,9 +311,12 @@ class Array {
   Array() = default;
   explicit Array(std::shared_ptr<runtime::ArrayStorage> storage) : storage_(std::move(storage)) {}
 
+  /// False for a default-constructed (empty) handle, which no launch takes.
   explicit operator bool() const { return storage_ != nullptr; }
+  /// The extents, and the extent of dimension `dim` (0 is the outermost).
   const Shape& shape() const { return storage_->shape(); }
   std::int64_t extent(int dim) const { return storage_->shape()[dim]; }
+  /// The number of elements (the product of the extents).
   std::int64_t size() const { return storage_->shape().size(); }
   /// The location the array is placed at now.
   std::string location() const { return storage_->location(); }
@@ -344,6 +355,8 @@ class Array {
   /// Every row: the whole array as a slice.
   ArraySlice<T, Rank> slice() const { return slice(0, extent(0)); }
 
+  /// The runtime's side of the array (shared by every copy of this handle);
+  /// for the runtime and tools, not needed to write programs.
   const std::shared_ptr<runtime::ArrayStorage>& storage() const { return storage_; }
 
  private:

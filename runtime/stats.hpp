@@ -163,6 +163,8 @@ struct Stats {
   /// (RegionStats::follows) instead of their own.
   std::int64_t followed_regions = 0;
 
+  /// All of it as text, one line per leaf, memory, array and recent region
+  /// (to print or log after a run).
   std::string to_text() const;
 };
 
