@@ -52,8 +52,28 @@ namespace {
 namespace ports = canopy::bench::rodinia;
 using Args = std::vector<std::string>;
 
-/// Integer argument `k`, or 0 when absent.
-long long integer(const Args& a, std::size_t k) { return k < a.size() ? std::stoll(a[k]) : 0; }
+/// Integer argument `k`; throws, naming it, when it is absent or not an integer.
+long long integer(const Args& a, std::size_t k) {
+  if (k >= a.size()) throw std::runtime_error("argument " + std::to_string(k + 1) + " is missing");
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(a[k], &used);
+  } catch (const std::exception&) {
+  }
+  if (used == 0 || used != a[k].size())
+    throw std::runtime_error("argument " + std::to_string(k + 1) + " ('" + a[k] + "') is not an integer");
+  return value;
+}
+
+/// Integer argument `k`, which must be `least` or more (a size, a count).
+long long at_least(const Args& a, std::size_t k, long long least) {
+  const long long value = integer(a, k);
+  if (value < least)
+    throw std::runtime_error("argument " + std::to_string(k + 1) + " is " + std::to_string(value) + "; give " +
+                             std::to_string(least) + " or more");
+  return value;
+}
 
 /// The value after `flag`, or `otherwise`.
 std::string option(const Args& a, const std::string& flag, const std::string& otherwise = "") {
@@ -67,7 +87,8 @@ void report(const char* what, std::chrono::steady_clock::time_point start) {
 }
 
 int hotspot(const Args& a) {
-  const auto rows = integer(a, 0), cols = integer(a, 1);
+  const auto rows = at_least(a, 0, 1), cols = at_least(a, 1, 1);
+  at_least(a, 2, 0);
   const auto temperature = rodinia::hotspot::read_values(a.at(4), rows * cols);
   const auto power = rodinia::hotspot::read_values(a.at(5), rows * cols);
   const auto c = rodinia::hotspot::Coefficients::of(rows, cols);
@@ -88,7 +109,12 @@ int hotspot(const Args& a) {
 }
 
 int srad_v2(const Args& a) {
-  const auto rows = integer(a, 0), cols = integer(a, 1);
+  const auto rows = at_least(a, 0, 1), cols = at_least(a, 1, 1);
+  if (integer(a, 2) < 0 || integer(a, 4) < 0 || integer(a, 2) > integer(a, 3) || integer(a, 4) > integer(a, 5) ||
+      integer(a, 3) >= rows || integer(a, 5) >= cols)
+    throw std::runtime_error("the region of interest rows " + a[2] + ".." + a[3] + ", columns " + a[4] + ".." + a[5] +
+                             " is not inside the " + a[0] + "x" + a[1] + " image");
+  at_least(a, 8, 0);
   const std::vector<float> image = rodinia::srad_v2::generate(rows, cols);
   const ports::srad_v2_baseline::Problem problem{rows,
                                                  cols,
@@ -107,7 +133,7 @@ int srad_v2(const Args& a) {
 }
 
 int pathfinder(const Args& a) {
-  const auto cols = integer(a, 0), rows = integer(a, 1);
+  const auto cols = at_least(a, 0, 1), rows = at_least(a, 1, 1);
   const rodinia::pathfinder::Walls walls = rodinia::pathfinder::generate(cols, rows);
   std::vector<std::int32_t> result;
   ports::pathfinder_baseline::run_openmp({walls.rows, walls.cols, walls.values.data()}, result);
@@ -127,7 +153,9 @@ int lud(const Args& a) {
 }
 
 int nw(const Args& a) {
-  const auto dim = integer(a, 0);
+  const auto dim = at_least(a, 0, 1);
+  if (rodinia::nw::default_block(dim) <= 0)
+    throw std::runtime_error("the sequence length " + a[0] + " must be a multiple of 16");
   const auto penalty = static_cast<std::int32_t>(integer(a, 1));
   auto problem = rodinia::nw::generate(dim, penalty);
   const auto start = std::chrono::steady_clock::now();
@@ -234,7 +262,9 @@ int bfs(const Args& a) {
 
 int lavaMD(const Args& a) {
   namespace md = rodinia::lavamd;
-  const md::System system = md::generate(static_cast<int>(std::stoll(option(a, "-boxes1d"))));
+  const Args boxes{option(a, "-boxes1d")};
+  if (boxes[0].empty()) throw std::runtime_error("give the boxes per side with -boxes1d B");
+  const md::System system = md::generate(static_cast<int>(at_least(boxes, 0, 1)));
   std::vector<double> forces(system.positions.size());
   const auto start = std::chrono::steady_clock::now();
   ports::openmp::lavamd(system.positions.data(), system.charges.data(), system.neighbours.data(),
