@@ -1,5 +1,6 @@
 #include "cpu_compiler.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -118,6 +119,7 @@ struct CpuCompiler::State {
     if (writer_process == 0) {
       writer_process = ::getpid();
       writer = std::thread([this] { write_stores(); });
+      pthread_setname_np(writer.native_handle(), "canopy:cache");
     }
     stores.push_back(std::move(entry));
     store_changed.notify_all();

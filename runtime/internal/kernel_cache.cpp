@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include <canopy/backends/cpu/thread_pool.hpp>
 #include <canopy/ir/analysis/cost.hpp>
 #include <canopy/ir/dump.hpp>
 #include <canopy/ir/passes/bounds_check.hpp>
@@ -104,7 +105,12 @@ std::shared_future<void> BackgroundCompiler::submit(std::function<void()> task) 
   std::lock_guard lock(mutex_);
   if (stopping_) return done;  // broken: nothing will run it
   tasks_.push_back(std::move(packaged));
-  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] { run(); });
+    // Named, as every thread of Canopy's is: unnamed, it showed the name of
+    // the thread that started it (the recorder's, in `ps -L`).
+    backends::cpu::name_thread(thread_, "compile");
+  }
   wake_.notify_one();
   return done;
 }

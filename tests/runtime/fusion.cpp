@@ -540,3 +540,37 @@ TEST_CASE("fusion: an array two Runtimes use sees their regions in launch order,
   rt1.pause();
   rt2.pause();
 }
+
+TEST_CASE("fusion: the threads Canopy starts carry their own names, not the recorder's") {
+  // The background compiler, started from the recorder's thread, showed as a
+  // second canopy:recorder in `ps -L` (found by a new user).
+  canopy::testing::ScopedSetting leaves("CANOPY_CPU_LEAVES", "core"), cache("CANOPY_CACHE_DIR", "off");
+  Runtime rt;
+  const std::int64_t n = 1 << 16;
+  auto a = rt.array<double>(n), b = rt.array<double>(n), c = rt.array<double>(n);
+  static const Kernel init("thread_names_init", [](Out<double> b, Out<double> c) {
+    Idx i = index(0);
+    b[i] = 1.0;
+    c[i] = cast<double>(i);
+  });
+  static const Kernel triad("thread_names_triad", [](Out<double> a, In<double> b, In<double> c) {
+    Idx i = index(0);
+    a[i] = b[i] + 0.5 * c[i];
+  });
+  for (int round = 0; round < 3; ++round) {
+    rt.region(init).over(n).launch(b, c);
+    rt.region(triad).over(n).launch(a, b, c);
+    rt.pause();
+  }
+  CHECK(a.host_read()[10] == 6.0);
+  int recorders = 0, compilers = 0;  // two leaves: the other leaf's programs compile in the background
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    recorders += name == "canopy:recorder";
+    compilers += name == "canopy:compile";
+  }
+  CHECK(recorders <= 1);
+  CHECK(compilers >= 1);
+}
