@@ -63,6 +63,12 @@ void Engine::State::sync_workers() {
     const Location* leaf = tree.find(name);
     totals->held[worker->place()].capacity =
         limit != device_memory.end() ? limit->second : (leaf ? leaf->traits().capacity : 0);
+    // The tree shows the capacity in force (it had shown the device's own).
+    if (leaf && limit != device_memory.end() && leaf->traits().capacity != limit->second) {
+      LocationTraits traits = leaf->traits();
+      traits.capacity = limit->second;
+      tree.set_traits(name, std::move(traits));
+    }
   }
 }
 

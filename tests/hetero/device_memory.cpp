@@ -154,6 +154,7 @@ TEST_CASE(
   use_leaves(rt, discovered, {accelerator(0)});
   const std::string device = accelerator(0);
   CHECK(memory_of(rt, device).capacity_bytes == 250000);
+  CHECK(rt.hierarchy().at(device).traits().capacity == 250000);  // the tree shows the capacity in force
   auto a = rt.array<std::int32_t>(n, named("a"));
   auto b = rt.array<std::int32_t>(n, named("b"));
   auto c = rt.array<std::int32_t>(n, named("c"));
