@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -303,8 +304,13 @@ struct Job::State {
   }
 
   void start(int* argc, char*** argv) {
-    int initialized = 0;
+    int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (finalized)
+      throw Error(
+          "mpi::Job: MPI was finalized already (by an earlier Job or by the program), and MPI cannot start twice in a "
+          "process; make one Job for the whole program");
     int provided = MPI_THREAD_SINGLE;
     if (!initialized) {
       // Open MPI's ranks spin while they wait in MPI, on a core the rank's
@@ -399,13 +405,20 @@ Job::Job() : state_(std::make_unique<State>()) { state_->start(nullptr, nullptr)
 
 Job::~Job() {
   state_->runtime.reset();
+  // The program may have finalized MPI itself: nothing of MPI may be called then.
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  // Left by an exception (this rank failed): MPI_Finalize would wait for
+  // ranks that wait for this one, and the program's handler would never
+  // print the error. Without finalizing, the process ends after the handler,
+  // and mpirun ends the job.
+  if (std::uncaught_exceptions() > 0) return;
   for (auto& [fingerprint, group, group_size] : state_->groups)
     if (group != MPI_COMM_NULL) MPI_Comm_free(&group);
   if (state_->node_comm != MPI_COMM_NULL) MPI_Comm_free(&state_->node_comm);
   if (state_->world != MPI_COMM_NULL) MPI_Comm_free(&state_->world);
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (state_->started_mpi && !finalized) MPI_Finalize();
+  if (state_->started_mpi) MPI_Finalize();
 }
 
 int Job::rank() const { return state_->rank; }
@@ -520,12 +533,12 @@ void Job::sendrecv_elements(const std::shared_ptr<runtime::ArrayStorage>& outgoi
   }
 }
 
-void Job::agree_on_slices(const runtime::ArrayStorage& array, int n, const char* what) {
+void Job::agree_on_slices(const runtime::ArrayStorage& array, int n, const char* what, int root) {
   const int type = static_cast<int>(array.type());
-  int mine[4] = {n, -n, type, -type}, all[4] = {0, 0, 0, 0};
+  int mine[6] = {n, -n, type, -type, root, -root}, all[6] = {0, 0, 0, 0, 0, 0};
   {
     auto lock = state_->lock();
-    check(MPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, state_->world),
+    check(MPI_Allreduce(mine, all, 6, MPI_INT, MPI_MAX, state_->world),
           std::string("MPI_Allreduce of the slice lengths before ") + what);
   }
   if (all[0] != -all[1])
@@ -535,11 +548,19 @@ void Job::agree_on_slices(const runtime::ArrayStorage& array, int n, const char*
   if (all[2] != -all[3])
     throw Error(std::string(what) + " of " + array.describe() +
                 ": the ranks give arrays of different element types; every rank must give one type");
+  if (all[4] != -all[5])
+    throw Error(std::string(what) + " of " + array.describe() + ": the ranks name roots " + std::to_string(-all[5]) +
+                " to " + std::to_string(all[4]) + " (this rank " + std::to_string(root) +
+                "); every rank must name one root");
 }
 
 void Job::allreduce_elements(const std::shared_ptr<runtime::ArrayStorage>& array, std::int64_t first,
                              std::int64_t count, Op op) {
   check_slice(*array, first, count, "allreduce");
+  if (array->type() == ir::ScalarType::Bool && op == Op::Sum)
+    throw Error("allreduce of " + array->describe() +
+                ": a sum of bools is not a bool; use Op::Max (any rank's true) or Op::Min (every rank's), or "
+                "an integer array to count");
   const int n = count_of(*array, count, "allreduce");
   agree_on_slices(*array, n, "allreduce");
   void* data = host_for_reading(*array, first, count);
@@ -555,7 +576,7 @@ void Job::bcast_elements(const std::shared_ptr<runtime::ArrayStorage>& array, st
                          int root) {
   check_slice(*array, first, count, "bcast");
   const int n = count_of(*array, count, "bcast");
-  agree_on_slices(*array, n, "bcast");
+  agree_on_slices(*array, n, "bcast", root);
   const bool sending = root == state_->rank;
   void* data = sending ? host_for_reading(*array, first, count) : host_for_writing(*array, first);
   {

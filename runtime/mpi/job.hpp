@@ -204,7 +204,7 @@ class Job {
   /// whether all gave the same length and element type, and all throw the
   /// same canopy::Error naming `what` when not (a mismatched MPI collective
   /// truncates on some ranks and hangs on others). One small MPI_Allreduce.
-  void agree_on_slices(const runtime::ArrayStorage& array, int n, const char* what);
+  void agree_on_slices(const runtime::ArrayStorage& array, int n, const char* what, int root = 0);
 
   std::unique_ptr<State> state_;
 };

@@ -99,6 +99,16 @@ class Partition {
     const int rank = job_.rank(), size = job_.size();
     const std::vector<std::int64_t>& from = last_.before;
     const std::vector<std::int64_t>& to = last_.after;
+    const auto bounds = static_cast<std::size_t>(size) + 1;
+    if (from.size() != bounds || to.size() != bounds)
+      throw Error(
+          "Partition::redistribute: no rebalance() has moved rows yet; call it after a rebalance() that "
+          "returned true");
+    if (!old || old.extent(0) != from[rank + 1] - from[rank] + 2 * halo)
+      throw Error("Partition::redistribute: the array has " + std::to_string(old ? old.extent(0) : 0) +
+                  " rows, but this rank's block before the move was " + std::to_string(from[rank + 1] - from[rank]) +
+                  " rows and 2 x " + std::to_string(halo) +
+                  " halo rows; pass the array of the block before the move and the halo it was made with");
     Shape shape = old.shape();
     const std::int64_t rows_now = to[rank + 1] - to[rank] + 2 * halo;
     const Shape fresh_shape = Rank == 1   ? Shape(rows_now)

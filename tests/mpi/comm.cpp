@@ -214,6 +214,29 @@ TEST_CASE("mpi: allreduce and bcast of slices of different lengths or types on t
       CHECK(std::string(e.what()).find("different element types") != std::string::npos);
     }
   }
+  if (job.size() > 1) {
+    // One length and type, two roots: rank 0 kept its data and another rank
+    // took a third's (found by a new user).
+    auto d = rt.array<double>(4);
+    try {
+      job.bcast(d, job.rank() == 0 ? 0 : 1);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("the ranks name roots 0 to 1") != std::string::npos);
+    }
+  }
+  // A sum of bools is not a bool (it gave bytes of 3); Max is any rank's true.
+  auto flags = rt.array<bool>(3);
+  {
+    auto view = flags.host();
+    for (std::int64_t i = 0; i < 3; ++i) view[i] = i == job.rank() % 3;
+  }
+  CHECK_THROWS_WITH_AS(job.allreduce(flags, mpi::Op::Sum), doctest::Contains("a sum of bools is not a bool"), Error);
+  job.allreduce(flags, mpi::Op::Max);
+  {
+    const auto view = flags.host_read();
+    for (std::int64_t i = 0; i < 3; ++i) CHECK(view[i] == (i < job.size()));
+  }
   // The same lengths still reduce.
   auto same = rt.array<double>(5);
   {

@@ -55,6 +55,9 @@ TEST_CASE("mpi partition: rows converge to the balance of known step-time models
     CHECK(std::abs(partition.bounds()[r + 1] - partition.bounds()[r] - rows / job.size()) <= 1);
   // Each row holds its global index in every column, with one halo row above and below.
   auto block = partition.make<double>(cols, 1);
+  // Before any move, redistribute() is refused (it had read empty bounds and crashed).
+  CHECK_THROWS_WITH_AS(partition.redistribute(block, 1), doctest::Contains("no rebalance() has moved rows yet"),
+                       canopy::Error);
   auto fill = [&](canopy::Array<double, 2>& a) {
     auto h = a.host();
     for (std::int64_t r = 0; r < partition.count(); ++r)
@@ -78,7 +81,13 @@ TEST_CASE("mpi partition: rows converge to the balance of known step-time models
     for (int step = 0; step < 3; ++step) partition.record(1.0);  // replaced by this rank's model
     const auto report = partition.rebalance();
     MESSAGE(report.text());
-    if (report.moved) block = partition.redistribute(block, 1);
+    if (report.moved) {
+      // The halo the block was made with, or an error naming the rows (the
+      // wrong one had moved the wrong rows silently).
+      CHECK_THROWS_WITH_AS(partition.redistribute(block, 0), doctest::Contains("pass the array of the block before"),
+                           canopy::Error);
+      block = partition.redistribute(block, 1);
+    }
     CHECK(mpi_test::all_ranks(job, holds_its_rows(block)));
     balanced = mpi_test::all_ranks(job, std::abs(double(partition.count()) - ideal_rows) <= 0.05 * ideal_rows);
   }
