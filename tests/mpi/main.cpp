@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "mpi_support.hpp"
 
@@ -26,6 +28,10 @@ int main(int argc, char** argv) {
   try {
     canopy::mpi::Job job(argc, argv);
     the_job = &job;
+    // mpi-job-throw: one rank fails while the others go on to the collective
+    // cases. The job must end with its message (it hung, unprinted).
+    if (const char* failing = std::getenv("CANOPY_TEST_FAILING_RANK"); failing && std::atoi(failing) == job.rank())
+      throw canopy::Error("rank " + std::to_string(job.rank()) + " failed on purpose");
     doctest::Context context(argc, argv);
     const int failed = context.run();
     const std::int64_t any = job.allreduce(std::int64_t{failed != 0}, canopy::mpi::Op::Max);
