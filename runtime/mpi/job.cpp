@@ -463,33 +463,40 @@ void Job::send_elements(const std::shared_ptr<runtime::ArrayStorage>& array, std
         "MPI_Send of " + array->describe() + " to rank " + std::to_string(destination));
 }
 
+// Receives the message from `source` with `tag` into `data` (room for `n`
+// elements of `type`) and returns its length. Matched first, so that a
+// longer message is taken whole (into scratch memory) and named by its
+// length, where MPI_Recv fails with MPI_ERR_TRUNCATE and leaves the program
+// only MPI's word for it.
+static int receive_matched(MPI_Comm world, void* data, int n, MPI_Datatype type, int source, int tag,
+                           const std::string& what) {
+  MPI_Status status;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  int got = 0;
+  check(MPI_Mprobe(rank_or_null(source), tag, world, &message, &status),
+        "MPI_Mprobe for " + what + " from rank " + std::to_string(source));
+  MPI_Get_count(&status, type, &got);
+  if (source >= 0 && got > n) {
+    int size = 0;
+    MPI_Type_size(type, &size);
+    std::vector<char> scratch(static_cast<std::size_t>(got) * static_cast<std::size_t>(size));
+    check(MPI_Mrecv(scratch.data(), got, type, &message, &status), "MPI_Mrecv from rank " + std::to_string(source));
+    return got;
+  }
+  check(MPI_Mrecv(data, n, type, &message, &status), "MPI_Mrecv into " + what + " from rank " + std::to_string(source));
+  MPI_Get_count(&status, type, &got);
+  return got;
+}
+
 void Job::recv_elements(const std::shared_ptr<runtime::ArrayStorage>& array, std::int64_t first, std::int64_t count,
                         int source, int tag) {
   check_slice(*array, first, count, "recv");
   const int n = count_of(*array, count, "recv");
   void* data = host_for_writing(*array, first);
-  MPI_Status status;
   int got = 0;
   {
-    // Matched first, so that a longer message is taken whole (into scratch
-    // memory) and named by its length, where MPI_Recv fails with
-    // MPI_ERR_TRUNCATE and leaves the program only MPI's word for it.
-    const MPI_Datatype type = datatype_of(array->type());
     auto lock = state_->lock();
-    MPI_Message message = MPI_MESSAGE_NULL;
-    check(MPI_Mprobe(rank_or_null(source), tag, state_->world, &message, &status),
-          "MPI_Mprobe for " + array->describe() + " from rank " + std::to_string(source));
-    MPI_Get_count(&status, type, &got);
-    if (source >= 0 && got > n) {
-      int size = 0;
-      MPI_Type_size(type, &size);
-      std::vector<char> scratch(static_cast<std::size_t>(got) * static_cast<std::size_t>(size));
-      check(MPI_Mrecv(scratch.data(), got, type, &message, &status), "MPI_Mrecv from rank " + std::to_string(source));
-    } else {
-      check(MPI_Mrecv(data, n, type, &message, &status),
-            "MPI_Mrecv into " + array->describe() + " from rank " + std::to_string(source));
-      MPI_Get_count(&status, type, &got);
-    }
+    got = receive_matched(state_->world, data, n, datatype_of(array->type()), source, tag, array->describe());
   }
   if (source >= 0) {
     if (got != n)
@@ -514,17 +521,23 @@ void Job::sendrecv_elements(const std::shared_ptr<runtime::ArrayStorage>& outgoi
   void* out = destination >= 0 ? host_for_reading(*outgoing, out_first, out_count) : nullptr;
   void* in = host_for_writing(*incoming, in_first);
   const MPI_Datatype type = datatype_of(outgoing->type());
-  MPI_Status status;
+  int got = 0;
   {
+    // The send goes out first, without waiting; the receive is matched as
+    // recv's is, so a longer message is named by its length too.
     auto lock = state_->lock();
-    check(MPI_Sendrecv(out, destination >= 0 ? n_out : 0, type, rank_or_null(destination), tag, in, n_in, type,
-                       rank_or_null(source), tag, state_->world, &status),
-          "MPI_Sendrecv of " + outgoing->describe() + " with ranks " + std::to_string(destination) + " and " +
-              std::to_string(source));
+    MPI_Request sending = MPI_REQUEST_NULL;
+    check(MPI_Isend(out, destination >= 0 ? n_out : 0, type, rank_or_null(destination), tag, state_->world, &sending),
+          "MPI_Isend of " + outgoing->describe() + " to rank " + std::to_string(destination));
+    try {
+      got = receive_matched(state_->world, in, n_in, type, source, tag, incoming->describe());
+    } catch (...) {
+      MPI_Wait(&sending, MPI_STATUS_IGNORE);
+      throw;
+    }
+    check(MPI_Wait(&sending, MPI_STATUS_IGNORE), "MPI_Wait for the send of " + outgoing->describe());
   }
   if (source >= 0) {
-    int got = 0;
-    MPI_Get_count(&status, type, &got);
     if (got != n_in)
       throw Error("sendrecv into " + incoming->describe() + ": rank " + std::to_string(source) + " sent " +
                   std::to_string(got) + " elements, the slice holds " + std::to_string(n_in) +

@@ -178,6 +178,26 @@ TEST_CASE("mpi: a receive of another length than the slice is an error that name
   refused(6, 10);
   if (job.rank() == 0) job.send(a.slice(0, 2), 1, 10);
   if (job.rank() == 1) job.recv(a.slice(0, 2), 0, 10);
+  // sendrecv between ranks 0 and 1: each sends 6 into the other's 4 (MPI's
+  // raw MPI_ERR_TRUNCATE before), then 2 into 2 still arrives.
+  if (job.rank() < 2 && job.size() > 1) {
+    auto b = rt.array<std::int32_t>(16);
+    const int other = 1 - job.rank();
+    try {
+      job.sendrecv(b.slice(0, 6), other, b.slice(8, 12), other, 11);
+      FAIL("sendrecv of 6 elements into 4 did not throw");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("sent 6 elements, the slice holds 4") != std::string::npos);
+    }
+    {
+      auto view = b.host();
+      view[0] = 40 + job.rank();
+      view[1] = 50 + job.rank();
+    }
+    job.sendrecv(b.slice(0, 2), other, b.slice(8, 10), other, 11);
+    CHECK(b.host_read()[8] == 40 + other);
+    CHECK(b.host_read()[9] == 50 + other);
+  }
   job.barrier();
 }
 
