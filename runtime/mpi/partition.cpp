@@ -31,14 +31,25 @@ double median(std::vector<double> values) {
 /// rank does now, which matters most), with the slope of the least-squares
 /// line through the medians of every size seen. With one size, or a slope
 /// that is not positive or would make the fixed part negative, time is
-/// proportional to rows through the latest point.
+/// proportional to rows through the latest point. Not measured yet at the
+/// latest size (rebalance() again right after a move), the point is the
+/// measured size nearest to it: the largest size's time over the latest
+/// size's rows had moved rows further the wrong way at each call.
 Model fit(const std::map<std::int64_t, std::vector<double>>& samples, std::int64_t latest) {
   std::vector<std::pair<double, double>> points;
   for (const auto& [rows, seconds] : samples)
     if (!seconds.empty()) points.emplace_back(static_cast<double>(rows), median(seconds));
-  auto it = samples.find(latest);
-  const double x0 = static_cast<double>(std::max<std::int64_t>(latest, 1));
-  const double y0 = it != samples.end() && !it->second.empty() ? median(it->second) : points.back().second;
+  if (points.empty()) return {0, 1};  // as a rank that never recorded
+  double x0 = static_cast<double>(std::max<std::int64_t>(latest, 1)), y0 = 0;
+  if (auto it = samples.find(latest); it != samples.end() && !it->second.empty()) {
+    y0 = median(it->second);
+  } else {
+    const auto nearest = std::min_element(points.begin(), points.end(), [&](const auto& a, const auto& b) {
+      return std::abs(a.first - x0) < std::abs(b.first - x0);
+    });
+    x0 = std::max(nearest->first, 1.0);
+    y0 = nearest->second;
+  }
   if (points.size() >= 2) {
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (auto [x, y] : points) sx += x, sy += y, sxx += x * x, sxy += x * y;

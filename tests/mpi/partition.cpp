@@ -87,6 +87,11 @@ TEST_CASE("mpi partition: rows converge to the balance of known step-time models
       CHECK_THROWS_WITH_AS(partition.redistribute(block, 0), doctest::Contains("pass the array of the block before"),
                            canopy::Error);
       block = partition.redistribute(block, 1);
+      // Again before a step at the new sizes: nothing new is known, so
+      // nothing moves (it had moved rows further the wrong way each time).
+      const auto moved_to = partition.bounds();
+      CHECK_FALSE(partition.rebalance().moved);
+      CHECK(partition.bounds() == moved_to);
     }
     CHECK(mpi_test::all_ranks(job, holds_its_rows(block)));
     balanced = mpi_test::all_ranks(job, std::abs(double(partition.count()) - ideal_rows) <= 0.05 * ideal_rows);
