@@ -58,6 +58,16 @@ MPI_Op op_of(Op op) {
 
 int rank_or_null(int rank) { return rank < 0 ? MPI_PROC_NULL : rank; }
 
+// A peer is a rank of the job or no_rank, and a tag is 0 or more: -2 had
+// been taken for no_rank, and a tag of -1 is MPI's wildcard in a receive.
+void check_peer(int rank, int tag, int size, const char* operation) {
+  if (rank != no_rank && (rank < 0 || rank >= size))
+    throw Error(std::string(operation) + ": rank " + std::to_string(rank) + " is not a rank of this job (0 to " +
+                std::to_string(size - 1) + ", or mpi::no_rank for none)");
+  if (tag < 0)
+    throw Error(std::string(operation) + ": tag " + std::to_string(tag) + " is negative; give a tag of 0 or more");
+}
+
 // An MPI count for `count` elements of `array`; throws past INT_MAX.
 int count_of(const runtime::ArrayStorage& array, std::int64_t count, const char* operation) {
   if (count > INT_MAX)
@@ -456,6 +466,7 @@ std::vector<RankHierarchy> Job::hierarchies() {
 void Job::send_elements(const std::shared_ptr<runtime::ArrayStorage>& array, std::int64_t first, std::int64_t count,
                         int destination, int tag) {
   check_slice(*array, first, count, "send");
+  check_peer(destination, tag, state_->size, "send");
   const int n = count_of(*array, count, "send");
   void* data = host_for_reading(*array, first, count);
   auto lock = state_->lock();
@@ -491,6 +502,7 @@ static int receive_matched(MPI_Comm world, void* data, int n, MPI_Datatype type,
 void Job::recv_elements(const std::shared_ptr<runtime::ArrayStorage>& array, std::int64_t first, std::int64_t count,
                         int source, int tag) {
   check_slice(*array, first, count, "recv");
+  check_peer(source, tag, state_->size, "recv");
   const int n = count_of(*array, count, "recv");
   void* data = host_for_writing(*array, first);
   int got = 0;
@@ -513,6 +525,8 @@ void Job::sendrecv_elements(const std::shared_ptr<runtime::ArrayStorage>& outgoi
                             std::int64_t in_count, int source, int tag) {
   check_slice(*outgoing, out_first, out_count, "sendrecv");
   check_slice(*incoming, in_first, in_count, "sendrecv");
+  check_peer(destination, tag, state_->size, "sendrecv");
+  check_peer(source, tag, state_->size, "sendrecv");
   if (outgoing->type() != incoming->type())
     throw Error("sendrecv: " + outgoing->describe() + " and " + incoming->describe() + " have different types");
   if (outgoing == incoming && out_first < in_first + in_count && in_first < out_first + out_count)

@@ -178,6 +178,11 @@ TEST_CASE("mpi: a receive of another length than the slice is an error that name
   refused(6, 10);
   if (job.rank() == 0) job.send(a.slice(0, 2), 1, 10);
   if (job.rank() == 1) job.recv(a.slice(0, 2), 0, 10);
+  // A peer is a rank or no_rank (-2 was taken for no_rank), a tag 0 or more
+  // (-1 is MPI's wildcard in a receive).
+  CHECK_THROWS_WITH_AS(job.send(a.slice(0, 2), -2, 3), doctest::Contains("rank -2 is not a rank of this job"), Error);
+  CHECK_THROWS_WITH_AS(job.recv(a.slice(0, 2), job.size(), 3), doctest::Contains("is not a rank of this job"), Error);
+  CHECK_THROWS_WITH_AS(job.recv(a.slice(0, 2), 0, -1), doctest::Contains("tag -1 is negative"), Error);
   // sendrecv between ranks 0 and 1: each sends 6 into the other's 4 (MPI's
   // raw MPI_ERR_TRUNCATE before), then 2 into 2 still arrives.
   if (job.rank() < 2 && job.size() > 1) {
