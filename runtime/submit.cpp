@@ -382,16 +382,9 @@ void Engine::State::refuse_pieces_no_pass_fits(const RegionRun& run, const Regio
     const std::int64_t end = *one_pass ? piece.end : piece.begin + 1;
     const std::int64_t need = bytes_of_rows(*run.kernel, request, piece.begin, end);
     if (need <= capacity) continue;
-    std::string arrays;
-    std::vector<const ArrayStorage*> named;
-    for (const auto& arg : request.args)
-      if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg))
-        if (std::find(named.begin(), named.end(), storage->get()) == named.end()) {
-          named.push_back(storage->get());
-          arrays += (arrays.empty() ? "" : ", ") + (*storage)->describe();
-        }
     throw Error("region of kernel '" + request.kernel->name + "', its piece on leaf '" + piece.leaf->name() + "' (" +
-                arrays + "): what " + (*one_pass ? "the piece (it runs in one pass)" : "one row of it") + " touches, " +
+                describe_arrays(request.args) + "): what " +
+                (*one_pass ? "the piece (it runs in one pass)" : "one row of it") + " touches, " +
                 std::to_string(need) + " bytes of these arrays, does not fit a device memory of " +
                 std::to_string(capacity) +
                 " bytes (CANOPY_DEVICE_MEMORY, or the capacity the configuration or the device gives); no piece "

@@ -608,18 +608,21 @@ std::optional<std::int64_t> few_constant_trips(const ir::For& node) {
 
 // The operations of `body` (loads, arithmetic, comparisons, casts, calls,
 // selects). A loop in it makes it -1, unless `unrolled` and the loop has
-// few constant trips: then it counts its trips times its body's.
-std::int64_t count_operations(const ir::Stmt& body, bool unrolled) {
+// few constant trips: then it counts its trips times its body's, and
+// `nested`, where given, says so.
+std::int64_t count_operations(const ir::Stmt& body, bool unrolled, bool* nested = nullptr) {
   struct Counter : ir::Visitor {
-    bool unrolled = false, loop = false;
+    bool unrolled = false, loop = false, counted_loop = false;
     std::int64_t nodes = 0;
     void visit(const ir::For& n) override {
       const auto trips = unrolled ? few_constant_trips(n) : std::nullopt;
       const std::int64_t inner = trips ? count_operations(n.body, true) : -1;
-      if (inner < 0)
+      if (inner < 0) {
         loop = true;
-      else
+      } else {
         nodes += *trips * std::max<std::int64_t>(inner, 1);
+        counted_loop = true;
+      }
     }
     void visit(const ir::Load& n) override { ++nodes, ir::Visitor::visit(n); }
     void visit(const ir::Unary& n) override { ++nodes, ir::Visitor::visit(n); }
@@ -631,6 +634,7 @@ std::int64_t count_operations(const ir::Stmt& body, bool unrolled) {
   } counter;
   counter.unrolled = unrolled;
   counter.walk(body);
+  if (nested) *nested = counter.counted_loop;
   return counter.loop ? -1 : counter.nodes;
 }
 
@@ -657,9 +661,9 @@ bool unrolls_fully(const ir::For& node) {
   constexpr std::int64_t kMostOperations = 1024, kMostNestOperations = 256;
   const auto trips = few_constant_trips(node);
   if (!trips) return false;
-  const std::int64_t operations = count_operations(node.body, true);
+  bool nest = false;
+  const std::int64_t operations = count_operations(node.body, true, &nest);
   if (operations < 0) return false;
-  const bool nest = operations_without_loops(node.body) < 0;
   return *trips * std::max<std::int64_t>(operations, 1) <= (nest ? kMostNestOperations : kMostOperations);
 }
 

@@ -229,19 +229,18 @@ std::exception_ptr with_context(const RegionRun& run, const Executor& worker, st
   try {
     std::rethrow_exception(error);
   } catch (const AllocationFailed& refused) {
-    std::string arrays, one_pass;
+    std::string one_pass;
     for (std::size_t p = 0; p < run.args.size(); ++p) {
       const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&run.args[p]);
       if (!storage) continue;
-      arrays += (arrays.empty() ? "" : ", ") + (*storage)->describe();
       if ((*storage)->copies().merge_operator() && one_pass.empty())
         one_pass = "; it runs in one pass, since " + (*storage)->describe() + " is merged";
       else if (run.writes.mode(p) == WriteMode::Added && one_pass.empty())
         one_pass = "; it runs in one pass, since several memories add to " + (*storage)->describe();
     }
     return std::make_exception_ptr(AllocationFailed("region of kernel '" + run.kernel->optimized->name +
-                                                    "', its piece on leaf '" + worker.name() + "' (" + arrays +
-                                                    "): " + refused.what() + one_pass));
+                                                    "', its piece on leaf '" + worker.name() + "' (" +
+                                                    describe_arrays(run.args) + "): " + refused.what() + one_pass));
   } catch (...) {
     return error;
   }

@@ -1,5 +1,7 @@
 #include "region_run.hpp"
 
+#include <algorithm>
+
 #include "../coherence.hpp"
 #include "device_copies.hpp"
 
@@ -39,6 +41,18 @@ void combine_added_arrays(RegionRun& run) {
 }
 
 }  // namespace
+
+std::string describe_arrays(const std::vector<ArgRef>& args) {
+  std::string text;
+  std::vector<const ArrayStorage*> named;
+  for (const auto& arg : args)
+    if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg))
+      if (std::find(named.begin(), named.end(), storage->get()) == named.end()) {
+        named.push_back(storage->get());
+        text += (text.empty() ? "" : ", ") + (*storage)->describe();
+      }
+  return text;
+}
 
 std::vector<backends::KernelArg> kernel_args(const std::vector<ArgRef>& refs, const Executor& worker) {
   std::vector<backends::KernelArg> args;

@@ -85,6 +85,10 @@ struct RegionRun {
   }
 };
 
+/// The arrays among `args`, each once, described and comma-separated (what
+/// a refusal names).
+std::string describe_arrays(const std::vector<ArgRef>& args);
+
 /// The arguments as `worker`'s device sees them: its copy of each array (the
 /// host copy for CPU leaves).
 std::vector<backends::KernelArg> kernel_args(const std::vector<ArgRef>& refs, const Executor& worker);

@@ -68,6 +68,36 @@ void check_peer(int rank, int tag, int size, const char* operation) {
     throw Error(std::string(operation) + ": tag " + std::to_string(tag) + " is negative; give a tag of 0 or more");
 }
 
+// Receives the message from `source` with `tag` into `data` (room for `n`
+// elements of `type`, `what` names them) for `operation`, and throws unless
+// it held `n` elements, naming both lengths. The message is matched first,
+// so that a longer one is taken whole (into scratch memory) and named by its
+// length, where MPI_Recv fails with MPI_ERR_TRUNCATE and leaves the program
+// only MPI's word for it.
+void receive_matched(MPI_Comm world, void* data, int n, MPI_Datatype type, int source, int tag, const std::string& what,
+                     const char* operation) {
+  MPI_Status status;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  int got = 0;
+  check(MPI_Mprobe(rank_or_null(source), tag, world, &message, &status),
+        "MPI_Mprobe for " + what + " from rank " + std::to_string(source));
+  MPI_Get_count(&status, type, &got);
+  if (source >= 0 && got > n) {
+    int size = 0;
+    MPI_Type_size(type, &size);
+    std::vector<char> scratch(static_cast<std::size_t>(got) * static_cast<std::size_t>(size));
+    check(MPI_Mrecv(scratch.data(), got, type, &message, &status), "MPI_Mrecv from rank " + std::to_string(source));
+  } else {
+    check(MPI_Mrecv(data, n, type, &message, &status),
+          "MPI_Mrecv into " + what + " from rank " + std::to_string(source));
+    MPI_Get_count(&status, type, &got);
+  }
+  if (source >= 0 && got != n)
+    throw Error(std::string(operation) + " into " + what + ": rank " + std::to_string(source) + " sent " +
+                std::to_string(got) + " elements, the slice holds " + std::to_string(n) +
+                "; send and receive slices of one length");
+}
+
 // An MPI count for `count` elements of `array`; throws past INT_MAX.
 int count_of(const runtime::ArrayStorage& array, std::int64_t count, const char* operation) {
   if (count > INT_MAX)
@@ -474,49 +504,17 @@ void Job::send_elements(const std::shared_ptr<runtime::ArrayStorage>& array, std
         "MPI_Send of " + array->describe() + " to rank " + std::to_string(destination));
 }
 
-// Receives the message from `source` with `tag` into `data` (room for `n`
-// elements of `type`) and returns its length. Matched first, so that a
-// longer message is taken whole (into scratch memory) and named by its
-// length, where MPI_Recv fails with MPI_ERR_TRUNCATE and leaves the program
-// only MPI's word for it.
-static int receive_matched(MPI_Comm world, void* data, int n, MPI_Datatype type, int source, int tag,
-                           const std::string& what) {
-  MPI_Status status;
-  MPI_Message message = MPI_MESSAGE_NULL;
-  int got = 0;
-  check(MPI_Mprobe(rank_or_null(source), tag, world, &message, &status),
-        "MPI_Mprobe for " + what + " from rank " + std::to_string(source));
-  MPI_Get_count(&status, type, &got);
-  if (source >= 0 && got > n) {
-    int size = 0;
-    MPI_Type_size(type, &size);
-    std::vector<char> scratch(static_cast<std::size_t>(got) * static_cast<std::size_t>(size));
-    check(MPI_Mrecv(scratch.data(), got, type, &message, &status), "MPI_Mrecv from rank " + std::to_string(source));
-    return got;
-  }
-  check(MPI_Mrecv(data, n, type, &message, &status), "MPI_Mrecv into " + what + " from rank " + std::to_string(source));
-  MPI_Get_count(&status, type, &got);
-  return got;
-}
-
 void Job::recv_elements(const std::shared_ptr<runtime::ArrayStorage>& array, std::int64_t first, std::int64_t count,
                         int source, int tag) {
   check_slice(*array, first, count, "recv");
   check_peer(source, tag, state_->size, "recv");
   const int n = count_of(*array, count, "recv");
   void* data = host_for_writing(*array, first);
-  int got = 0;
   {
     auto lock = state_->lock();
-    got = receive_matched(state_->world, data, n, datatype_of(array->type()), source, tag, array->describe());
+    receive_matched(state_->world, data, n, datatype_of(array->type()), source, tag, array->describe(), "recv");
   }
-  if (source >= 0) {
-    if (got != n)
-      throw Error("recv into " + array->describe() + ": rank " + std::to_string(source) + " sent " +
-                  std::to_string(got) + " elements, the slice holds " + std::to_string(n) +
-                  "; send and receive slices of one length");
-    host_wrote(*array, first, count);
-  }
+  if (source >= 0) host_wrote(*array, first, count);
 }
 
 void Job::sendrecv_elements(const std::shared_ptr<runtime::ArrayStorage>& outgoing, std::int64_t out_first,
@@ -535,7 +533,6 @@ void Job::sendrecv_elements(const std::shared_ptr<runtime::ArrayStorage>& outgoi
   void* out = destination >= 0 ? host_for_reading(*outgoing, out_first, out_count) : nullptr;
   void* in = host_for_writing(*incoming, in_first);
   const MPI_Datatype type = datatype_of(outgoing->type());
-  int got = 0;
   {
     // The send goes out first, without waiting; the receive is matched as
     // recv's is, so a longer message is named by its length too.
@@ -544,20 +541,14 @@ void Job::sendrecv_elements(const std::shared_ptr<runtime::ArrayStorage>& outgoi
     check(MPI_Isend(out, destination >= 0 ? n_out : 0, type, rank_or_null(destination), tag, state_->world, &sending),
           "MPI_Isend of " + outgoing->describe() + " to rank " + std::to_string(destination));
     try {
-      got = receive_matched(state_->world, in, n_in, type, source, tag, incoming->describe());
+      receive_matched(state_->world, in, n_in, type, source, tag, incoming->describe(), "sendrecv");
     } catch (...) {
       MPI_Wait(&sending, MPI_STATUS_IGNORE);
       throw;
     }
     check(MPI_Wait(&sending, MPI_STATUS_IGNORE), "MPI_Wait for the send of " + outgoing->describe());
   }
-  if (source >= 0) {
-    if (got != n_in)
-      throw Error("sendrecv into " + incoming->describe() + ": rank " + std::to_string(source) + " sent " +
-                  std::to_string(got) + " elements, the slice holds " + std::to_string(n_in) +
-                  "; send and receive slices of one length");
-    host_wrote(*incoming, in_first, in_count);
-  }
+  if (source >= 0) host_wrote(*incoming, in_first, in_count);
 }
 
 void Job::agree_on_slices(const runtime::ArrayStorage& array, int n, const char* what, int root) {
