@@ -397,7 +397,7 @@ TEST_CASE("hetero: one array passed as In and InOut is reversed in place by swap
     CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
   use_leaves(rt, discovered, {"cpu0", accelerator(0)});
   constexpr std::int64_t n = 1001;
-  for (const std::string leaf : {std::string("cpu0"), accelerator(0)}) {
+  for (const std::string& leaf : {std::string("cpu0"), accelerator(0)}) {
     CAPTURE(leaf);
     auto a = rt.array<std::int32_t>(n, named("a"));
     {
