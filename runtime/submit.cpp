@@ -117,7 +117,7 @@ std::ptrdiff_t times_passed(const std::vector<ArgRef>& args, const ArrayStorage*
 bool writes_every_element(const RegionRun& run, const RegionRequest& request, std::size_t p) {
   const auto& kernel = *run.kernel->optimized;
   const auto& array = std::get<std::shared_ptr<ArrayStorage>>(request.args[p]);
-  const auto* footprint = run.kernel->footprint.of(static_cast<int>(p));
+  const auto* footprint = run.footprint().of(static_cast<int>(p));
   if (kernel.params[p].reads() || array->traits().merge || !footprint || footprint->reads.present ||
       !footprint->writes.unconditional || !ir::at_own_point(footprint->writes, request.range.rank()) ||
       !(array->shape() == request.range))
@@ -135,13 +135,12 @@ bool small_enough_to_run_inline(const RegionRun& run, const std::vector<Piece>& 
 // The bytes of the device copies that rows [begin, end) of the region touch:
 // per array, the hull of what those rows read and write, as a device holds
 // it (DeviceCopies::window_bytes).
-std::int64_t bytes_of_rows(const CompiledKernel& compiled, const RegionRequest& request, std::int64_t begin,
-                           std::int64_t end) {
+std::int64_t bytes_of_rows(const RegionRun& run, const RegionRequest& request, std::int64_t begin, std::int64_t end) {
   std::int64_t bytes = 0;
   std::vector<const ArrayStorage*> counted;
   for (std::size_t p = 0; p < request.args.size(); ++p) {
     const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
-    const auto* footprint = compiled.footprint.of(static_cast<int>(p));
+    const auto* footprint = run.footprint().of(static_cast<int>(p));
     if (!storage || !footprint) continue;
     if (std::find(counted.begin(), counted.end(), storage->get()) != counted.end()) continue;
     counted.push_back(storage->get());
@@ -164,19 +163,24 @@ bool runs_in_one_pass(const RegionRun& run, const RegionRequest& request) {
   return false;
 }
 
+// Whether an array of the region is merged: a device's piece then holds its
+// private copy whole and runs in one pass.
+bool merges_an_array(const RegionRequest& request) {
+  for (const auto& arg : request.args)
+    if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg))
+      if ((*storage)->traits().merge) return true;
+  return false;
+}
+
 // Any: the bytes of the region's arrays that its first row touches (all its
 // rows, where an array is merged: such a piece runs in one pass). A piece
 // too large for a device runs there in passes of fewer rows, but a gather
 // or scatter over an array larger than the device touches all of it in
 // every pass: `any` had put one on a 16 MiB device beside an idle CPU leaf,
 // and the region failed.
-std::int64_t bytes_of_a_row(const CompiledKernel& compiled, const RegionRequest& request) {
+std::int64_t bytes_of_a_row(const RegionRun& run, const RegionRequest& request) {
   if (request.range.rank() == 0 || request.range[0] == 0) return 0;
-  std::int64_t rows = 1;
-  for (const auto& arg : request.args)
-    if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg))
-      if ((*storage)->traits().merge) rows = request.range[0];
-  return bytes_of_rows(compiled, request, 0, rows);
+  return bytes_of_rows(run, request, 0, merges_an_array(request) ? request.range[0] : 1);
 }
 
 // The capacity of the device memory at `place` that the region's arrays
@@ -210,7 +214,8 @@ RegionHandle Engine::submit(RegionRequest request) {
   auto run = std::make_shared<RegionRun>();
   bool first_sight = false;
   run->kernel = state_->kernels.compiled(request.kernel, &first_sight);
-  check_launch_bounds(kernel, run->kernel->sure_accesses, request.range, request.args);
+  run->launch = run->kernel->footprint_at(request.args);
+  check_launch_bounds(kernel, run->sure_accesses(), request.range, request.args);
   if (policy.kind == Policy::Kind::Adaptive || policy.kind == Policy::Kind::Any) state_->ensure_model();
 
   // The regions of other Runtimes launched before this one on its arrays
@@ -328,6 +333,7 @@ std::vector<Piece> Engine::State::choose_pieces(RegionRun& run, const RegionRequ
     context.shares = [&](const std::vector<const Location*>& leaves) {
       run.adaptive = adaptive.plan(run.kernel->adaptive, at, leaves, request.range);
       if (!inputs.empty()) follow_placed_inputs(run, inputs, leaves, request.range[0]);
+      drop_leaves_that_cannot_fit(run, request, leaves);
       return run.adaptive->shares;
     };
   std::optional<std::int64_t> row_bytes;  // any: computed at the first leaf with a capacity
@@ -335,7 +341,7 @@ std::vector<Piece> Engine::State::choose_pieces(RegionRun& run, const RegionRequ
     context.can_run = [&](const Location& leaf) {
       const std::int64_t capacity = device_capacity(request, place_of(leaf));
       if (capacity <= 0) return true;
-      if (!row_bytes) row_bytes = bytes_of_a_row(*run.kernel, request);
+      if (!row_bytes) row_bytes = bytes_of_a_row(run, request);
       return *row_bytes <= capacity;
     };
   if (policy.kind == Policy::Kind::Any)
@@ -380,7 +386,7 @@ void Engine::State::refuse_pieces_no_pass_fits(const RegionRun& run, const Regio
     if (capacity <= 0) continue;
     if (!one_pass) one_pass = runs_in_one_pass(run, request);
     const std::int64_t end = *one_pass ? piece.end : piece.begin + 1;
-    const std::int64_t need = bytes_of_rows(*run.kernel, request, piece.begin, end);
+    const std::int64_t need = bytes_of_rows(run, request, piece.begin, end);
     if (need <= capacity) continue;
     throw Error("region of kernel '" + request.kernel->name + "', its piece on leaf '" + piece.leaf->name() + "' (" +
                 describe_arrays(request.args) + "): what " +
@@ -391,6 +397,48 @@ void Engine::State::refuse_pieces_no_pass_fits(const RegionRun& run, const Regio
                 "of the region ran. Give that leaf no rows (a percentage or range policy), let the policy any choose "
                 "a leaf that can run it, or run the region below a location without that device");
   }
+}
+
+// Adaptive: a leaf whose device memory cannot hold what its share of the
+// rows touches in one pass (its first row; all its rows where an array is
+// merged) takes no share, and the others take its rows, as `any` passes over
+// such a leaf. The policy chose the split, not the program: following the
+// split an input was left in, it had put a merged histogram on a 32 KiB
+// device, and the launch was refused. Where no leaf fits, the split stays
+// and the launch is refused naming the sizes (refuse_pieces_no_pass_fits).
+void Engine::State::drop_leaves_that_cannot_fit(RegionRun& run, const RegionRequest& request,
+                                                const std::vector<const Location*>& leaves) const {
+  const std::int64_t rows = request.range.rank() > 0 ? request.range[0] : 0;
+  const bool one_pass = merges_an_array(request);
+  std::vector<double> shares = run.adaptive->shares;
+  if (shares.size() != leaves.size()) return;
+  std::vector<bool> unfit(leaves.size(), false);
+  bool changed = false;
+  for (std::size_t round = 0; round <= leaves.size(); ++round) {  // a dropped leaf's rows may not fit another
+    if (changed && std::none_of(shares.begin(), shares.end(), [](double share) { return share > 0; })) {
+      // Every row was the dropped leaves' (all of it where the input was left): the others share them evenly.
+      for (std::size_t i = 0; i < leaves.size(); ++i) shares[i] = unfit[i] ? 0.0 : 1.0;
+      if (std::find(unfit.begin(), unfit.end(), false) == unfit.end()) return;
+    }
+    const std::vector<std::int64_t> bounds = share_boundaries(shares, rows);
+    bool dropped = false;
+    for (std::size_t i = 0; i < leaves.size(); ++i) {
+      if (bounds[i + 1] == bounds[i]) continue;
+      const std::int64_t capacity = device_capacity(request, place_of(*leaves[i]));
+      if (capacity <= 0) continue;
+      const std::int64_t end = one_pass ? bounds[i + 1] : bounds[i] + 1;
+      if (bytes_of_rows(run, request, bounds[i], end) <= capacity) continue;
+      shares[i] = 0;
+      unfit[i] = true;
+      dropped = true;
+    }
+    if (!dropped) break;
+    changed = true;
+  }
+  if (!changed) return;
+  auto plan = std::make_shared<AdaptivePlan>(*run.adaptive);
+  plan->shares = std::move(shares);
+  run.adaptive = std::move(plan);
 }
 
 // The adaptive split of `run` replaced by the split its inputs were left in,
@@ -481,7 +529,7 @@ void Engine::State::plan_writes(RegionRun& run, const RegionRequest& request, st
     piece_places.push_back(worker == workers.end() ? 0 : worker->second->place());
     placed.push_back({piece_places.back(), piece.begin, piece.end});
   }
-  run.writes = plan_split_writes(*run.kernel->optimized, run.kernel->footprint, run.kernel->ops_per_point, request.args,
+  run.writes = plan_split_writes(*run.kernel->optimized, run.footprint(), run.kernel->ops_per_point, request.args,
                                  request.range, placed, split_write_choice);
   if (run.writes.one_memory) {
     pieces = on_one_memory(pieces, piece_places, request.range[0]);

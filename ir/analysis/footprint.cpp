@@ -291,7 +291,10 @@ enum class Trips { Never, Always, Maybe };
 /// traced from C++ share subtrees, so trees may be DAGs) and per local.
 class IndexEvaluator {
  public:
-  explicit IndexEvaluator(const Kernel& kernel) : kernel_(kernel) {
+  /// `values`: what a launch binds (null: nothing). `inputs`: where to note
+  /// each scalar parameter and extent looked at (null: nowhere).
+  IndexEvaluator(const Kernel& kernel, const LaunchValues* values, FootprintInputs* inputs)
+      : kernel_(kernel), launch_(values), inputs_(inputs) {
     DefinitionScan scan;
     scan.walk(kernel.body);
     names_ = std::move(scan.names);
@@ -338,8 +341,8 @@ class IndexEvaluator {
         coeff[static_cast<std::size_t>(dim)] = 1;
         return DimFootprint::affine(coeff, 0, 0);
       }
-      case ExprKind::Param:
-      case ExprKind::Extent:
+      case ExprKind::Param: return launch_scalar(node.as<ParamRef>());
+      case ExprKind::Extent: return launch_extent(node.as<Extent>());
       case ExprKind::Load: return std::nullopt;
       case ExprKind::Var: {
         auto v = variable(node.as<VarRef>().name, depth);
@@ -368,6 +371,27 @@ class IndexEvaluator {
       }
     }
     return std::nullopt;
+  }
+
+  // A scalar parameter's value at the launch, where it is an integer the launch gives.
+  Bound launch_scalar(const ParamRef& node) {
+    if (is_float(node.type)) return std::nullopt;
+    if (inputs_ && std::find(inputs_->scalars.begin(), inputs_->scalars.end(), node.param) == inputs_->scalars.end())
+      inputs_->scalars.push_back(node.param);
+    const auto p = static_cast<std::size_t>(node.param);
+    if (!launch_ || node.param < 0 || p >= launch_->scalars.size() || !launch_->scalars[p]) return std::nullopt;
+    return constant(*launch_->scalars[p]);
+  }
+
+  // An array's extent at the launch, where the launch gives it.
+  Bound launch_extent(const Extent& node) {
+    const std::pair<int, int> key{node.param, node.dim};
+    if (inputs_ && std::find(inputs_->extents.begin(), inputs_->extents.end(), key) == inputs_->extents.end())
+      inputs_->extents.push_back(key);
+    const auto p = static_cast<std::size_t>(node.param), d = static_cast<std::size_t>(node.dim);
+    if (!launch_ || node.param < 0 || node.dim < 0 || p >= launch_->extents.size() || d >= launch_->extents[p].size())
+      return std::nullopt;
+    return constant(launch_->extents[p][d]);
   }
 
   static Bound constant_value(const Const& c) {
@@ -531,6 +555,8 @@ class IndexEvaluator {
   }
 
   const Kernel& kernel_;
+  const LaunchValues* launch_;
+  FootprintInputs* inputs_;
   std::unordered_map<std::string, Definitions> names_;
   std::unordered_map<const ExprNode*, DimFootprint> values_;
   std::unordered_map<std::string, DimFootprint> variables_;
@@ -544,7 +570,9 @@ class IndexEvaluator {
 
 class SiteScan : public Visitor {
  public:
-  SiteScan(const Kernel& kernel, Footprint& footprint) : kernel_(kernel), footprint_(footprint), evaluator_(kernel) {
+  SiteScan(const Kernel& kernel, Footprint& footprint, const LaunchValues* values = nullptr,
+           FootprintInputs* inputs = nullptr)
+      : kernel_(kernel), footprint_(footprint), evaluator_(kernel, values, inputs) {
     for (std::size_t i = 0; i < footprint_.arrays.size(); ++i)
       slot_of_param_[footprint_.arrays[i].param] = static_cast<int>(i);
   }
@@ -768,7 +796,9 @@ bool at_own_point(const AccessFootprint& access, int dims) {
   return true;
 }
 
-Footprint footprint_of(const Kernel& kernel) {
+namespace {
+
+Footprint analyse(const Kernel& kernel, const LaunchValues* values, FootprintInputs* inputs) {
   Footprint footprint;
   for (std::size_t p = 0; p < kernel.params.size(); ++p)
     if (kernel.params[p].is_array()) {
@@ -777,10 +807,29 @@ Footprint footprint_of(const Kernel& kernel) {
       array.name = kernel.params[p].name;
       footprint.arrays.push_back(std::move(array));
     }
-  SiteScan scan(kernel, footprint);
+  SiteScan scan(kernel, footprint, values, inputs);
   scan.walk(kernel.body);
   scan.finish();
   return footprint;
+}
+
+}  // namespace
+
+Footprint footprint_of(const Kernel& kernel) { return analyse(kernel, nullptr, nullptr); }
+
+Footprint footprint_of(const Kernel& kernel, const LaunchValues& values) { return analyse(kernel, &values, nullptr); }
+
+FootprintInputs footprint_inputs(const Kernel& kernel) {
+  // Bound to stand-in values, every index is evaluated as far as a launch's
+  // values would take it, and each scalar and extent it reaches is noted.
+  LaunchValues stand_in;
+  for (const Param& param : kernel.params) {
+    stand_in.scalars.push_back(param.kind == ParamKind::Scalar ? std::optional<std::int64_t>(1) : std::nullopt);
+    stand_in.extents.emplace_back(static_cast<std::size_t>(param.is_array() ? param.rank : 0), 1);
+  }
+  FootprintInputs inputs;
+  analyse(kernel, &stand_in, &inputs);
+  return inputs;
 }
 
 ArrayFootprint footprint_of(const Kernel& kernel, int param) {

@@ -34,9 +34,11 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../kernel.hpp"
@@ -126,6 +128,36 @@ Footprint footprint_of(const Kernel& kernel);
 /// Analyses one array parameter. Throws canopy::Error when `param` is not the
 /// position of an array parameter of `kernel`.
 ArrayFootprint footprint_of(const Kernel& kernel, int param);
+
+/// What one launch gives a kernel that its footprint may depend on: the value
+/// of each integer (or bool) scalar parameter and the extents of each array
+/// parameter, indexed by parameter position; a missing or empty entry is not
+/// known.
+struct LaunchValues {
+  std::vector<std::optional<std::int64_t>> scalars;
+  std::vector<std::vector<std::int64_t>> extents;
+
+  bool operator==(const LaunchValues&) const = default;
+};
+
+/// The footprint of one launch: as footprint_of(kernel), with every scalar
+/// parameter and extent that `values` knows taken as the constant it is at
+/// that launch. `out[i + k]` with k = 3 is then i0+3, `a[extent(0) - 1 - i]`
+/// over 100 elements -i0+99, and a loop `for j in 0..m` counted: what was
+/// Whole becomes Affine. As sound as the analysis of the same kernel traced
+/// with those values as literals.
+Footprint footprint_of(const Kernel& kernel, const LaunchValues& values);
+
+/// The scalar parameters and extents (parameter, dimension) that the
+/// footprint of `kernel` depends on: those the analysis looks at while
+/// bounding an index. Both empty when no launch value can change it.
+struct FootprintInputs {
+  std::vector<int> scalars;
+  std::vector<std::pair<int, int>> extents;
+
+  bool empty() const { return scalars.empty() && extents.empty(); }
+};
+FootprintInputs footprint_inputs(const Kernel& kernel);
 
 /// A half-open range of positions [begin, end); empty ranges are {0, 0}.
 struct Interval {

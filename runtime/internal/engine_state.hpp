@@ -250,6 +250,10 @@ struct Engine::State {
   std::vector<Piece> choose_pieces(RegionRun& run, const RegionRequest& request, const Policy& policy,
                                    const Location& at);
   void plan_writes(RegionRun& run, const RegionRequest& request, std::vector<Piece>& pieces);
+  /// Adaptive: the shares of `leaves` whose device memory cannot hold their
+  /// piece's smallest pass go to the others.
+  void drop_leaves_that_cannot_fit(RegionRun& run, const RegionRequest& request,
+                                   const std::vector<const Location*>& leaves) const;
   /// Throws, before any piece of the region runs, where a piece's device
   /// memory cannot hold even its smallest pass.
   void refuse_pieces_no_pass_fits(const RegionRun& run, const RegionRequest& request,

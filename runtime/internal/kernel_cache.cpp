@@ -18,6 +18,7 @@
 #include <canopy/ir/visitor.hpp>
 #include <canopy/jit/hash.hpp>
 
+#include "../array.hpp"
 #include "trace.hpp"
 
 namespace canopy::runtime {
@@ -215,7 +216,48 @@ std::shared_ptr<CompiledKernel> KernelCache::compile(const std::shared_ptr<const
   compiled->dram_bytes_per_point = cost.bytes();
   // Checked kernels guard every access; the refusal reads the unguarded form.
   compiled->sure_accesses = sure_accesses_of(checked_ ? ir::footprint_of(ir::optimize(*traced)) : compiled->footprint);
+  compiled->checked = checked_;
+  const bool unbounded = std::any_of(
+      compiled->footprint.arrays.begin(), compiled->footprint.arrays.end(), [](const ir::ArrayFootprint& array) {
+        auto whole = [](const ir::AccessFootprint& access) {
+          return std::any_of(access.dims.begin(), access.dims.end(),
+                             [](const ir::DimFootprint& dim) { return !dim.is_affine(); });
+        };
+        return whole(array.reads) || whole(array.writes);
+      });
+  if (unbounded) compiled->footprint_inputs = ir::footprint_inputs(*compiled->optimized);
   return compiled;
+}
+
+std::shared_ptr<const LaunchFootprint> CompiledKernel::footprint_at(const std::vector<ArgRef>& args) const {
+  if (footprint_inputs.empty()) return nullptr;
+  ir::LaunchValues values;
+  values.scalars.resize(args.size());
+  values.extents.resize(args.size());
+  for (int p : footprint_inputs.scalars)
+    if (const auto* scalar = std::get_if<backends::ScalarArg>(&args[static_cast<std::size_t>(p)]);
+        scalar && !ir::is_float(scalar->type))
+      values.scalars[static_cast<std::size_t>(p)] = scalar->int_value;
+  for (const auto& [p, dim] : footprint_inputs.extents)
+    if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&args[static_cast<std::size_t>(p)])) {
+      const Shape& shape = (*storage)->shape();
+      values.extents[static_cast<std::size_t>(p)].assign(shape.extents().begin(),
+                                                         shape.extents().begin() + shape.rank());
+    }
+  std::lock_guard lock(launch_footprints_mutex);
+  for (std::size_t k = 0; k < launch_footprints.size(); ++k)
+    if (launch_footprints[k].first == values) {
+      std::rotate(launch_footprints.begin(), launch_footprints.begin() + static_cast<std::ptrdiff_t>(k),
+                  launch_footprints.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+      return launch_footprints.front().second;
+    }
+  auto bound = std::make_shared<LaunchFootprint>();
+  bound->footprint = ir::footprint_of(*optimized, values);
+  bound->sure_accesses = checked ? sure_accesses : sure_accesses_of(bound->footprint);
+  constexpr std::size_t kept = 8;
+  if (launch_footprints.size() == kept) launch_footprints.pop_back();
+  launch_footprints.insert(launch_footprints.begin(), {std::move(values), bound});
+  return bound;
 }
 
 }  // namespace canopy::runtime

@@ -34,6 +34,13 @@
 
 namespace canopy::runtime {
 
+/// The footprint of one launch of a kernel whose footprint depends on its
+/// launch values (CompiledKernel::footprint_at), and its sure accesses.
+struct LaunchFootprint {
+  ir::Footprint footprint;
+  std::vector<SureAccess> sure_accesses;
+};
+
 /// A kernel as the engine keeps it: the traced IR (kept alive so the cache's
 /// key stays valid), the optimized IR and its programs.
 struct CompiledKernel {
@@ -60,6 +67,21 @@ struct CompiledKernel {
   /// what stats() adds up as the modelled DRAM traffic of the kernels run.
   double dram_bytes_per_point = 0;
 
+  /// The scalar parameters and extents the footprint depends on
+  /// (ir::footprint_inputs): `out[i + k]`, `a[extent(0) - 1 - i]`. Empty for
+  /// most kernels, whose every launch has `footprint`.
+  ir::FootprintInputs footprint_inputs;
+  /// Checked kernels guard every access: their sure accesses stay the
+  /// unguarded form's, computed once.
+  bool checked = false;
+
+  /// What a launch with `args` reads and writes, and the accesses it surely
+  /// makes: the footprint with the launch's scalars and extents bound where
+  /// it depends on them (so that a region writing `out[i + k]` splits over
+  /// memories and its device pieces run in passes), else null (`footprint`
+  /// and `sure_accesses` hold). The last few launches' are kept.
+  std::shared_ptr<const LaunchFootprint> footprint_at(const std::vector<ArgRef>& args) const;
+
   /// The program for `device`: the CPU program on CPU devices, else the one
   /// compiled for that device. Compiles it now unless it is compiled or being
   /// compiled on another thread (then waits for that). Throws canopy::Error
@@ -78,6 +100,9 @@ struct CompiledKernel {
   mutable std::mutex programs_mutex;
   mutable std::condition_variable compiled;
   mutable std::unordered_map<std::string, Slot> programs;  // by device id ("cpu" for every CPU device)
+  mutable std::mutex launch_footprints_mutex;
+  /// The most recent first; a few, since a kernel's index values rarely vary.
+  mutable std::vector<std::pair<ir::LaunchValues, std::shared_ptr<const LaunchFootprint>>> launch_footprints;
 };
 
 /// Compiles programs ahead of the launches that need them, one at a time on

@@ -90,7 +90,7 @@ PiecePlan plan_piece(const RegionRun& run, const backends::Range& range) {
     if (!storage) continue;
     Touched& array = plan.arrays[&(*storage)->copies()];
     ++array.uses;  // as PiecePins counts
-    const auto* footprint = run.kernel->footprint.of(static_cast<int>(p));
+    const auto* footprint = run.footprint().of(static_cast<int>(p));
     if (!footprint) continue;
     const auto& shape = (*storage)->shape();
     auto& param =

@@ -32,6 +32,9 @@ namespace canopy::runtime {
 
 struct RegionRun {
   std::shared_ptr<const CompiledKernel> kernel;
+  /// This launch's footprint where the kernel's depends on its launch values
+  /// (CompiledKernel::footprint_at); null otherwise.
+  std::shared_ptr<const LaunchFootprint> launch;
   std::vector<std::shared_ptr<backends::Program>> programs;  // per piece, for its leaf's device
   std::vector<ArgRef> args;
   std::vector<CompletionPtr> deps;
@@ -66,6 +69,13 @@ struct RegionRun {
   std::uint64_t leader = 0;  ///< then: whose own split it took (RowPlacement::leader)
   /// When the pieces were queued: each piece's finishing time counts from here.
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
+
+  /// What each array parameter reads and writes at this launch.
+  const ir::Footprint& footprint() const { return launch ? launch->footprint : kernel->footprint; }
+  /// The accesses every point of this launch makes at known positions.
+  const std::vector<SureAccess>& sure_accesses() const {
+    return launch ? launch->sure_accesses : kernel->sure_accesses;
+  }
 
   /// The region among writers_before whose failure this one took (fail_as).
   CompletionPtr cause;

@@ -197,7 +197,7 @@ class KernelBuilder {
       if (param.is_array())
         args.emplace_back(array_of_param_[p]);
       else if (param.is_scalar())
-        args.emplace_back(random_value(param.type, rng_));
+        args.emplace_back(fixed_[p] ? ir::RefValue::i64(*fixed_[p]) : random_value(param.type, rng_));
       else
         args.emplace_back(NoArgument{});
     }
@@ -210,7 +210,19 @@ class KernelBuilder {
   int add_param(ir::Param param, int array) {
     kernel_.params.push_back(std::move(param));
     array_of_param_.push_back(array);
+    fixed_.emplace_back();
     return int(kernel_.params.size()) - 1;
+  }
+
+  // The constant `value` in an index: a literal, or now and then an i64
+  // scalar parameter that every launch of the kernel passes as `value`, which
+  // the footprint learns only at the launch (`o[i + k]` splits over memories
+  // as `o[i + 2]` does).
+  Expr offset(std::int64_t value) {
+    if (!rng_.chance(0.35)) return i64(value);
+    const int p = add_param(ir::Param::scalar(program_.next_name("at"), ScalarType::I64), -1);
+    fixed_[std::size_t(p)] = value;
+    return ir::make_param(ScalarType::I64, p);
   }
 
   std::vector<int> arrays_in_use() const {
@@ -335,10 +347,10 @@ class KernelBuilder {
     const std::int64_t room = extent - range(k);  // >= 0
     const std::int64_t c = rng_.between(0, std::min<std::int64_t>(room, 2));
     const double form = rng_.unit();
-    if (form < 0.2) return ir::make_binary(BinaryOp::Sub, i64(range(k) - 1 + c), ir::make_index(k));
+    if (form < 0.2) return ir::make_binary(BinaryOp::Sub, offset(range(k) - 1 + c), ir::make_index(k));
     if (form < 0.3 && 2 * (range(k) - 1) + c < extent)
-      return ir::make_binary(BinaryOp::Add, ir::make_binary(BinaryOp::Mul, i64(2), ir::make_index(k)), i64(c));
-    return c == 0 ? ir::make_index(k) : ir::make_binary(BinaryOp::Add, ir::make_index(k), i64(c));
+      return ir::make_binary(BinaryOp::Add, ir::make_binary(BinaryOp::Mul, i64(2), ir::make_index(k)), offset(c));
+    return c == 0 ? ir::make_index(k) : ir::make_binary(BinaryOp::Add, ir::make_index(k), offset(c));
   }
 
   void add_atomic() {
@@ -361,7 +373,7 @@ class KernelBuilder {
     }
     if (form < 0.6) {  // clamped into the array
       Expr shifted = ir::make_binary(BinaryOp::Add, ir::make_index(k), i64(rng_.between(-3, 3)));
-      return ir::make_binary(BinaryOp::Min, ir::make_binary(BinaryOp::Max, shifted, i64(0)), i64(extent - 1));
+      return ir::make_binary(BinaryOp::Min, ir::make_binary(BinaryOp::Max, shifted, i64(0)), offset(extent - 1));
     }
     if (form < 0.75 && depth > 0) {  // a gather through an index array
       const int idx = program_.indices(extent, program_.base(1)[0], arrays_in_use());
@@ -729,7 +741,8 @@ class KernelBuilder {
   std::vector<std::int64_t> range_;
   ir::Kernel kernel_;
   std::vector<int> array_of_param_;
-  std::deque<ArrayUse> uses_;  // a deque: references to its elements outlive later uses
+  std::vector<std::optional<std::int64_t>> fixed_;  // per parameter: the value every launch passes (offset())
+  std::deque<ArrayUse> uses_;                       // a deque: references to its elements outlive later uses
   std::vector<int> owned_, atomics_, reductions_, reduced_;
   std::vector<Local> locals_;
   std::vector<Local> loop_vars_;  ///< the counters of the loops around, innermost last

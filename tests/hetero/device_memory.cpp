@@ -648,3 +648,97 @@ TEST_CASE(
   for (std::int64_t i = 0; i < n; ++i) wrong += o[i] != (i * 31) % size;
   CHECK(wrong == 0);
 }
+
+TEST_CASE(
+    "hetero: adaptive gives no rows to a device that cannot hold a merged array, though its input was left there" *
+    doctest::test_suite("opencl")) {
+  // Found by a new user's program: the adaptive policy followed the split the
+  // input was left in (all of it on the device, run there in passes) and put
+  // a histogram into a merged array on a 32 KiB device, where it can run in
+  // no number of passes; the launch was refused for a split the program had
+  // not asked for.
+  canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY", (accelerator(0) + ":32KiB").c_str());
+  Runtime rt;
+  if (!use_cpu0_and_device(rt)) CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
+  static const Kernel step("fit_step", [](InOut<std::int64_t> x, Val<std::int64_t> by) {
+    Idx i = index(0);
+    x[i] = x[i] + by;
+  });
+  static const Kernel histogram("fit_histogram", [](InOut<double> h, In<std::int64_t> x) {
+    Idx i = index(0);
+    atomic_add(h[x[i] % 5], 0.25);
+  });
+  const std::int64_t n = 10007;  // 80 KB of keys: the device holds them in passes only
+  auto x = rt.array<std::int64_t>(n, named("x"));
+  auto bins = rt.array<double>(5, named("bins") | merge(MergeOp::Sum));
+  {
+    auto view = x.host();
+    for (std::int64_t i = 0; i < n; ++i) view[i] = i;
+  }
+  rt.region(step).over(n).policy("percentage:[0,100]").launch(x, std::int64_t{1});
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE_NOTHROW(rt.region(histogram).over(n).policy("adaptive").launch(bins, x));
+    rt.pause();
+  }
+  std::vector<double> want(5, 0.0);
+  for (std::int64_t i = 0; i < n; ++i) want[std::size_t((i + 1) % 5)] += 3 * 0.25;
+  const auto got = bins.host_read();
+  for (std::size_t b = 0; b < 5; ++b) CHECK(got[b] == want[b]);
+  for (const RegionStats& region : rt.stats().recent)
+    if (region.kernel == "fit_histogram")
+      for (const auto& piece : region.pieces) CHECK(piece.leaf == "cpu0");
+}
+
+TEST_CASE("hetero: writes at an offset from a scalar parameter split over two memories and run in passes" *
+          doctest::test_suite("opencl")) {
+  // Found by a new user's program: `y[i + k]` with k a Val was taken to
+  // write anywhere in y, so the region ran on one memory whatever the
+  // policy, and `y[i] = x[n - 1 - i]` with n a Val was refused on a small
+  // device instead of running there in passes. Each launch's footprint now
+  // takes its scalars' values.
+  canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY", (accelerator(0) + ":64KiB").c_str());
+  Runtime rt;
+  if (!use_cpu0_and_device(rt)) CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
+  static const Kernel shift("offset_shift", [](InOut<double> y, In<double> x, Val<std::int64_t> k) {
+    Idx i = index(0);
+    y[i + k] = 2.0 * x[i] + 1.0;
+  });
+  static const Kernel reverse("offset_reverse", [](Out<double> y, In<double> x, Val<std::int64_t> n) {
+    Idx i = index(0);
+    y[i] = x[n - 1 - i];
+  });
+  const std::int64_t n = 30000;  // 240 KB an array: the device holds a few rows of each at a time
+  const std::int64_t k = 7;
+  auto x = rt.array<double>(n, named("x"));
+  auto y = rt.array<double>(n, named("y"));
+  auto z = rt.array<double>(n, named("z"));
+  {
+    auto xv = x.host();
+    auto yv = y.host();
+    for (std::int64_t i = 0; i < n; ++i) {
+      xv[i] = 0.25 * double(i % 1000) - 3.0;
+      yv[i] = -1.0;
+    }
+  }
+  rt.region(shift).over(n - k).policy("percentage:[50,50]").launch(y, x, k);
+  rt.region(reverse).over(n).at(accelerator(0)).launch(z, y, n);
+  rt.pause();
+  std::vector<double> want_y(static_cast<std::size_t>(n), -1.0), want_z(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n - k; ++i) want_y[std::size_t(i + k)] = 2.0 * (0.25 * double(i % 1000) - 3.0) + 1.0;
+  for (std::int64_t i = 0; i < n; ++i) want_z[std::size_t(i)] = want_y[std::size_t(n - 1 - i)];
+  const auto got_y = y.host_read();
+  const auto got_z = z.host_read();
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    wrong += (got_y[i] != want_y[std::size_t(i)]) + (got_z[i] != want_z[std::size_t(i)]);
+  CHECK(wrong == 0);
+  for (const RegionStats& region : rt.stats().recent) {
+    CAPTURE(region.kernel);
+    if (region.kernel == "offset_shift")
+      CHECK(pieces_of(region) == std::vector<std::string>{"cpu0[0,14997)", accelerator(0) + "[14997,29993)"});
+    if (region.kernel == "offset_reverse") {
+      REQUIRE(region.pieces.size() == 1);
+      CHECK(region.pieces.front().passes > 1);
+    }
+  }
+}

@@ -723,3 +723,61 @@ TEST_CASE("footprint: a store in both branches of an If counts as unconditional"
   const Kernel nested = make_kernel("nested", {out1("a"), in1("b")}, 1, {make_if(cond, make_block({both.body}))});
   CHECK_FALSE(footprint_of(nested, 0).writes.unconditional);
 }
+
+TEST_CASE("footprint: a launch's scalar values and extents bound") {
+  // a[i] = b[i + k], k a scalar parameter: Whole for the kernel, i0+3 for a
+  // launch with k = 3, and k is what the footprint depends on.
+  const Kernel offset = read_of_b(plus(idx(0), make_param(I64, 2)), {Param::scalar("k", I64)});
+  CHECK(footprint_of(offset).of(1)->reads.dims == std::vector<DimFootprint>{DimFootprint::whole()});
+  LaunchValues k3;
+  k3.scalars = {std::nullopt, std::nullopt, 3};
+  const Footprint bound = footprint_of(offset, k3);
+  CHECK(bound.of(1)->reads.dims == std::vector<DimFootprint>{affine({1, 0, 0}, 3, 3)});
+  CHECK(bound.of(1)->reads.sure_sites.size() == 1);
+  CHECK(rows_touched(bound.of(1)->reads, 0, 10, 20, 100) == Interval{13, 23});
+  const FootprintInputs inputs = footprint_inputs(offset);
+  CHECK(inputs.scalars == std::vector<int>{2});
+  CHECK(inputs.extents.empty());
+  // A value the launch does not give stays unbounded.
+  CHECK(footprint_of(offset, LaunchValues{}).of(1)->reads.dims == std::vector<DimFootprint>{DimFootprint::whole()});
+
+  // a[i] = b[extent(b, 0) - 1 - i]: reversed over an array of 100.
+  const Kernel reversed = read_of_b(minus(minus(make_extent(1, 0), lit(1)), idx(0)));
+  LaunchValues hundred;
+  hundred.extents = {{100}, {100}};
+  CHECK(footprint_of(reversed, hundred).of(1)->reads.dims == std::vector<DimFootprint>{affine({-1, 0, 0}, 99, 99)});
+  CHECK(footprint_inputs(reversed).extents == std::vector<std::pair<int, int>>{{1, 0}});
+
+  // a[i] = b[i * m + 1], m a scalar: the coefficient is the launch's m.
+  const Kernel strided = read_of_b(plus(times(idx(0), make_param(I64, 2)), lit(1)), {Param::scalar("m", I64)});
+  LaunchValues m4;
+  m4.scalars = {std::nullopt, std::nullopt, 4};
+  CHECK(footprint_of(strided, m4).of(1)->reads.dims == std::vector<DimFootprint>{affine({4, 0, 0}, 1, 1)});
+
+  // for j in 0..n { a[i] = b[i + j] }: counted once n is known, and then
+  // every point surely runs the loop.
+  const Kernel loop =
+      make_kernel("k", {out1("a"), in1("b"), Param::scalar("n", I64)}, 1,
+                  {make_for("j", lit(0), make_param(I64, 2), lit(1),
+                            make_block({make_store(0, {idx(0)}, load(1, {plus(idx(0), make_var(I64, "j"))}))}))});
+  LaunchValues n5;
+  n5.scalars = {std::nullopt, std::nullopt, 5};
+  const Footprint counted = footprint_of(loop, n5);
+  CHECK(counted.of(1)->reads.dims == std::vector<DimFootprint>{affine({1, 0, 0}, 0, 4)});
+  CHECK(counted.of(0)->writes.unconditional);
+  CHECK(footprint_inputs(loop).scalars == std::vector<int>{2});
+
+  // A float scalar is never an index's input; a kernel whose indices use no
+  // scalar or extent has none.
+  const Kernel scaled = make_kernel("k", {out1("a"), in1("b"), Param::scalar("s", F64)}, 1,
+                                    {make_store(0, {idx(0)}, times(load(1, {idx(0)}), make_param(F64, 2)))});
+  CHECK(footprint_inputs(scaled).empty());
+  // A gather's index stays data dependent whatever the launch gives.
+  const Kernel gather =
+      make_kernel("k", {out1("a"), in1("b"), Param::array("idx", I64, 1, Access::In), Param::scalar("k", I64)}, 1,
+                  {make_store(0, {idx(0)}, load(1, {plus(make_load(I64, 2, {idx(0)}), make_param(I64, 3))}))});
+  LaunchValues gather_values;
+  gather_values.scalars = {std::nullopt, std::nullopt, std::nullopt, 7};
+  CHECK(footprint_of(gather, gather_values).of(1)->reads.dims ==
+        std::vector<DimFootprint>{DimFootprint::data_dependent()});
+}

@@ -1,8 +1,9 @@
 // A launch whose range takes an access that every point performs outside
 // its array is refused before it runs, in the default mode (no
 // CANOPY_CHECK): the error names the kernel, the array, the positions and the
-// extent, and no array changes. Accesses that may be guarded (under an If),
-// gathers and offsets from parameters are left to CANOPY_CHECK=bounds.
+// extent, and no array changes; an offset from a scalar parameter or an
+// extent is taken at its launch's value. Accesses that may be guarded (under
+// an If) and gathers are left to CANOPY_CHECK=bounds.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -170,4 +171,32 @@ TEST_CASE("launch bounds: guarded accesses, gathers and empty ranges are not ref
   rt.region(gather()).over(n).launch(o, x, at);
   ov = values_of(o);
   CHECK(ov[3] == 21.0);
+}
+
+TEST_CASE("launch bounds: an offset from a scalar parameter is checked at the launch's value") {
+  // o[i + k] with a k that takes the last points past o: before, an offset
+  // from a parameter was never checked, and the launch wrote past the array.
+  static const Kernel offset("lb_offset",
+                             [](Out<double> o, In<double> x, Val<std::int64_t> k) {
+                               Idx i = index(0);
+                               o[i + k] = x[i];
+                             },
+                             {"o", "x", "k"});
+  Runtime rt;
+  use_tree(rt, one_leaf_tree());
+  constexpr std::int64_t n = 40;
+  auto o = rt.array<double>(n, named("o"));
+  auto x = rt.array<double>(n, named("x"));
+  {
+    auto xv = x.host();
+    for (std::int64_t i = 0; i < n; ++i) xv[i] = double(i) + 0.5;
+  }
+  CHECK(error_of([&] { rt.region(offset).over(n - 2).launch(o, x, std::int64_t{3}); }) ==
+        "kernel 'lb_offset' writes parameter 'o', array 'o' (f64 40 at node), at positions 3 to 40 over the region's "
+        "range 38, but the array's extent is 40; launch the region over a range the array holds, make the array "
+        "larger, or guard the access with If");
+  CHECK(values_of(o) == std::vector<double>(n, 0.0));
+  rt.region(offset).over(n - 3).launch(o, x, std::int64_t{3});
+  const auto ov = values_of(o);
+  for (std::int64_t i = 0; i < n; ++i) CHECK(ov[std::size_t(i)] == (i < 3 ? 0.0 : double(i - 3) + 0.5));
 }
