@@ -6,7 +6,9 @@
 // writes past the arrays and corrupts memory that the program only notices
 // later, if at all. An access that every point performs (not under an If,
 // which may guard it as hotspot's edges do, nor in a loop that may not run)
-// at a position affine in the index with one constant offset reaches exactly
+// at a position affine in the index with one constant offset (or with a
+// counter of a loop of fixed bounds, which reaches both its ends; or with a
+// scalar argument or extent, taken at its launch's value) reaches exactly
 // the positions the footprint says, so the range alone decides whether it
 // leaves the array. Guarded accesses, gathers and scatters stay with
 // CANOPY_CHECK=bounds. The check is a few multiplications per such access,

@@ -302,6 +302,13 @@ class IndexEvaluator {
 
   DimFootprint evaluate(const Expr& expr) { return evaluate(expr, 0); }
 
+  /// True when every point that evaluates `expr` surely takes both ends of
+  /// evaluate(expr), given that the loops around it run: `expr` adds and
+  /// scales constants, indices and at most one counter of a loop with exact
+  /// bounds (`b[j]` for j in 0..200 takes 0 and 199), so a site there that
+  /// every point makes reaches both.
+  bool takes_both_ends(const Expr& expr) { return counters_reaching_ends(expr, 0) >= 0; }
+
   Trips trips(const For& loop) {
     if (!positive_step(loop)) return Trips::Maybe;
     const auto begin = evaluate(loop.begin), end = evaluate(loop.end);
@@ -484,6 +491,50 @@ class IndexEvaluator {
     evaluating_.erase(name);
     variables_.emplace(name, value);
     return value;
+  }
+
+  // The loop counters in `expr` when it takes both ends of its values (see
+  // takes_both_ends); -1 when it may not.
+  int counters_reaching_ends(const Expr& expr, int depth) {
+    if (!expr || depth > kMaxDepth || !is_int(expr->type)) return -1;
+    switch (expr->kind) {
+      case ExprKind::Const:
+      case ExprKind::Index: return 0;
+      case ExprKind::Cast: {
+        const auto& cast = expr->as<Cast>();
+        return cast.operand->type == ScalarType::I32 && cast.type == ScalarType::I64
+                   ? counters_reaching_ends(cast.operand, depth + 1)
+                   : -1;
+      }
+      case ExprKind::Var: {
+        auto defs = names_.find(expr->as<VarRef>().name);
+        if (defs == names_.end()) return -1;
+        const Definitions& d = defs->second;
+        if (d.loops.size() == 1 && d.decls == 0 && d.assigns == 0) {
+          const For& loop = *d.loops.front();
+          const auto begin = evaluate(loop.begin, depth), end = evaluate(loop.end, depth);
+          const bool exact = positive_step(loop) && begin.is_affine() && end.is_affine() && begin.coeff == end.coeff &&
+                             begin.lo == begin.hi && end.lo == end.hi;
+          return exact ? 1 : -1;
+        }
+        if (d.loops.empty() && d.decls == 1 && d.assigns == 0)
+          return counters_reaching_ends(d.values.front(), depth + 1);
+        return -1;
+      }
+      case ExprKind::Binary: {
+        const auto& b = expr->as<Binary>();
+        if (b.op == BinaryOp::Add || b.op == BinaryOp::Sub) {
+          const int lhs = counters_reaching_ends(b.lhs, depth + 1), rhs = counters_reaching_ends(b.rhs, depth + 1);
+          return lhs < 0 || rhs < 0 || lhs + rhs > 1 ? -1 : lhs + rhs;
+        }
+        if (b.op == BinaryOp::Mul) {
+          if (is_exact(evaluate(b.lhs, depth))) return counters_reaching_ends(b.rhs, depth + 1);
+          if (is_exact(evaluate(b.rhs, depth))) return counters_reaching_ends(b.lhs, depth + 1);
+        }
+        return -1;
+      }
+      default: return -1;
+    }
   }
 
   static bool positive_step(const For& loop) {
@@ -676,13 +727,31 @@ class SiteScan : public Visitor {
     }
   }
 
-  /// Adds a site every point performs to `access.sure_sites` (once).
+  /// Adds a site every point performs to `access.sure_sites` (once). A
+  /// dimension whose every point takes both ends of its interval (a loop's
+  /// counter) gives two sites, one at each end: each is then a position
+  /// every point touches.
   void add_sure_site(AccessFootprint& access, const std::vector<Expr>& indices) {
-    std::vector<DimFootprint> site;
-    for (std::size_t d = 0; d < access.dims.size(); ++d)
-      site.push_back(d < indices.size() ? evaluator_.evaluate(indices[d]) : DimFootprint::whole());
-    if (std::find(access.sure_sites.begin(), access.sure_sites.end(), site) == access.sure_sites.end())
-      access.sure_sites.push_back(std::move(site));
+    std::vector<DimFootprint> site, at_low, at_high;
+    bool ends = false;
+    for (std::size_t d = 0; d < access.dims.size(); ++d) {
+      const DimFootprint v = d < indices.size() ? evaluator_.evaluate(indices[d]) : DimFootprint::whole();
+      site.push_back(v);
+      at_low.push_back(v);
+      at_high.push_back(v);
+      if (v.is_affine() && v.lo != v.hi && evaluator_.takes_both_ends(indices[d])) {
+        at_low.back().hi = v.lo;
+        at_high.back().lo = v.hi;
+        ends = true;
+      }
+    }
+    auto add = [&](std::vector<DimFootprint> one) {
+      if (std::find(access.sure_sites.begin(), access.sure_sites.end(), one) == access.sure_sites.end())
+        access.sure_sites.push_back(std::move(one));
+    };
+    if (!ends) return add(std::move(site));
+    add(std::move(at_low));
+    add(std::move(at_high));
   }
 
   void write(int param, const std::vector<Expr>& indices, const Expr& value, bool atomic, bool conditional) {

@@ -89,7 +89,9 @@ struct AccessFootprint {
   /// run zero times), each as one DimFootprint per array dimension, without
   /// repeats. A dimension that is Affine with lo == hi is exactly the position
   /// the site touches at every point, so a range that takes it outside the
-  /// array surely faults (the runtime refuses such a launch).
+  /// array surely faults (the runtime refuses such a launch). A site in a
+  /// loop whose counter takes both ends of its interval at every point (`b[j]`
+  /// for j in 0..200) is there twice, with the dimension at each end.
   std::vector<std::vector<DimFootprint>> sure_sites;
 
   /// True when present and every site is an AtomicAdd.

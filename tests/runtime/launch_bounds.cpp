@@ -200,3 +200,38 @@ TEST_CASE("launch bounds: an offset from a scalar parameter is checked at the la
   const auto ov = values_of(o);
   for (std::int64_t i = 0; i < n; ++i) CHECK(ov[std::size_t(i)] == (i < 3 ? 0.0 : double(i - 3) + 0.5));
 }
+
+TEST_CASE("launch bounds: an access in a loop that every point runs is checked at both ends of its counter") {
+  // Found by a new user's program: every point wrote b[j] for j in 0..200
+  // into an array of 100, and the program crashed later. The loop's counter
+  // surely takes 0 and 199, so the launch is refused.
+  static const Kernel loop("lb_loop",
+                           [](Out<double> a, Out<double> b) {
+                             Idx i = index(0);
+                             For(0, 200, [&](Idx j) { b[j] = 7.0; });
+                             a[i] = 1.0;
+                           },
+                           {"a", "b"});
+  static const Kernel window("lb_window",
+                             [](Out<double> o, In<double> x) {
+                               Idx i = index(0);
+                               Var<double> sum = 0.0;
+                               For(-2, 3, [&](Idx k) { sum = sum + x[i + k]; });
+                               o[i] = sum;
+                             },
+                             {"o", "x"});
+  Runtime rt;
+  use_tree(rt, one_leaf_tree());
+  auto a = rt.array<double>(100, named("a"));
+  auto b = rt.array<double>(100, named("b"));
+  CHECK(error_of([&] { rt.region(loop).over(100).launch(a, b); }) ==
+        "kernel 'lb_loop' writes parameter 'b', array 'b' (f64 100 at node), at positions 0 to 199 over the region's "
+        "range 100, but the array's extent is 100; launch the region over a range the array holds, make the array "
+        "larger, or guard the access with If");
+  CHECK(values_of(b) == std::vector<double>(100, 0.0));
+  // x[i + k] for k in -2..2 reaches 2 below the first point and 2 past the last.
+  CHECK(error_of([&] { rt.region(window).over(100).launch(a, b); }) ==
+        "kernel 'lb_window' reads parameter 'x', array 'b' (f64 100 at node), at positions -2 to 101 over the region's "
+        "range 100, but the array's extent is 100; launch the region over a range the array holds, make the array "
+        "larger, or guard the access with If");
+}
