@@ -3,6 +3,7 @@
 #include "cuda/cuda_device.hpp"
 #include "level_zero/level_zero_device.hpp"
 #include "opencl/opencl_device.hpp"
+#include "signal_guard.hpp"
 
 namespace canopy::backends {
 
@@ -12,6 +13,7 @@ const std::vector<std::string_view>& backend_names() {
 }
 
 BackendDevices discover_backend(std::string_view backend) {
+  const KeepSignals keep;  // a driver's start may install handlers of its own (signal_guard.hpp)
   if (backend == "cuda") return cuda::discover_cuda();
   if (backend == "level_zero") return level_zero::discover_level_zero();
   if (backend == "opencl") return opencl::discover_opencl();

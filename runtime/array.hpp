@@ -184,6 +184,9 @@ class ArrayStorage {
   mutable std::mutex clear_mutex_;  ///< held while the owed zeros are written
 
   mutable std::mutex mutex_;
+  /// forks_so_far() when made: in a child of a later fork(), the regions
+  /// recorded or running for it belong to threads that are gone.
+  const unsigned forks_before_ = forks_so_far();
   std::string location_;
   int numa_node_ = -1;  ///< the NUMA node (OS number) the host pages are bound to; -1: none
   std::atomic<std::uint64_t> last_use_{0};
@@ -314,12 +317,14 @@ class Array {
   /// False for a default-constructed (empty) handle, which no launch takes.
   explicit operator bool() const { return storage_ != nullptr; }
   /// The extents, and the extent of dimension `dim` (0 is the outermost).
-  const Shape& shape() const { return storage_->shape(); }
-  std::int64_t extent(int dim) const { return storage_->shape()[dim]; }
+  /// Every member below but storage() throws canopy::Error on an empty
+  /// handle, naming what was asked.
+  const Shape& shape() const { return held("shape()").shape(); }
+  std::int64_t extent(int dim) const { return held("extent()").shape()[dim]; }
   /// The number of elements (the product of the extents).
-  std::int64_t size() const { return storage_->shape().size(); }
+  std::int64_t size() const { return held("size()").shape().size(); }
   /// The location the array is placed at now.
-  std::string location() const { return storage_->location(); }
+  std::string location() const { return held("location()").location(); }
 
   /// The elements on the host, current: waits for the regions that use the
   /// array and brings back what devices changed. Writes through the view are
@@ -330,25 +335,28 @@ class Array {
   /// CPU leaves. Throws the error of the region that wrote the array last,
   /// when it failed and neither pause() nor another view has reported it yet.
   HostView<T, Rank> host() const {
-    storage_->wait_idle(true);
-    storage_->sync_host(true);
-    return HostView<T, Rank>(static_cast<T*>(storage_->host_data()), storage_->shape(), storage_);
+    runtime::ArrayStorage& array = held("host()");
+    array.wait_idle(true);
+    array.sync_host(true);
+    return HostView<T, Rank>(static_cast<T*>(array.host_data()), array.shape(), storage_);
   }
   /// Like host(), for reading only: the device copies stay current, so the
   /// next regions on devices copy nothing in again.
   HostView<const T, Rank> host_read() const {
-    storage_->wait_idle(true);
-    storage_->sync_host(false);
-    return HostView<const T, Rank>(static_cast<const T*>(storage_->host_data()), storage_->shape(), storage_);
+    runtime::ArrayStorage& array = held("host_read()");
+    array.wait_idle(true);
+    array.sync_host(false);
+    return HostView<const T, Rank>(static_cast<const T*>(array.host_data()), array.shape(), storage_);
   }
 
   /// Rows [begin_row, end_row) of the first dimension, every inner dimension
   /// whole (see ArraySlice). Throws canopy::Error when the rows are not
   /// within [0, extent(0)] or end_row < begin_row.
   ArraySlice<T, Rank> slice(std::int64_t begin_row, std::int64_t end_row) const {
-    if (begin_row < 0 || end_row < begin_row || end_row > extent(0))
-      throw Error("slice(" + std::to_string(begin_row) + ", " + std::to_string(end_row) + ") of " +
-                  storage_->describe() + " is not within its " + std::to_string(extent(0)) +
+    const runtime::ArrayStorage& array = held("slice()");
+    if (begin_row < 0 || end_row < begin_row || end_row > array.shape()[0])
+      throw Error("slice(" + std::to_string(begin_row) + ", " + std::to_string(end_row) + ") of " + array.describe() +
+                  " is not within its " + std::to_string(array.shape()[0]) +
                   " rows; give 0 <= begin_row <= end_row <= extent(0)");
     return ArraySlice<T, Rank>(storage_, begin_row, end_row);
   }
@@ -360,6 +368,16 @@ class Array {
   const std::shared_ptr<runtime::ArrayStorage>& storage() const { return storage_; }
 
  private:
+  // The array, or canopy::Error for an empty handle (a default-constructed
+  // Array, or a member not assigned yet), which had crashed.
+  runtime::ArrayStorage& held(const char* what) const {
+    if (!storage_)
+      throw Error(std::string("Array::") + what +
+                  " on an empty handle (a default-constructed Array): assign it an array made with "
+                  "rt.array<T>(...) first");
+    return *storage_;
+  }
+
   std::shared_ptr<runtime::ArrayStorage> storage_;
 };
 

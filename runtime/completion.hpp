@@ -13,6 +13,15 @@
 
 namespace canopy::runtime {
 
+/// How many times this process is the child of a fork() since Canopy was
+/// first used in it (a pthread_atfork handler counts). A Runtime's threads do
+/// not survive fork(): a child that waited for its parent's regions hung.
+unsigned forks_so_far();
+/// Throws canopy::Error, naming `what` the program asked for, when the
+/// process forked since `forks_before` (forks_so_far() when the Runtime or
+/// the work was made).
+void refuse_after_fork(unsigned forks_before, const char* what);
+
 class Completion {
  public:
   bool done() const { return state_.load(std::memory_order_acquire) != 0; }
@@ -45,6 +54,7 @@ class Completion {
   std::atomic<bool>& reported() const { return cause_ ? cause_->reported_ : reported_; }
 
   std::atomic<std::uint32_t> state_{0};
+  const unsigned forks_before_ = forks_so_far();  ///< wait() in a child after fork() would never end
   mutable std::atomic<std::uint32_t> sleepers_{0};
   mutable std::atomic<bool> reported_{false};
   std::exception_ptr error_;  ///< written before state_ turns 1

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -427,12 +428,27 @@ Hierarchy load_config_file(const std::string& path, const NodeInventory& node, C
                            std::vector<std::string>* warnings) {
   std::error_code ignored;
   std::ifstream file(path, std::ios::binary);
-  std::ostringstream text;
-  if (file) text << file.rdbuf();
-  if (!file || file.bad() || std::filesystem::is_directory(path, ignored))
+  if (!file || std::filesystem::is_directory(path, ignored))
     throw Error(
         fmt::format("cannot read the configuration file '{}'; expected a readable file in Gecko's format", path));
-  return load_config(text.str(), path, node, types, warnings);
+  // At most 16 MiB, read as it comes: an endless source (/dev/zero) had
+  // filled the machine's memory.
+  constexpr std::size_t limit = std::size_t{16} << 20;
+  std::string text;
+  std::array<char, 1 << 16> chunk;
+  while (file && text.size() <= limit) {
+    file.read(chunk.data(), chunk.size());
+    text.append(chunk.data(), static_cast<std::size_t>(file.gcount()));
+  }
+  if (file.bad())
+    throw Error(
+        fmt::format("cannot read the configuration file '{}'; expected a readable file in Gecko's format", path));
+  if (text.size() > limit)
+    throw Error(
+        fmt::format("the configuration file '{}' is longer than 16 MiB; expected a file in Gecko's format (a "
+                    "few lines per location)",
+                    path));
+  return load_config(text, path, node, types, warnings);
 }
 
 void apply_config_text(Hierarchy& tree, std::string_view text, std::string_view source_name, const NodeInventory& node,

@@ -300,9 +300,16 @@ Engine::Engine(const RuntimeOptions& options) : state_((read_settings(), std::ma
   state_->recorder.eager = settings().fuse == "eager";
   std::unique_lock lock(state_->tree_mutex);
   state_->sync_workers();
+  warn_of_device_memory_names(state_->device_memory, state_->tree);
 }
 
 Engine::~Engine() {
+  if (forks_so_far() != state_->forks_before) {
+    // A child of fork() ending: the parent's threads, which the state would
+    // join, do not exist here. Left as it is, for the process's end.
+    (void)state_.release();
+    return;
+  }
   try {
     pause();
   } catch (const std::exception& e) {
@@ -361,6 +368,7 @@ bool Engine::fusion() const {
 }
 
 void Engine::pause() {
+  refuse_after_fork(state_->forks_before, "pause()");
   state_->start_recorded(true);
   const trace::PauseSpan traced;
   std::vector<State::InFlight> pending;
@@ -382,6 +390,7 @@ void Engine::pause() {
 }
 
 void Engine::pause(const std::string& location) {
+  refuse_after_fork(state_->forks_before, "pause(location)");
   state_->start_recorded();  // the recorder keeps no leaves: all of it
   const trace::PauseSpan traced(location);
   std::vector<std::string> leaves;

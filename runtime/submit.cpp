@@ -203,6 +203,7 @@ std::vector<std::shared_future<void>> Engine::prepare(const std::vector<std::sha
 }
 
 RegionHandle Engine::submit(RegionRequest request) {
+  refuse_after_fork(state_->forks_before, "launching a region");
   const auto& kernel = *request.kernel;
   check_shape(kernel, request.range);
   check_arguments(kernel, request.args);

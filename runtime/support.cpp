@@ -1,5 +1,7 @@
 // Small pieces of the public runtime types: shapes, traits, completions,
 // array storage.
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -126,6 +128,24 @@ std::ostream& operator<<(std::ostream& out, const MemoryTraits& traits) {
 
 namespace runtime {
 
+namespace {
+std::atomic<unsigned> forks_seen{0};
+void count_fork() { forks_seen.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
+
+unsigned forks_so_far() {
+  static const bool counting = pthread_atfork(nullptr, nullptr, count_fork) == 0;
+  (void)counting;
+  return forks_seen.load(std::memory_order_relaxed);
+}
+
+void refuse_after_fork(unsigned forks_before, const char* what) {
+  if (forks_so_far() == forks_before) return;
+  throw Error(std::string(what) +
+              " in a child process (after fork()) on a Runtime its parent made: the Runtime's threads do not "
+              "survive fork(). Finish the parent's work (pause()) before fork() and make a new Runtime in the child");
+}
+
 void Completion::finish(std::exception_ptr error) {
   error_ = std::move(error);
   state_.store(1, std::memory_order_seq_cst);
@@ -139,6 +159,7 @@ void Completion::finish_as(const std::shared_ptr<const Completion>& cause) {
 
 void Completion::wait(bool rethrow) const {
   if (!done()) {
+    refuse_after_fork(forks_before_, "waiting for a region");
     // A short region ends within microseconds: polling avoids two futex calls.
     if (!backends::cpu::poll_until([&] { return done(); })) {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -358,7 +379,9 @@ void ArrayStorage::start_recorded(const void* except, bool waits) {
 void ArrayStorage::start_recorded_elsewhere(const void* except) { start_recorded(except, false); }
 
 void ArrayStorage::wait_idle(bool report) {
-  start_recorded(nullptr, true);
+  // In a child of fork() the recorders' threads are gone: what they held is
+  // not started, and a region still running in the parent is refused below.
+  if (forks_so_far() == forks_before_) start_recorded(nullptr, true);
   std::vector<CompletionPtr> pending;
   CompletionPtr writer;
   {

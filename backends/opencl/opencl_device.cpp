@@ -18,6 +18,7 @@
 
 #include "../fault_injection.hpp"
 #include "../program_cache.hpp"
+#include "../signal_guard.hpp"
 
 namespace canopy::backends::opencl {
 
@@ -429,6 +430,7 @@ std::shared_ptr<OpenCLProgram> OpenCLDevice::build(std::shared_ptr<const ir::Ker
 }
 
 bool OpenCLDevice::build_from_binary(OpenCLProgram& program, const std::string& binary) {
+  const KeepSignals keep;  // PoCL's compiler may install signal handlers (signal_guard.hpp)
   cl_int status = CL_SUCCESS, binary_status = CL_SUCCESS;
   const std::size_t size = binary.size();
   const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
@@ -443,6 +445,7 @@ bool OpenCLDevice::build_from_binary(OpenCLProgram& program, const std::string& 
 }
 
 void OpenCLDevice::build_from_source(OpenCLProgram& program) {
+  const KeepSignals keep;  // PoCL's compiler may install signal handlers (signal_guard.hpp)
   const std::string& text = program.source_.text;
   const char* start = text.c_str();
   const std::size_t length = text.size();

@@ -48,10 +48,15 @@ namespace canopy::runtime {
 /// CANOPY_DEVICE_MEMORY ("opencl0:256MiB,opencl1:1GiB") as leaf names and
 /// bytes; throws canopy::Error naming the part that is not such a pair.
 std::map<std::string, std::int64_t> device_memory_limits();
+/// Says on stderr which names of CANOPY_DEVICE_MEMORY are not device leaves of `tree`.
+void warn_of_device_memory_names(const std::map<std::string, std::int64_t>& limits, const Hierarchy& tree);
 
 struct PiecePlan;
 
 struct Engine::State {
+  /// forks_so_far() when the Runtime was made: in a child of a later fork()
+  /// its threads are gone, and it refuses to launch or pause.
+  const unsigned forks_before = forks_so_far();
   /// CANOPY_TRACE's recording (null when unset): made first, so a bad value fails the Runtime at once.
   std::unique_ptr<trace::Session> trace_session = trace::session_from_environment();
   NodeInventory inventory;

@@ -4,6 +4,8 @@
 // may run on instead.
 #include "engine_state.hpp"
 
+#include <cstdio>
+
 namespace canopy::runtime {
 
 void Engine::State::add_backend(backends::BackendDevices discovered) {
@@ -84,10 +86,33 @@ std::map<std::string, std::int64_t> device_memory_limits() {
     if (colon == 0 || bytes <= 0)
       throw Error("CANOPY_DEVICE_MEMORY: '" + part +
                   "' is not <leaf>:<size>; give device leaves and sizes, e.g. opencl0:256MiB,opencl1:1GiB");
-    limits[part.substr(0, colon)] = bytes;
+    if (!limits.emplace(part.substr(0, colon), bytes).second)
+      throw Error("CANOPY_DEVICE_MEMORY: '" + text + "' names the leaf '" + part.substr(0, colon) +
+                  "' twice; give each device leaf one size, e.g. opencl0:256MiB,opencl1:1GiB");
     start = end + 1;
   }
   return limits;
+}
+
+// A name that is no device leaf of the tree limits nothing now (a typo had
+// dropped the program's limit without a word): said once, when the Runtime
+// is made. Its limit still holds for a leaf of that name added later.
+void warn_of_device_memory_names(const std::map<std::string, std::int64_t>& limits, const Hierarchy& tree) {
+  if (limits.empty() || !tree.root()) return;
+  std::string devices;
+  for (const Location* leaf : tree.leaves(*tree.root()))
+    if (is_device(leaf->kind())) devices += (devices.empty() ? "" : ", ") + leaf->name();
+  for (const auto& [name, bytes] : limits) {
+    const Location* leaf = tree.find(name);
+    if (leaf && is_device(leaf->kind())) continue;
+    const std::string what = !leaf                               ? "no location of this Runtime's tree"
+                             : leaf->kind() == LocationKind::Cpu ? "a CPU leaf, which works in the host's memory"
+                                                                 : "a location that runs no region";
+    std::fprintf(stderr,
+                 "canopy: CANOPY_DEVICE_MEMORY names '%s', %s; it limits device leaves (here: %s), and holds for a "
+                 "leaf of that name added later\n",
+                 name.c_str(), what.c_str(), devices.empty() ? "none" : devices.c_str());
+  }
 }
 
 // Each array's copies go back after the regions in flight that use it: one

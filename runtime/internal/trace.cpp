@@ -221,6 +221,16 @@ std::optional<std::string> trace_path_from_settings() {
   const std::filesystem::path folder = file.parent_path();
   if (!folder.empty() && !std::filesystem::is_directory(folder, error))
     refuse("is in the folder '" + folder.string() + "', which does not exist");
+  // The trace is renamed over the path when the program ends: over a device
+  // (/dev/null, which a root process had replaced by a JSON file), a pipe, a
+  // socket or a file the process may not write, that would destroy it.
+  const auto status = std::filesystem::symlink_status(file, error);
+  if (std::filesystem::exists(status)) {
+    if (!std::filesystem::is_regular_file(status))
+      refuse(std::filesystem::is_symlink(status) ? "is a symbolic link, which the trace would replace"
+                                                 : "names a device, pipe or socket, not a file");
+    if (::access(path.c_str(), W_OK) != 0) refuse("is a file this process may not write");
+  }
   return path;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hetero_support.hpp"
+#include "jit/jit_test_support.hpp"
 #include "scoped_setting.hpp"
 
 using namespace canopy;
@@ -286,7 +287,8 @@ TEST_CASE(
 }
 
 TEST_CASE("hetero: CANOPY_DEVICE_MEMORY that is not <leaf>:<size> is refused when a Runtime starts") {
-  for (const char* bad : {"opencl0", "opencl0:lots", ":1MiB", "opencl0:0", "opencl0:1MiB,,"}) {
+  for (const char* bad :
+       {"opencl0", "opencl0:lots", ":1MiB", "opencl0:0", "opencl0:1MiB,,", "opencl0:1MiB,opencl0:2MiB"}) {
     CAPTURE(bad);
     canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY", bad);
     std::string error;
@@ -297,6 +299,19 @@ TEST_CASE("hetero: CANOPY_DEVICE_MEMORY that is not <leaf>:<size> is refused whe
     }
     CHECK(error.find("CANOPY_DEVICE_MEMORY") != std::string::npos);
   }
+}
+
+TEST_CASE("hetero: CANOPY_DEVICE_MEMORY naming no device leaf is said when a Runtime starts") {
+  // Found by a new user: a typo (`nosuch:1MiB`) or a CPU leaf dropped the
+  // program's limit without a word.
+  canopy::testing::ScopedSetting limit("CANOPY_DEVICE_MEMORY", "nosuch:1MiB,cpu0:1MiB");
+  canopy::jit::testing::StderrCapture captured;
+  { Runtime rt; }
+  const std::string said = captured.finish();
+  CHECK(said.find("CANOPY_DEVICE_MEMORY names 'nosuch', no location of this Runtime's tree; it limits device "
+                  "leaves (here: ") != std::string::npos);
+  CHECK(said.find("CANOPY_DEVICE_MEMORY names 'cpu0', a CPU leaf, which works in the host's memory") !=
+        std::string::npos);
 }
 
 TEST_CASE(

@@ -2,8 +2,13 @@
 // over two leaves: every launch runs once, in an order the arrays' readers and
 // writers allow, and none waits forever behind another.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -90,4 +95,57 @@ TEST_CASE("engine: threads chain through each other's arrays") {
   }
   CHECK(chain[0].host()[0] == 2 * rounds);  // its ones and thread 3's increments commute
   CHECK(rt.stats().regions == 4 * rounds * 2);
+}
+
+TEST_CASE("engine: a child of fork() is refused the parent's Runtime instead of hanging, and can end") {
+  // Found by a new user: a child that paused on regions its parent launched
+  // waited forever (the Runtime's threads do not survive fork()).
+  auto rt = std::make_unique<Runtime>();
+  use_tree(*rt, one_leaf_tree());
+  static const Kernel spin("fork_spin", [](InOut<std::int64_t> a, Val<std::int64_t> rounds) {
+    Idx i = index(0);
+    Var<std::int64_t> v = a[i];
+    For(Value<std::int64_t>(0), rounds, [&](Value<std::int64_t>) { v = (v * 5 + 3) & 0xffff; });
+    a[i] = v;
+  });
+  constexpr std::int64_t n = 4096;
+  auto a = rt->array<std::int64_t>(n);
+  rt->region(spin).over(n).launch(a, std::int64_t{20000});
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(20);  // a hang ends the child by SIGALRM, which the parent sees
+    int status = 0;
+    try {
+      rt->pause();
+      status |= 1;
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("pause() in a child process (after fork())") == std::string::npos) status |= 2;
+    }
+    try {
+      rt->region(spin).over(n).launch(a, std::int64_t{1});
+      status |= 4;
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("launching a region in a child process") == std::string::npos) status |= 8;
+    }
+    try {
+      (void)a.host_read();  // waits for the parent's region, unless it ended before fork()
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("waiting for a region in a child process") == std::string::npos) status |= 16;
+    }
+    rt.reset();  // must return: the parent's threads are not here to join
+    std::_Exit(status);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK_FALSE(WIFSIGNALED(status));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // The parent's Runtime is unchanged by the child.
+  rt->pause();
+  const auto values = a.host_read();
+  std::int64_t v = 0;
+  for (int k = 0; k < 20000; ++k) v = (v * 5 + 3) & 0xffff;
+  CHECK(values[0] == v);
+  CHECK(values[n - 1] == v);
 }

@@ -107,6 +107,10 @@ TEST_CASE("error messages: configuration lines and files name the file, the line
         "site.conf:1: '4XB' is not a size; expected bytes, or a number with B, KB, MB, GB or TB (such as 16GB)");
   CHECK(error_of([] { load_config_file("/nonexistent/site.conf", made_up_node()); }) ==
         "cannot read the configuration file '/nonexistent/site.conf'; expected a readable file in Gecko's format");
+  // An endless source is read no further than 16 MiB (it had filled memory).
+  CHECK(error_of([] { load_config_file("/dev/zero", made_up_node()); }) ==
+        "the configuration file '/dev/zero' is longer than 16 MiB; expected a file in Gecko's format (a few lines "
+        "per location)");
 }
 
 TEST_CASE("error messages: policy strings name the text, the character and what is expected") {
@@ -491,4 +495,20 @@ TEST_CASE("error messages: a merged array takes only updates that combine with i
   // Refused launches changed nothing.
   auto s = sums.host_read();
   for (std::int64_t b = 0; b < bins; ++b) CHECK(s[b] == want_sums[static_cast<std::size_t>(b)]);
+}
+
+TEST_CASE("error messages: an empty Array handle names what was asked of it") {
+  // Found by a new user: a default-constructed Array (a member not assigned
+  // yet) crashed the program on host() and size().
+  const Array<double> empty;
+  CHECK_FALSE(empty);
+  const std::string tail =
+      " on an empty handle (a default-constructed Array): assign it an array made with "
+      "rt.array<T>(...) first";
+  CHECK(error_of([&] { (void)empty.host(); }) == "Array::host()" + tail);
+  CHECK(error_of([&] { (void)empty.host_read(); }) == "Array::host_read()" + tail);
+  CHECK(error_of([&] { (void)empty.size(); }) == "Array::size()" + tail);
+  CHECK(error_of([&] { (void)empty.extent(0); }) == "Array::extent()" + tail);
+  CHECK(error_of([&] { (void)empty.slice(0, 0); }) == "Array::slice()" + tail);
+  CHECK(error_of([&] { (void)empty.location(); }) == "Array::location()" + tail);
 }

@@ -6,6 +6,7 @@
 // still writes valid JSON; a bad value is refused when the Runtime is made;
 // under MPI the rank goes into the file name.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -163,6 +164,28 @@ TEST_CASE("trace: a bad CANOPY_TRACE is an error naming it when the runtime is m
   }
   EnvironmentFor trace("CANOPY_TRACE", "");
   CHECK(error_of([] { Runtime rt; }).find("is empty") != std::string::npos);
+}
+
+TEST_CASE("trace: CANOPY_TRACE naming a device or a pipe is refused, and the device is left as it was") {
+  // Found by a new user: as root, CANOPY_TRACE=/dev/null replaced the
+  // system's /dev/null with the trace (a rename over the path at exit).
+  const testing::TemporaryFolder temporary("trace-special");
+  const std::string pipe = (temporary.path() / "pipe").string();
+  REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+  for (const std::string& value : {std::string("/dev/null"), pipe}) {
+    INFO("CANOPY_TRACE='" << value << "'");
+    EnvironmentFor trace("CANOPY_TRACE", value.c_str());
+    const std::string message = error_of([] {
+      Runtime rt;
+      rt.pause();
+    });
+    CHECK(message.find("names a device, pipe or socket, not a file") != std::string::npos);
+    CHECK_FALSE(runtime::trace::on());
+  }
+  struct stat null_status {};
+  REQUIRE(::stat("/dev/null", &null_status) == 0);
+  CHECK(S_ISCHR(null_status.st_mode));
+  CHECK(std::filesystem::is_fifo(pipe));
 }
 
 TEST_CASE("trace: each rank of an MPI job writes its own file") {
