@@ -1,12 +1,15 @@
 #include "cpu_device.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 
+#include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/ir/visitor.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
@@ -127,6 +130,86 @@ std::size_t automatic_streaming_threshold(const std::vector<unsigned>& pus) {
   return streaming_threshold_for_cache(last_level_cache_bytes(pus));
 }
 
+namespace {
+
+// An array a launch's chunks add into privately (CpuDevice::run): the
+// argument slot of its pointer, the array, and one zeroed copy per chunk.
+struct PrivateArray {
+  std::size_t slot = 0;
+  void* data = nullptr;
+  std::int64_t elements = 0;
+  ir::ScalarType type = ir::ScalarType::F64;
+  std::size_t bytes = 0;  ///< of one copy, a multiple of 64
+  std::unique_ptr<std::byte, decltype(&std::free)> copies{nullptr, &std::free};
+};
+
+struct PrivateAdds {
+  std::vector<PrivateArray> arrays;
+};
+
+// A copy is worth its zeroing and its sum when the array fits a core's cache
+// (64 KiB) and a chunk makes at least four adds' worth of points per element.
+PrivateAdds private_adds_of(const CpuProgram& program, const std::vector<KernelArg>& args, const Range& range,
+                            int chunks) {
+  PrivateAdds privatized;
+  if (chunks < 2) return privatized;
+  constexpr std::size_t kMostBytes = 64 * 1024;
+  for (int p : program.private_adds) {
+    const auto& param = program.ir->params[static_cast<std::size_t>(p)];
+    if (param.type != ir::ScalarType::I32 && param.type != ir::ScalarType::I64 && param.type != ir::ScalarType::F32 &&
+        param.type != ir::ScalarType::F64)
+      continue;
+    const auto& array = std::get<ArrayArg>(args[static_cast<std::size_t>(p)]);
+    std::int64_t elements = 1;
+    for (int d = 0; d < param.rank; ++d) elements *= array.extents[static_cast<std::size_t>(d)];
+    const std::size_t bytes = static_cast<std::size_t>(elements) * ir::size_of(param.type);
+    if (elements <= 0 || bytes > kMostBytes || range.points() < 4 * elements * chunks) continue;
+    PrivateArray copy;
+    copy.slot = static_cast<std::size_t>(program.layout.first_slot[static_cast<std::size_t>(p)]);
+    copy.data = array.data;
+    copy.elements = elements;
+    copy.type = param.type;
+    copy.bytes = (bytes + 63) / 64 * 64;
+    const std::size_t total = copy.bytes * static_cast<std::size_t>(chunks);
+    copy.copies.reset(static_cast<std::byte*>(std::aligned_alloc(64, total)));
+    if (!copy.copies) continue;  // no memory for copies: the chunks add into the array itself
+    std::memset(copy.copies.get(), 0, total);
+    privatized.arrays.push_back(std::move(copy));
+  }
+  return privatized;
+}
+
+// The chunks' copies summed into the first, in chunk order, then added into
+// the array atomically: the pieces of another CPU leaf may be adding to it
+// at the same time. Integers add as unsigned, wrapping as the atomic adds do.
+template <class T>
+void add_each(T* into, std::byte* copies, std::size_t stride, std::int64_t elements, int chunks) {
+  T* first = reinterpret_cast<T*>(copies);
+  for (int c = 1; c < chunks; ++c) {
+    const T* from = reinterpret_cast<const T*>(copies + static_cast<std::size_t>(c) * stride);
+    for (std::int64_t e = 0; e < elements; ++e) first[e] += from[e];
+  }
+  for (std::int64_t e = 0; e < elements; ++e)
+    if (first[e] != T{0}) std::atomic_ref<T>(into[e]).fetch_add(first[e], std::memory_order_relaxed);
+}
+
+void add_copies(const PrivateArray& array, int chunks) {
+  std::byte* copies = array.copies.get();
+  switch (array.type) {
+    case ir::ScalarType::I32:
+      return add_each(static_cast<std::uint32_t*>(array.data), copies, array.bytes, array.elements, chunks);
+    case ir::ScalarType::I64:
+      return add_each(static_cast<std::uint64_t*>(array.data), copies, array.bytes, array.elements, chunks);
+    case ir::ScalarType::F32:
+      return add_each(static_cast<float*>(array.data), copies, array.bytes, array.elements, chunks);
+    case ir::ScalarType::F64:
+      return add_each(static_cast<double*>(array.data), copies, array.bytes, array.elements, chunks);
+    default: break;
+  }
+}
+
+}  // namespace
+
 CpuDevice::CpuDevice(std::string name, std::vector<unsigned> pus) : name_(std::move(name)), pool_(std::move(pus)) {
   streaming_threshold_ = streaming_threshold_from_environment(automatic_streaming_threshold(pool_.pus()));
   // What info() promises (it was left empty before, so the engine took a CPU
@@ -154,6 +237,8 @@ std::shared_ptr<CpuProgram> CpuDevice::compile_program(std::shared_ptr<const ir:
     program->streaming = std::make_shared<StreamingVariant>();
     program->streaming->params = std::move(candidates);
   }
+  for (const auto& array : ir::footprint_of(*optimized).arrays)
+    if (array.writes.only_atomic() && !array.reads.present) program->private_adds.push_back(array.param);
   program->ir = std::move(optimized);
   return program;
 }
@@ -287,6 +372,14 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
     streaming_entry = streaming_entry_of(program);
   }
 
+  // A small array that the points only add to atomically, from many more
+  // points than it has elements (a histogram): each chunk adds into a copy
+  // of its own starting at zero, and the copies are added into the array
+  // once every chunk ran. The chunks on two cores no longer take the same
+  // cache lines from each other at every add: a 256-bin histogram of 64M
+  // keys on 2 cores ran at 0.13x an OpenMP loop with private bins.
+  const PrivateAdds privatized = private_adds_of(program, args, range, chunks);
+
   // Each chunk's partial reductions: one set per entry it runs (the head
   // before a 64-byte boundary and the streaming rest of a one-dimensional
   // range are two), combined in order.
@@ -296,7 +389,7 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   std::vector<jit::ArgSlot> partials(reductions.size() * sets);
   std::vector<char> ran(sets, 0);
   auto run_part = [&](std::size_t set, jit::CpuEntry entry, std::int64_t b, std::int64_t e) {
-    if (reductions.empty()) {
+    if (reductions.empty() && privatized.arrays.empty()) {
       entry(b, e, block.data());
       return;
     }
@@ -304,6 +397,8 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
     for (std::size_t r = 0; r < reductions.size(); ++r)
       own[static_cast<std::size_t>(program.layout.first_slot[static_cast<std::size_t>(reductions[r])])].pointer =
           &partials[set * reductions.size() + r];
+    for (const auto& array : privatized.arrays)
+      own[array.slot].pointer = array.copies.get() + (set / static_cast<std::size_t>(parts)) * array.bytes;
     entry(b, e, own.data());
     ran[set] = 1;
   };
@@ -321,6 +416,7 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
     run_chunk(0, range.begin[0], range.end[0]);
   else
     pool_.run(range.begin[0], range.end[0], chunks, grain, run_chunk);
+  for (const auto& array : privatized.arrays) add_copies(array, chunks);
 
   std::vector<ReductionValue> results;
   for (std::size_t r = 0; r < reductions.size(); ++r) {

@@ -49,6 +49,10 @@ struct CpuProgram final : Program {
   }
   /// Null unless the kernel writes arrays that could take streaming stores.
   std::shared_ptr<StreamingVariant> streaming;
+  /// The array parameters the kernel only adds to atomically and never
+  /// reads (a histogram's bins): a launch's chunks may each add into a
+  /// private copy, summed into the array at the end (CpuDevice::run).
+  std::vector<int> private_adds;
 };
 
 /// The streaming-store threshold of a CPU device over the processing units

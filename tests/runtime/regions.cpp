@@ -243,3 +243,48 @@ TEST_CASE("uninitialized(): arrays the program fills compute as zeroed ones do, 
     CHECK(wrong == 0);
   }
 }
+
+TEST_CASE("regions: atomic adds into a small array from many points (private copies per chunk) match a serial loop") {
+  // The CPU's chunks add into copies of their own, summed into the array at
+  // the end: integers wrap as the atomic adds do, doubles add exactly here,
+  // what the array held stays under the sums, and an array too large for a
+  // copy per chunk is added to directly.
+  Runtime rt;
+  static const Kernel counts("private_counts", [](InOut<std::int32_t> bins, In<std::int32_t> keys,
+                                                  Val<std::int32_t> step) { atomic_add(bins[keys[index(0)]], step); });
+  static const Kernel weights("private_weights", [](InOut<double> bins, In<std::int32_t> keys) {
+    Idx i = index(0);
+    atomic_add(bins[keys[i]], 0.25 * cast<double>(i % 4));
+  });
+  constexpr std::int64_t n = 300001;
+  for (const std::int64_t size : {std::int64_t{256}, std::int64_t{40000}}) {
+    CAPTURE(size);
+    auto keys = rt.array<std::int32_t>(n);
+    auto counted = rt.array<std::int32_t>(size);
+    auto weighed = rt.array<double>(size);
+    std::vector<std::int32_t> key(static_cast<std::size_t>(n));
+    {
+      auto view = keys.host();
+      auto start = counted.host();
+      for (std::int64_t i = 0; i < n; ++i)
+        view[i] = key[std::size_t(i)] = static_cast<std::int32_t>((i * 2654435761u) % std::uint64_t(size));
+      for (std::int64_t b = 0; b < size; ++b) start[b] = 7;
+    }
+    const std::int32_t step = 1 << 29;  // wraps past 2^31 after four adds
+    rt.region(counts).over(n).launch(counted, keys, step);
+    rt.region(weights).over(n).launch(weighed, keys);
+    std::vector<std::uint32_t> want_counts(static_cast<std::size_t>(size), 7u);
+    std::vector<double> want_weights(static_cast<std::size_t>(size), 0.0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      want_counts[std::size_t(key[std::size_t(i)])] += static_cast<std::uint32_t>(step);
+      want_weights[std::size_t(key[std::size_t(i)])] += 0.25 * double(i % 4);
+    }
+    const auto got_counts = counted.host_read();
+    const auto got_weights = weighed.host_read();
+    std::int64_t wrong = 0;
+    for (std::int64_t b = 0; b < size; ++b)
+      wrong += (static_cast<std::uint32_t>(got_counts[b]) != want_counts[std::size_t(b)]) +
+               (got_weights[b] != want_weights[std::size_t(b)]);
+    CHECK(wrong == 0);
+  }
+}
