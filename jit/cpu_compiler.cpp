@@ -219,7 +219,8 @@ struct CpuCompiler::State {
   /// Compiles `kernel` alone, links it and keeps it on disk.
   CpuEntry compile_and_keep(const ir::Kernel& kernel, const CodeOptions& code, const std::string& key,
                             const std::string& symbol, bool unloadable) {
-    const std::string object = llvm_plugin().compile_for_host({HostKernel{&kernel, symbol, code.streaming_stores}});
+    const std::string object =
+        llvm_plugin().compile_for_host({HostKernel{&kernel, symbol, code.streaming_stores, code.plain_adds}});
     CpuEntry entry = link(object, symbol);
     if (disk) store_soon({key, object, unloadable});
     return entry;
@@ -241,6 +242,8 @@ CpuCompiler::~CpuCompiler() = default;
 std::string CpuCompiler::cache_key(const ir::Kernel& kernel, const CodeOptions& code) const {
   std::string variant = "streaming stores";
   for (int p : code.streaming_stores) variant += " " + std::to_string(p);
+  if (!code.plain_adds.empty()) variant += "\nplain adds";
+  for (int p : code.plain_adds) variant += " " + std::to_string(p);
   // The settings that change the code, as they are now (a later Runtime may
   // have read others).
   variant += "\nsimd " + settings().simd + " width " + std::to_string(settings().simd_width);
@@ -359,7 +362,7 @@ void CpuCompiler::compile_together(const std::vector<const ir::Kernel*>& kernels
     return;
   }
   std::vector<HostKernel> host;
-  for (Pending* p : to_compile) host.push_back({p->kernel, p->symbol, code.streaming_stores});
+  for (Pending* p : to_compile) host.push_back({p->kernel, p->symbol, code.streaming_stores, code.plain_adds});
   std::string object;
   std::vector<CpuEntry> linked;
   try {

@@ -66,6 +66,11 @@ class CpuCompiler {
     /// these arrays (base address and first index), since the generated
     /// stores assume it. See streaming_candidates().
     std::vector<int> streaming_stores;
+    /// Array parameters whose atomic adds are plain reads, adds and stores.
+    /// The caller promises that no other thread adds to the memory it
+    /// passes there while a call runs (each chunk adds into a copy of its
+    /// own, CpuDevice::run).
+    std::vector<int> plain_adds;
   };
 
   /// A compiler with default Options.

@@ -92,28 +92,29 @@ std::optional<StreamingStart> streaming_start(const CpuProgram& program, const s
   return std::nullopt;
 }
 
-// The entry of `program`'s streaming variant: compiled here when no thread
-// has started it; null while another thread compiles it (the caller runs the
+// The entry of one of `program`'s variants: compiled here when no thread has
+// started it; null while another thread compiles it (the caller runs the
 // plain entry rather than wait). Throws as the compiler does; a later call
 // tries again.
-jit::CpuEntry streaming_entry_of(const CpuProgram& program) {
-  StreamingVariant& variant = *program.streaming;
+jit::CpuEntry variant_entry(const CpuProgram& program, EntryVariant& variant) {
   int state = variant.state.load(std::memory_order_acquire);
-  if (state == StreamingVariant::kReady) return variant.entry;
-  if (state == StreamingVariant::kCompiling ||
-      !variant.state.compare_exchange_strong(state, StreamingVariant::kCompiling, std::memory_order_acq_rel))
+  if (state == EntryVariant::kReady) return variant.entry;
+  if (state == EntryVariant::kCompiling ||
+      !variant.state.compare_exchange_strong(state, EntryVariant::kCompiling, std::memory_order_acq_rel))
     return nullptr;
   try {
     jit::CpuCompiler::CodeOptions code;
-    code.streaming_stores = variant.params;
+    (variant.plain_adds ? code.plain_adds : code.streaming_stores) = variant.params;
     variant.entry = jit::CpuCompiler::shared().compile(*program.ir, code).entry;
   } catch (...) {
-    variant.state.store(StreamingVariant::kNone, std::memory_order_release);
+    variant.state.store(EntryVariant::kNone, std::memory_order_release);
     throw;
   }
-  variant.state.store(StreamingVariant::kReady, std::memory_order_release);
+  variant.state.store(EntryVariant::kReady, std::memory_order_release);
   return variant.entry;
 }
+
+jit::CpuEntry streaming_entry_of(const CpuProgram& program) { return variant_entry(program, *program.streaming); }
 
 // Bytes a launch over `range` writes into the streaming arrays.
 std::size_t streaming_bytes(const CpuProgram& program, const Range& range) {
@@ -152,9 +153,9 @@ struct PrivateAdds {
 PrivateAdds private_adds_of(const CpuProgram& program, const std::vector<KernelArg>& args, const Range& range,
                             int chunks) {
   PrivateAdds privatized;
-  if (chunks < 2) return privatized;
+  if (chunks < 2 || !program.private_adds) return privatized;
   constexpr std::size_t kMostBytes = 64 * 1024;
-  for (int p : program.private_adds) {
+  for (int p : program.private_adds->params) {
     const auto& param = program.ir->params[static_cast<std::size_t>(p)];
     if (param.type != ir::ScalarType::I32 && param.type != ir::ScalarType::I64 && param.type != ir::ScalarType::F32 &&
         param.type != ir::ScalarType::F64)
@@ -234,11 +235,17 @@ std::shared_ptr<CpuProgram> CpuDevice::compile_program(std::shared_ptr<const ir:
   program->inline_below = ir::has_loops(*optimized) ? 2 : 16384;
   // A kernel that also reduces keeps them (a fused init -> triad -> dot).
   if (auto candidates = jit::streaming_candidates(*optimized); !candidates.empty()) {
-    program->streaming = std::make_shared<StreamingVariant>();
+    program->streaming = std::make_shared<EntryVariant>();
     program->streaming->params = std::move(candidates);
   }
+  std::vector<int> private_adds;
   for (const auto& array : ir::footprint_of(*optimized).arrays)
-    if (array.writes.only_atomic() && !array.reads.present) program->private_adds.push_back(array.param);
+    if (array.writes.only_atomic() && !array.reads.present) private_adds.push_back(array.param);
+  if (!private_adds.empty()) {
+    program->private_adds = std::make_shared<EntryVariant>();
+    program->private_adds->params = std::move(private_adds);
+    program->private_adds->plain_adds = true;
+  }
   program->ir = std::move(optimized);
   return program;
 }
@@ -251,10 +258,13 @@ void CpuDevice::compile_together(const std::vector<std::shared_ptr<const ir::Ker
 
 void CpuDevice::compile_variants(const Program& any_program) {
   const auto* program = dynamic_cast<const CpuProgram*>(&any_program);
-  if (!program || !program->streaming) return;
-  try {
-    streaming_entry_of(*program);
-  } catch (const Error&) {  // the launch that wants it compiles it again and reports it
+  if (!program) return;
+  for (const auto& variant : {program->streaming, program->private_adds}) {
+    if (!variant) continue;
+    try {
+      variant_entry(*program, *variant);
+    } catch (const Error&) {  // the launch that wants it compiles it again and reports it
+    }
   }
 }
 
@@ -358,6 +368,20 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   const int chunks = chunk_count(program, range);
   const std::int64_t grain = kernel.dims == 1 && rows >= kPointGrain * chunks ? kPointGrain : 1;
 
+  // A small array that the points only add to atomically, from many more
+  // points than it has elements (a histogram): each chunk adds into a copy
+  // of its own starting at zero, and the copies are added into the array
+  // once every chunk ran. The chunks on two cores no longer take the same
+  // cache lines from each other at every add, and once every such array of
+  // the kernel has copies, the variant whose adds there are plain ones runs
+  // (a 256-bin histogram of 64M keys on 2 cores: 1.43 s with atomic adds
+  // into the array, 80 ms into copies, ... with plain adds; an OpenMP loop
+  // with private bins took 13 ms).
+  const PrivateAdds privatized = private_adds_of(program, args, range, chunks);
+  jit::CpuEntry plain_adds_entry = nullptr;
+  if (!privatized.arrays.empty() && privatized.arrays.size() == program.private_adds->params.size())
+    plain_adds_entry = variant_entry(program, *program.private_adds);
+
   // Streaming stores for launches that pass far more through their arrays
   // than the caches hold (takes_streaming_stores). A one-dimensional chunk
   // runs its first points, up to where its arrays reach 64-byte boundaries,
@@ -365,20 +389,12 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   // starts; a range of more dimensions is aligned as a whole or not at all.
   jit::CpuEntry streaming_entry = nullptr;
   std::optional<StreamingStart> streaming_from;
-  if (program.streaming &&
+  if (program.streaming && !plain_adds_entry &&
       takes_streaming_stores(streaming_bytes(program, range), bytes_passed(kernel, range.points(), args),
                              streaming_threshold_) &&
       (streaming_from = streaming_start(program, args, range))) {
     streaming_entry = streaming_entry_of(program);
   }
-
-  // A small array that the points only add to atomically, from many more
-  // points than it has elements (a histogram): each chunk adds into a copy
-  // of its own starting at zero, and the copies are added into the array
-  // once every chunk ran. The chunks on two cores no longer take the same
-  // cache lines from each other at every add: a 256-bin histogram of 64M
-  // keys on 2 cores ran at 0.13x an OpenMP loop with private bins.
-  const PrivateAdds privatized = private_adds_of(program, args, range, chunks);
 
   // Each chunk's partial reductions: one set per entry it runs (the head
   // before a 64-byte boundary and the streaming rest of a one-dimensional
@@ -405,7 +421,7 @@ std::vector<ReductionValue> CpuDevice::run(const Program& any_program, const std
   auto run_chunk = [&](int chunk, std::int64_t b, std::int64_t e) {
     const auto set = static_cast<std::size_t>(chunk) * static_cast<std::size_t>(parts);
     if (!aligns_head) {
-      run_part(set, streaming_entry ? streaming_entry : program.entry, b, e);
+      run_part(set, plain_adds_entry ? plain_adds_entry : streaming_entry ? streaming_entry : program.entry, b, e);
       return;
     }
     const std::int64_t aligned = std::min(e, streaming_from->first_at_or_after(b));

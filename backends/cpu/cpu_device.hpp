@@ -18,13 +18,15 @@
 
 namespace canopy::backends::cpu {
 
-/// The variant of a kernel whose output arrays take streaming stores,
-/// compiled the first time a launch is large enough to want it, or ahead by
-/// CpuDevice::compile_variants. A launch that wants it while another thread
-/// compiles it runs the plain entry instead of waiting.
-struct StreamingVariant {
+/// A second entry of a kernel, compiled with other code options: the one
+/// whose output arrays take streaming stores, or the one whose atomic adds
+/// into private copies are plain adds. Compiled the first time a launch wants
+/// it, or ahead by CpuDevice::compile_variants. A launch that wants it while
+/// another thread compiles it runs the plain entry instead of waiting.
+struct EntryVariant {
   enum State { kNone, kCompiling, kReady };
-  std::vector<int> params;  ///< the arrays that take streaming stores
+  std::vector<int> params;  ///< the arrays the options name
+  bool plain_adds = false;  ///< true: CodeOptions::plain_adds; false: streaming_stores
   std::atomic<int> state{kNone};
   jit::CpuEntry entry = nullptr;  ///< set before state becomes kReady
 };
@@ -48,11 +50,12 @@ struct CpuProgram final : Program {
     return source == jit::CpuCompiler::Source::Disk ? ProgramOrigin::Disk : ProgramOrigin::Built;
   }
   /// Null unless the kernel writes arrays that could take streaming stores.
-  std::shared_ptr<StreamingVariant> streaming;
-  /// The array parameters the kernel only adds to atomically and never
-  /// reads (a histogram's bins): a launch's chunks may each add into a
-  /// private copy, summed into the array at the end (CpuDevice::run).
-  std::vector<int> private_adds;
+  std::shared_ptr<EntryVariant> streaming;
+  /// Null unless the kernel only adds to some arrays atomically and never
+  /// reads them (a histogram's bins): a launch's chunks may each add into a
+  /// private copy, summed into the array at the end (CpuDevice::run), with
+  /// this variant's plain adds.
+  std::shared_ptr<EntryVariant> private_adds;
 };
 
 /// The streaming-store threshold of a CPU device over the processing units

@@ -28,6 +28,7 @@ struct HostKernel {
   const ir::Kernel* kernel = nullptr;
   std::string symbol;
   std::vector<int> streaming_stores;
+  std::vector<int> plain_adds;
 };
 
 class LlvmPlugin {

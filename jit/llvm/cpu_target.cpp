@@ -263,7 +263,8 @@ namespace {
 // machine code.
 std::unique_ptr<llvm::Module> lower_for_host(llvm::LLVMContext& context, llvm::TargetMachine* machine,
                                              const ir::Kernel& kernel, const std::string& symbol,
-                                             const std::vector<int>& streaming_stores) {
+                                             const std::vector<int>& streaming_stores,
+                                             const std::vector<int>& plain_adds) {
   auto owned = std::make_unique<llvm::Module>(symbol, context);
   llvm::Module& module = *owned;
   module.setTargetTriple(machine->getTargetTriple().str());
@@ -273,6 +274,7 @@ std::unique_ptr<llvm::Module> lower_for_host(llvm::LLVMContext& context, llvm::T
   llvm::Function* function = nullptr;
   if (plan.lanes > 0) {
     SimdLowering lowering(module, kernel, plan.lanes);
+    lowering.set_plain_adds(plain_adds);
     lowering.set_int64_lanes_native(HostTarget::get().converts_int64_lanes());
     lowering.set_fused_multiply_add(HostTarget::get().fuses_multiply_add());
     lowering.set_vector_bits(HostTarget::get().vector_bits());
@@ -286,6 +288,7 @@ std::unique_ptr<llvm::Module> lower_for_host(llvm::LLVMContext& context, llvm::T
   }
   if (!function) {
     LlvmLowering lowering(module, kernel);
+    lowering.set_plain_adds(plain_adds);
     lowering.set_interleave(2);
     if (points_run_backward(kernel)) {
       lowering.set_points_backward(true);
@@ -300,6 +303,7 @@ std::unique_ptr<llvm::Module> lower_for_host(llvm::LLVMContext& context, llvm::T
   optimize(module, *machine, pipeline);
 
   std::string dump_name = kernel.name;
+  if (!plain_adds.empty()) dump_name += ".private";
   if (!streaming_stores.empty() && machine->getTargetTriple().getArch() == llvm::Triple::x86_64) {
     const auto layout = cpu_arg_layout(kernel);
     std::vector<int> slots;
@@ -331,7 +335,7 @@ std::string compile_for_host(const std::vector<HostKernel>& kernels) {
   llvm::TargetMachine* machine = &lease.machine();
   std::unique_ptr<llvm::Module> module;
   for (const HostKernel& k : kernels) {
-    auto lowered = lower_for_host(context, machine, *k.kernel, k.symbol, k.streaming_stores);
+    auto lowered = lower_for_host(context, machine, *k.kernel, k.symbol, k.streaming_stores, k.plain_adds);
     if (!module)
       module = std::move(lowered);
     else if (llvm::Linker::linkModules(*module, std::move(lowered)))

@@ -175,6 +175,17 @@ void LlvmLowering::finish_reductions() {
   }
 }
 
+void LlvmLowering::emit_add_to(int param, llvm::Value* address, llvm::Value* value, ScalarType type) {
+  if (std::find(plain_adds_.begin(), plain_adds_.end(), param) == plain_adds_.end()) {
+    emit_atomic_add(address, value, type);
+    return;
+  }
+  const auto align = module_.getDataLayout().getABITypeAlign(value->getType());
+  llvm::Value* held = builder_.CreateAlignedLoad(value->getType(), address, align);
+  llvm::Value* sum = ir::is_float(type) ? builder_.CreateFAdd(held, value) : builder_.CreateAdd(held, value);
+  builder_.CreateAlignedStore(sum, address, align);
+}
+
 void LlvmLowering::emit_atomic_add(llvm::Value* address, llvm::Value* value, ScalarType type) {
   const auto op = ir::is_float(type) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
   const auto align = module_.getDataLayout().getABITypeAlign(value->getType());
@@ -569,7 +580,7 @@ void LlvmLowering::visit(const ir::AtomicAdd& node) {
   llvm::Value* value = value_of(node.value);
   llvm::Value* address = element_address(node.param, node.indices);
   if (!ir::is_numeric(node.value->type)) fail("atomic add of a bool");
-  emit_atomic_add(address, value, node.value->type);
+  emit_add_to(node.param, address, value, node.value->type);
 }
 
 void LlvmLowering::visit(const ir::Reduce& node) { emit_reduce(node.param, value_of(node.value)); }

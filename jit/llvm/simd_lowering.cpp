@@ -1106,11 +1106,11 @@ void SimdLowering::visit(const ir::AtomicAdd& node) {
   const Shaped number = element_number(node.param, node.indices);
   note_access(number);
   llvm::Value* pointer = element_pointers(node.param, number);
-  // One atomic per active lane, in lane order.
+  // One atomic per active lane, in lane order (a plain add per lane into memory of the thread's own).
   for (int l = 0; l < lanes_; ++l) {
     auto emit = [&] {
-      emit_atomic_add(builder_.CreateExtractElement(pointer, l), builder_.CreateExtractElement(values, l),
-                      node.value->type);
+      emit_add_to(node.param, builder_.CreateExtractElement(pointer, l), builder_.CreateExtractElement(values, l),
+                  node.value->type);
     };
     if (!mask_) {
       emit();

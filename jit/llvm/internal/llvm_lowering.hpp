@@ -79,6 +79,11 @@ class LlvmLowering : protected ir::Visitor {
   /// points_run_backward; off by default). Only the CPU's loop nest heeds it.
   void set_points_backward(bool backward) { points_backward_ = backward; }
 
+  /// The array parameters whose atomic adds become plain reads, adds and
+  /// stores (CpuCompiler::CodeOptions::plain_adds): the caller gives each
+  /// thread memory of its own there. Only the CPU's lowerings heed it.
+  void set_plain_adds(std::vector<int> params) { plain_adds_ = std::move(params); }
+
   /// Builds the kernel's function called `symbol` and checks it with LLVM's
   /// verifier (a failure is a Canopy bug and throws canopy::Error).
   llvm::Function* lower(const std::string& symbol);
@@ -106,6 +111,8 @@ class LlvmLowering : protected ir::Visitor {
   virtual void finish_reductions();
   /// `atomic *address += value`. CPU: atomicrmw add/fadd, monotonic.
   virtual void emit_atomic_add(llvm::Value* address, llvm::Value* value, ir::ScalarType type);
+  /// emit_atomic_add, or a plain read, add and store where `param` is one of set_plain_adds'.
+  void emit_add_to(int param, llvm::Value* address, llvm::Value* value, ir::ScalarType type);
 
   // ---- helpers for the hooks ----------------------------------------------
 
@@ -200,6 +207,7 @@ class LlvmLowering : protected ir::Visitor {
   std::unordered_map<std::string, llvm::AllocaInst*> locals_;
   std::unordered_map<std::string, llvm::Value*> loop_counters_;
   int interleave_ = 0;            // set_interleave
+  std::vector<int> plain_adds_;   // set_plain_adds
   bool points_backward_ = false;  // set_points_backward
 };
 
