@@ -213,8 +213,9 @@ class SimdLowering final : public LlvmLowering {
   int lane_arithmetic() const;
   /// Notes a memory access of the given shape at the depth of the innermost
   /// loop whose iterations its address may differ in (an access that only
-  /// depends on values from outside a loop is LLVM's to hoist out of it).
-  void note_access(const Shaped& number);
+  /// depends on values from outside a loop is LLVM's to hoist out of it);
+  /// `store`: a plain store.
+  void note_access(const Shaped& number, bool store = false);
   /// That depth for `value`: 0 outside every loop of the point.
   int varying_depth(llvm::Value* value) const;
   int varying_depth(llvm::Value* value, std::unordered_map<const llvm::Instruction*, int>& seen, int budget) const;
