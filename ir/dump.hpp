@@ -14,7 +14,8 @@ bool dump_enabled(std::string_view kind);
 
 /// Writes `text` to <dump dir>/<name>.<kind> when dump_enabled(kind); returns
 /// the path written, or an empty string when dumping is off or the write
-/// failed (a dump never stops the program).
+/// failed (a dump never stops the program; the first failure of the
+/// process is said on stderr).
 std::string dump(std::string_view kind, std::string_view name, std::string_view text);
 
 }  // namespace canopy

@@ -126,6 +126,9 @@ struct CpuCompiler::State {
   }
 
   void write_stores() {
+    // Once per process that writes the cache, off the program's path: what
+    // writers killed before they published an entry left behind.
+    disk->remove_abandoned_temporaries();
     std::unique_lock lock(store_mutex);
     for (;;) {
       store_changed.wait(lock, [&] { return stopping || !stores.empty(); });

@@ -1,7 +1,13 @@
 #include "disk_cache.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -63,6 +69,29 @@ bool is_plain_file_name(const std::string& key) {
 
 DiskCache::DiskCache(std::string directory, CacheSharing sharing)
     : directory_(std::move(directory)), sharing_(sharing) {}
+
+std::size_t DiskCache::remove_abandoned_temporaries() {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  std::size_t removed = 0;
+  const auto old_enough = fs::file_time_type::clock::now() - std::chrono::minutes(10);
+  for (fs::directory_iterator it(directory_, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    const std::size_t at = name.find(".tmp.");
+    if (at == std::string::npos) continue;
+    const char* digits = name.c_str() + at + 5;
+    char* stop = nullptr;
+    const long pid = std::strtol(digits, &stop, 10);
+    if (stop == digits || *stop != '.' || pid <= 0 || pid == ::getpid()) continue;
+    // A writer that lives (or that this process may not signal) keeps its file.
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code stat_error;
+    const auto written = fs::last_write_time(it->path(), stat_error);
+    if (stat_error || written > old_enough) continue;  // on a shared folder, another node's writer may be at work
+    if (fs::remove(it->path(), stat_error)) ++removed;
+  }
+  return removed;
+}
 
 std::string DiskCache::file_of(const std::string& key, const char* extension) const {
   const std::string name = is_plain_file_name(key) ? key : hash_hex(key);

@@ -41,6 +41,12 @@ class DiskCache {
   /// `sharing` says whom besides the user it trusts.
   explicit DiskCache(std::string directory, CacheSharing sharing = cache_sharing_from_environment());
 
+  /// Removes the temporary files that writers left when they died before
+  /// publishing them (a process killed while it stored an entry): named
+  /// `<entry>.tmp.<pid>.<...>`, ten minutes old or more, of a process that
+  /// no longer exists on this node. Returns how many went. Never throws.
+  std::size_t remove_abandoned_temporaries();
+
   /// The payload stored under `key`, or nothing when there is no valid entry.
   std::optional<std::string> get(const std::string& key);
   /// Stores `payload` under `key`, replacing any entry there. Never throws; a

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include <canopy/ir/dump.hpp>
 #include <canopy/ir/error.hpp>
 #include <canopy/jit/cpu_compiler.hpp>
 #include <canopy/jit/disk_cache.hpp>
@@ -728,4 +729,20 @@ TEST_CASE("the linker's folder (TMPDIR) and search path (PATH) come from the set
     const auto compiled = compiler.compile(kernel);
     CHECK_FALSE(std::filesystem::exists(compiler.disk_cache()->loadable_path_of(compiled.key)));
   }
+}
+
+TEST_CASE("dumps into a folder that cannot hold them are said on stderr, once") {
+  // Found by a new user: CANOPY_DUMP_DIR under /proc (or a file) lost every
+  // dump without a word.
+  TempDir dir;
+  const std::string file = (std::filesystem::path(dir.str()) / "a-file").string();
+  write_all(file, "not a folder");
+  canopy::testing::ScopedSetting dump_kind("CANOPY_DUMP", "ir"), where("CANOPY_DUMP_DIR", file.c_str());
+  StderrCapture captured;
+  CHECK(canopy::dump("ir", "first", "text").empty());
+  CHECK(canopy::dump("ir", "second", "text").empty());
+  const std::string said = captured.finish();
+  CHECK(said.find("canopy: cannot write the dump '" + file + "/first.ir' (CANOPY_DUMP_DIR='" + file +
+                  "'); the dumps are not written") != std::string::npos);
+  CHECK(said.find("second") == std::string::npos);
 }

@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -250,4 +252,32 @@ TEST_CASE("DiskCache: threads and processes publishing one entry at once leave o
   REQUIRE(got.has_value());
   CHECK(std::find(payloads.begin(), payloads.end(), *got) != payloads.end());
   CHECK(leftover_files(dir.path()) == 0);
+}
+
+TEST_CASE("disk cache: temporary files of writers that died are removed, others are kept") {
+  // Found by a new user: a program killed while it stored an entry left its
+  // `.tmp.` file in the cache for good.
+  TempDir dir;
+  DiskCache cache(dir.str());
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) std::_Exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);  // `child` is a pid no process has now
+  const std::string dead = std::to_string(child), alive = std::to_string(::getppid());
+  const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  auto make = [&](const std::string& name, bool aged) {
+    const auto path = std::filesystem::path(dir.str()) / name;
+    write_all(path, "half an entry");
+    if (aged) std::filesystem::last_write_time(path, old);
+    return path;
+  };
+  const auto abandoned = make("k1.bin.tmp." + dead + ".7.1", true);
+  const auto recent = make("k2.bin.tmp." + dead + ".7.2", false);  // maybe another node's writer at work
+  const auto living = make("k3.bin.tmp." + alive + ".7.3", true);
+  const auto own = make("k4.bin.tmp." + std::to_string(::getpid()) + ".7.4", true);
+  const auto entry = make("k5.bin", true);
+  CHECK(cache.remove_abandoned_temporaries() == 1);
+  CHECK_FALSE(std::filesystem::exists(abandoned));
+  for (const auto& kept : {recent, living, own, entry}) CHECK(std::filesystem::exists(kept));
 }
