@@ -237,7 +237,10 @@ class Verifier {
     const Local* local = local_named(node.name);
     if (!local) {
       if (all_locals_.count(node.name)) fail(fmt::format("variable '{}' is used outside its scope", node.name), e);
-      fail(fmt::format("variable '{}' is not declared", node.name), e);
+      fail(fmt::format("variable '{}' is not declared here: a Value or Var of another kernel, or of a For or If "
+                       "body that has ended, is used in this one (values live inside the body that made them)",
+                       node.name),
+           e);
     }
     if (local->type != e->type)
       fail(fmt::format("variable '{}' is {} but is read as {}", node.name, name_of(local->type), name_of(e->type)), e);

@@ -147,9 +147,33 @@ const Location& Hierarchy::at(std::string_view name) const {
   throw Error(fmt::format("no location '{}' in the hierarchy; {}", name, known_names(*this)));
 }
 
+namespace {
+
+// A name as an error message shows it: at most 64 characters (a 1 MB name
+// had been echoed whole).
+std::string shown(std::string_view name) {
+  return name.size() <= 64 ? std::string(name)
+                           : std::string(name.substr(0, 64)) + "... (" + std::to_string(name.size()) + " characters)";
+}
+
+// Traits no location can have: a negative size, cores or bandwidth.
+void check_traits(std::string_view what, std::string_view name, const LocationTraits& traits) {
+  auto refuse = [&](const std::string& why) {
+    throw Error(fmt::format("cannot {} location '{}': {}; give 0 where it is not known", what, shown(name), why));
+  };
+  if (traits.capacity < 0) refuse("its capacity, " + std::to_string(traits.capacity) + " bytes, is negative");
+  if (traits.cores < 0) refuse("its cores, " + std::to_string(traits.cores) + ", are negative");
+  if (!(traits.bandwidth >= 0))
+    refuse("its bandwidth, " + std::to_string(traits.bandwidth) + " GB/s, is not 0 or more");
+}
+
+}  // namespace
+
 const Location& Hierarchy::add(std::string name, LocationKind kind, LocationTraits traits, std::string_view parent) {
   if (!is_valid_location_name(name))
-    throw Error(fmt::format("cannot add location '{}': a name is 1 to 128 letters, digits, '_', '-' or '.'", name));
+    throw Error(
+        fmt::format("cannot add location '{}': a name is 1 to 128 letters, digits, '_', '-' or '.'", shown(name)));
+  check_traits("add", name, traits);
   if (find(name) != nullptr)
     throw Error(
         fmt::format("cannot add location '{}': a location with that name exists already; choose another name", name));
@@ -228,6 +252,7 @@ void Hierarchy::set_traits(std::string_view name, LocationTraits traits) {
   Location* location = mutable_at(name);
   if (location == nullptr)
     throw Error(fmt::format("cannot set the traits of location '{}': no such location; {}", name, known_names(*this)));
+  check_traits("set the traits of", name, traits);
   location->traits_ = std::move(traits);
   ++version_;
 }

@@ -192,7 +192,9 @@ TEST_CASE("verifier: parameters, arrays, indices and locals in expressions") {
         "kernel 'k': refers to parameter 9, but the kernel has 7 parameters in `<param 9>`");
   CHECK(expr_error(make_cast(F64, make_index(1))) ==
         "kernel 'k': index dimension 1 is out of range for a kernel with dims 1 in `index(1)`");
-  CHECK(expr_error(make_var(F64, "x")) == "kernel 'k': variable 'x' is not declared in `x`");
+  CHECK(expr_error(make_var(F64, "x")) ==
+        "kernel 'k': variable 'x' is not declared here: a Value or Var of another kernel, or of a For or If body that "
+        "has ended, is used in this one (values live inside the body that made them) in `x`");
   CHECK(verify_error(with_body({make_decl("x", i32(1)), make_reduce(kR, make_var(F64, "x"))})) ==
         "kernel 'k': variable 'x' is i32 but is read as f64 in `x`");
   // A local is visible to the end of its block only; a loop variable in its body only.
@@ -203,7 +205,8 @@ TEST_CASE("verifier: parameters, arrays, indices and locals in expressions") {
             with_body({make_for("j", i64(0), i64(4), make_block({})), make_store(kA, {make_var(I64, "j")}, s())})) ==
         "kernel 'k': variable 'j' is used outside its scope in `j`");
   CHECK(verify_error(with_body({make_decl("x", make_var(F64, "x"))})) ==
-        "kernel 'k': variable 'x' is not declared in `x`");
+        "kernel 'k': variable 'x' is not declared here: a Value or Var of another kernel, or of a For or If body that "
+        "has ended, is used in this one (values live inside the body that made them) in `x`");
 }
 
 TEST_CASE("verifier: statement rules") {
@@ -267,7 +270,8 @@ TEST_CASE("verifier: statement rules") {
   CHECK(verify_error(with_body({make_for("a", i64(0), i64(4), make_block({}))})) ==
         "kernel 'k': loop variable 'a' has the name of a parameter; rename it in `for a in 0:i64 .. 4:i64 {`");
   CHECK(verify_error(with_body({make_for("j", i64(0), make_var(I64, "j"), make_block({}))})) ==
-        "kernel 'k': variable 'j' is not declared in `j`");
+        "kernel 'k': variable 'j' is not declared here: a Value or Var of another kernel, or of a For or If body that "
+        "has ended, is used in this one (values live inside the body that made them) in `j`");
 }
 
 TEST_CASE("verifier: null children are reported, never dereferenced") {

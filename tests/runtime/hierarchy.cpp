@@ -333,3 +333,26 @@ TEST_CASE("hierarchy: text, JSON and Graphviz forms") {
   CHECK(dot.find("\"numa0\" -> \"cpu0\";") != std::string::npos);
   CHECK(dot.find("\"cpu0\" [label=\"cpu0\\ncpu\", style=filled, fillcolor=lightgrey];") != std::string::npos);
 }
+
+TEST_CASE("hierarchy: traits no location can have are refused, and a long bad name is shown cut") {
+  // Found by a new user: add_location took a memory of negative capacity,
+  // and a 1 MB name was echoed whole in the error.
+  Hierarchy tree;
+  tree.add("node", LocationKind::Virtual, {}, "");
+  LocationTraits negative;
+  negative.capacity = -5;
+  CHECK(error_of([&] { tree.add("mem", LocationKind::HostMemory, negative, "node"); }) ==
+        "cannot add location 'mem': its capacity, -5 bytes, is negative; give 0 where it is not known");
+  CHECK(tree.find("mem") == nullptr);
+  tree.add("mem", LocationKind::HostMemory, {}, "node");
+  LocationTraits slow;
+  slow.bandwidth = -1.0;
+  CHECK(error_of([&] {
+          tree.set_traits("mem", slow);
+        }).find("cannot set the traits of location 'mem': its bandwidth") == 0);
+  CHECK(tree.at("mem").traits().bandwidth == 0.0);
+  const std::string long_name(1 << 20, 'x');
+  const std::string message = error_of([&] { tree.add(long_name, LocationKind::Virtual, {}, "node"); });
+  CHECK(message.size() < 300);
+  CHECK(message.find("... (1048576 characters)") != std::string::npos);
+}
