@@ -31,7 +31,17 @@ void Runtime::configure(const std::string& lines) { engine_->apply_config(lines)
 
 void Runtime::add_location(std::string name, LocationKind kind, LocationTraits traits, const std::string& parent) {
   engine_->check_leaf(name, kind, traits);
-  engine_->reconfigure([&](Hierarchy& h) { h.add(std::move(name), kind, std::move(traits), parent); });
+  engine_->reconfigure([&](Hierarchy& h) {
+    // One leaf per device, as a configuration file binds them (a second leaf
+    // on opencl:0 had been taken without a word).
+    if (is_device(kind) && h.root())
+      for (const Location* leaf : h.leaves(*h.root()))
+        if (leaf->kind() == kind && leaf->traits().device == traits.device)
+          throw Error("location '" + name + "' (" + std::string(name_of(kind)) + ") names device '" + traits.device +
+                      "', which leaf '" + leaf->name() +
+                      "' runs already; a device runs one leaf: remove that leaf first, or give another device");
+    h.add(std::move(name), kind, std::move(traits), parent);
+  });
 }
 
 void Runtime::add_location(const std::string& name, const std::string& type, const std::string& parent) {

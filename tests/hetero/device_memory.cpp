@@ -757,3 +757,20 @@ TEST_CASE("hetero: writes at an offset from a scalar parameter split over two me
     }
   }
 }
+
+TEST_CASE("hetero: add_location refuses a second leaf on a device that a leaf runs already" *
+          doctest::test_suite("opencl")) {
+  // Found by a new user: a second leaf bound to opencl:0 was taken without a
+  // word, where a configuration file refuses it.
+  Runtime rt;
+  if (!use_cpu0_and_device(rt)) CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
+  const Hierarchy tree = rt.hierarchy();
+  const Location& device = tree.at(accelerator(0));
+  const std::string before = tree.to_text();
+  const std::string message =
+      error_of([&] { rt.add_location("again", device.kind(), device.traits(), device.parent()->name()); });
+  CHECK(message == "location 'again' (" + std::string(name_of(device.kind())) + ") names device '" +
+                       device.traits().device + "', which leaf '" + accelerator(0) +
+                       "' runs already; a device runs one leaf: remove that leaf first, or give another device");
+  CHECK(rt.hierarchy().to_text() == before);
+}
