@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
 
 #include "hash.hpp"
 
@@ -157,6 +159,20 @@ void DiskCache::put_loadable(const std::string& key, std::string_view payload) {
   write(loadable_path_of(key), payload);
 }
 
+namespace {
+
+// Whether no cache of the process has warned of `directory` yet: the CPU
+// compiler's, the devices' program cache and the discovery cache may share
+// one, and the same warning came three times.
+bool first_warning_for(const std::string& directory) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard lock(mutex);
+  return warned.insert(directory).second;
+}
+
+}  // namespace
+
 void DiskCache::write(const std::string& path, std::string_view bytes) {
   const CheckedWrite wrote = write_checked_file(path, bytes, sharing_);
   if (wrote.written) return;
@@ -166,7 +182,7 @@ void DiskCache::write(const std::string& path, std::string_view bytes) {
     return;
   }
   ++write_failures_;
-  if (remember_problem(wrote.why))
+  if (remember_problem(wrote.why) && first_warning_for(directory_))
     std::fprintf(stderr, "canopy: kernel cache at %s is not usable (%s); kernels will be compiled on every run\n",
                  directory_.c_str(), wrote.why.c_str());
 }

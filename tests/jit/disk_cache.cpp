@@ -165,6 +165,11 @@ TEST_CASE("DiskCache: a directory that cannot be created never throws and warns 
   StderrCapture captured;
   CHECK_NOTHROW(cache.put("k", "payload"));
   CHECK_NOTHROW(cache.put("k2", "payload"));
+  // Another cache of the process on the same folder (the devices' programs,
+  // discovery) says nothing more: a new user saw the warning three times.
+  DiskCache other(cache_dir);
+  CHECK_NOTHROW(other.put("k3", "payload"));
+  CHECK(other.counters().write_failures == 1);
   const std::string warnings = captured.finish();
   CHECK(warnings == "canopy: kernel cache at " + cache_dir + " is not usable (cannot create " + cache_dir +
                         ": Not a directory); kernels will be compiled on every run\n");
