@@ -346,6 +346,12 @@ std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& sha
   if (!data && shape.size() > 0)
     throw Error("wrap() was given a null pointer for " + shape.to_string() +
                 " elements; pass the address of the program's data");
+  // Kernels load whole elements (and vectors of them) from it: a pointer
+  // off its type's alignment is undefined behaviour on the host and faults
+  // on some devices.
+  if (const std::size_t align = ir::size_of(type); reinterpret_cast<std::uintptr_t>(data) % align != 0)
+    throw Error("wrap() was given a pointer that is not aligned to its " + std::to_string(align) + "-byte " +
+                std::string(ir::name_of(type)) + " elements; pass the address of an array of them");
   if (traits.lifetime == Lifetime::PerRegion)
     throw Error(
         "wrap() was given per_region(), whose contents go after each region, for memory that is the "

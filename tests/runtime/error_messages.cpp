@@ -328,6 +328,13 @@ TEST_CASE("error messages: wrong ranks, extents and shapes of regions and arrays
   CHECK(error_of([&] { rt.wrap(mine.data(), 10, per_region()); }) ==
         "wrap() was given per_region(), whose contents go after each region, for memory that is the program's; make "
         "the array with rt.array() instead");
+  // A pointer off the elements' alignment (found by a new user: taken, and
+  // UBSan flagged every read through the host view).
+  std::vector<char> bytes(8 * 11);
+  auto* skewed = reinterpret_cast<double*>(bytes.data() + 1);
+  CHECK(error_of([&] { rt.wrap(skewed, 10); }) ==
+        "wrap() was given a pointer that is not aligned to its 8-byte f64 elements; pass the address of an array of "
+        "them");
   rt.pause();
 }
 
