@@ -152,17 +152,6 @@ std::int64_t bytes_of_rows(const RegionRun& run, const RegionRequest& request, s
   return bytes;
 }
 
-// Whether a piece on a device runs in one pass, whatever its size
-// (passes_for in piece_run.cpp): an array of the region is merged, or
-// several memories add to one.
-bool runs_in_one_pass(const RegionRun& run, const RegionRequest& request) {
-  for (std::size_t p = 0; p < request.args.size(); ++p) {
-    const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&request.args[p]);
-    if (storage && ((*storage)->traits().merge || run.writes.mode(p) == WriteMode::Added)) return true;
-  }
-  return false;
-}
-
 // Whether an array of the region is merged: a device's piece then holds its
 // private copy whole and runs in one pass.
 bool merges_an_array(const RegionRequest& request) {
@@ -170,6 +159,25 @@ bool merges_an_array(const RegionRequest& request) {
     if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg))
       if ((*storage)->traits().merge) return true;
   return false;
+}
+
+// Whether a piece on a device runs in one pass, whatever its size
+// (passes_for in piece_run.cpp): an array of the region is merged, or
+// several memories add to one.
+bool runs_in_one_pass(const RegionRun& run, const RegionRequest& request) {
+  if (merges_an_array(request)) return true;
+  for (std::size_t p = 0; p < request.args.size(); ++p)
+    if (std::holds_alternative<std::shared_ptr<ArrayStorage>>(request.args[p]) &&
+        run.writes.mode(p) == WriteMode::Added)
+      return true;
+  return false;
+}
+
+// What the smallest pass of a device piece over rows [begin, end) touches:
+// its first row, or every row where it runs in one pass.
+std::int64_t bytes_of_smallest_pass(const RegionRun& run, const RegionRequest& request, std::int64_t begin,
+                                    std::int64_t end, bool one_pass) {
+  return bytes_of_rows(run, request, begin, one_pass ? end : begin + 1);
 }
 
 // Any: the bytes of the region's arrays that its first row touches (all its
@@ -180,7 +188,7 @@ bool merges_an_array(const RegionRequest& request) {
 // and the region failed.
 std::int64_t bytes_of_a_row(const RegionRun& run, const RegionRequest& request) {
   if (request.range.rank() == 0 || request.range[0] == 0) return 0;
-  return bytes_of_rows(run, request, 0, merges_an_array(request) ? request.range[0] : 1);
+  return bytes_of_smallest_pass(run, request, 0, request.range[0], merges_an_array(request));
 }
 
 // The capacity of the device memory at `place` that the region's arrays
@@ -386,8 +394,7 @@ void Engine::State::refuse_pieces_no_pass_fits(const RegionRun& run, const Regio
     const std::int64_t capacity = piece.size() > 0 ? device_capacity(request, place_of(*piece.leaf)) : 0;
     if (capacity <= 0) continue;
     if (!one_pass) one_pass = runs_in_one_pass(run, request);
-    const std::int64_t end = *one_pass ? piece.end : piece.begin + 1;
-    const std::int64_t need = bytes_of_rows(run, request, piece.begin, end);
+    const std::int64_t need = bytes_of_smallest_pass(run, request, piece.begin, piece.end, *one_pass);
     if (need <= capacity) continue;
     throw Error("region of kernel '" + request.kernel->name + "', its piece on leaf '" + piece.leaf->name() + "' (" +
                 describe_arrays(request.args) + "): what " +
@@ -427,8 +434,7 @@ void Engine::State::drop_leaves_that_cannot_fit(RegionRun& run, const RegionRequ
       if (bounds[i + 1] == bounds[i]) continue;
       const std::int64_t capacity = device_capacity(request, place_of(*leaves[i]));
       if (capacity <= 0) continue;
-      const std::int64_t end = one_pass ? bounds[i + 1] : bounds[i] + 1;
-      if (bytes_of_rows(run, request, bounds[i], end) <= capacity) continue;
+      if (bytes_of_smallest_pass(run, request, bounds[i], bounds[i + 1], one_pass) <= capacity) continue;
       shares[i] = 0;
       unfit[i] = true;
       dropped = true;
