@@ -156,6 +156,10 @@ class Stream {
 
   const Kernels<T>& kernels() const { return kernels_; }
   T sum() const { return sum_; }
+  /// The three arrays (a baseline may run on them between Canopy's kernels).
+  const Array<T>& a() const { return a_; }
+  const Array<T>& b() const { return b_; }
+  const Array<T>& c() const { return c_; }
 
  private:
   Runtime& rt_;
