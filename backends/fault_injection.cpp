@@ -1,6 +1,8 @@
 #include "fault_injection.hpp"
 
 #include <atomic>
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -69,8 +71,10 @@ PlannedFault parse_entry(std::string_view entry, std::string_view whole) {
     return fail("names no operation faults can be injected into ('" + std::string(operation) + "')");
   const std::string count(trim(entry.substr(colon + 1)));
   char* end = nullptr;
+  errno = 0;
   const long long n = count.empty() ? 0 : std::strtoll(count.c_str(), &end, 10);
   if (count.empty() || *end != '\0' || n < 1) return fail("has a call number that is not a whole number from 1 up");
+  if (errno == ERANGE) return fail("has a call number past " + std::to_string(LLONG_MAX));
   fault.call = n;
   return fault;
 }

@@ -97,6 +97,15 @@ void Loader::read(std::string_view text) {
   int number = 0;
   for (std::string_view raw : split(text, '\n')) {
     ++number;
+    // A NUL would end every message that quotes the line there, and a
+    // control byte has no meaning in the syntax: a file that holds one is
+    // binary or damaged.
+    for (std::size_t column = 0; column < raw.size(); ++column) {
+      const auto byte = static_cast<unsigned char>(raw[column]);
+      if ((byte < 0x20 && byte != '\t' && byte != '\r') || byte == 0x7f)
+        fail(Where{source_, number}, fmt::format("control byte 0x{:02x} at column {}", byte, column + 1),
+             "text: a configuration file holds no control bytes but tabs and line ends");
+    }
     if (std::optional<Line> line = split_line(raw, number)) {
       read_line(*line);
       if (line->fields.front().key == "loctype") loctype_lines_.emplace_back(raw);

@@ -471,6 +471,13 @@ void Engine::check_leaf(const std::string& name, LocationKind kind, const Locati
             std::to_string(configured) +
             " processing units); give pus of this node, or add it by type (add_location(name, \"cpu\", parent)) "
             "to bind it to cores the tree does not use yet");
+    // One thread per unit listed. Two leaves may list one unit (three
+    // leaves on a two-core machine, to try a split over three): their
+    // threads take turns on it.
+    for (auto pu = traits.pus.begin(); pu != traits.pus.end(); ++pu)
+      if (std::find(traits.pus.begin(), pu, *pu) != pu)
+        throw Error(what + " lists processing unit " + std::to_string(*pu) +
+                    " twice; a CPU leaf runs one thread per processing unit it lists");
     return;
   }
   std::string started;

@@ -141,8 +141,11 @@ class Runtime {
   void configure(const std::string& lines);
   /// Adds a location below `parent`. A leaf must have something to run on:
   /// a device leaf's `traits.device` is the id of a device this Runtime
-  /// started ("opencl:0"), a CPU leaf's `traits.pus` are this node's; else
-  /// canopy::Error, and the tree stays as it was.
+  /// started ("opencl:0"), a CPU leaf's `traits.pus` are this node's, each
+  /// listed once; else canopy::Error, and the tree stays as it was. A device
+  /// runs one leaf; two CPU leaves may list one processing unit (their
+  /// threads take turns on it), where a configuration file binds each core
+  /// to one leaf.
   void add_location(std::string name, LocationKind kind, LocationTraits traits, const std::string& parent);
   /// Adds a location of `type` below `parent`, bound to what the tree does
   /// not use yet, as the configure() line "location;name,NAME;type,TYPE"

@@ -256,6 +256,10 @@ TEST_CASE("faults: CANOPY_FAULT entries that do not parse are refused with the f
         "launch, and n >= 1 (e.g. opencl.launch:1)");
   CHECK(error_of([] { backends::set_fault_plan("cpu.read:1"); }).find("names no operation") != std::string::npos);
   CHECK(error_of([] { backends::set_fault_plan("cpu.launch:0"); }).find("whole number from 1 up") != std::string::npos);
+  // Past the range of a long long: refused, not taken as the largest one.
+  CHECK(error_of([] {
+          backends::set_fault_plan("cpu.launch:99999999999999999999");
+        }).find("has a call number past 9223372036854775807") != std::string::npos);
   backends::set_fault_plan(" cpu.launch:2 , opencl.copy:1 ");
   CHECK(backends::fault_plan() == "cpu.launch:2,opencl.copy:1");
   backends::set_fault_plan("");

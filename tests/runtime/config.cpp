@@ -437,6 +437,15 @@ TEST_CASE("config: malformed lines are rejected with the line and what was expec
         "t.conf:1: the field 'optional' takes no value but has 'yes'; expected 'optional' alone between ';'");
   CHECK(rejected("loctype;name,;kind,cpu") == "t.conf:1: the field 'name' has an empty value; expected name,NAME");
   CHECK(rejected("loctype;name;kind,cpu") == "t.conf:1: the field 'name' has no value; expected name,NAME");
+  // A NUL once ended the message where the line was quoted; control bytes
+  // are refused before any field is read.
+  CHECK(rejected(std::string("loctype;name,a\0b;kind,cpu", 25)) ==
+        "t.conf:1: control byte 0x00 at column 15; expected text: a configuration file holds no control bytes but "
+        "tabs and line ends");
+  CHECK(rejected("\nloctype;name,a;kind,cpu\x1b[2J") ==
+        "t.conf:2: control byte 0x1b at column 24; expected text: a configuration file holds no control bytes but "
+        "tabs and line ends");
+  CHECK(rejected("loctype;\tname,a;kind,cpu\r\n").find("control byte") == std::string::npos);
 }
 
 TEST_CASE("config: bad location lines") {

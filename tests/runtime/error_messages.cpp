@@ -212,6 +212,11 @@ TEST_CASE("error messages: locations, placement and policies at run time") {
   CHECK(error_of([&] {
           rt.add_location("ghost", LocationKind::Cpu, far_core, "numa0");
         }).find("location 'ghost' (cpu) is bound to processing unit 1048576, which this node does not have") == 0);
+  LocationTraits twice;
+  twice.pus = {core(0), core(0)};
+  CHECK(error_of([&] { rt.add_location("ghost", LocationKind::Cpu, twice, "numa0"); }) ==
+        "location 'ghost' (cpu) lists processing unit " + std::to_string(core(0)) +
+            " twice; a CPU leaf runs one thread per processing unit it lists");
   CHECK(rt.hierarchy().to_text() == before);
   rt.region(increment()).over(10).launch(left);  // the tree still runs
   rt.pause();
