@@ -600,6 +600,36 @@ SimdLowering::Shaped SimdLowering::linear(llvm::Value* base, llvm::Value* stride
   return {Shape::Linear, base, stride};
 }
 
+SimdLowering::Shaped SimdLowering::guarded(llvm::Value* base, llvm::Value* stride, llvm::Value* guard,
+                                           llvm::Value* exact, const Shaped* a, const Shaped* b) {
+  for (const Shaped* operand : {a, b})
+    if (operand && operand->guard) guard = guard ? builder_.CreateAnd(guard, operand->guard) : operand->guard;
+  if (!guard) return linear(base, stride);
+  // A zero step would make it uniform under the guard only: nothing gained.
+  if (auto* constant = llvm::dyn_cast<llvm::ConstantInt>(stride); constant && constant->isZero()) return varying(exact);
+  return {Shape::Linear, base, stride, guard, exact};
+}
+
+std::optional<SimdLowering::Shaped> SimdLowering::clamped(ir::BinaryOp op, const Shaped& a, const Shaped& b,
+                                                          llvm::Value* exact) {
+  if (op != ir::BinaryOp::Min && op != ir::BinaryOp::Max) return std::nullopt;
+  const bool a_linear = a.shape == Shape::Linear && b.shape == Shape::Uniform;
+  const bool b_linear = b.shape == Shape::Linear && a.shape == Shape::Uniform;
+  if (!a_linear && !b_linear) return std::nullopt;
+  const Shaped& line = a_linear ? a : b;
+  llvm::Value* bound = a_linear ? b.value : a.value;
+  auto* step = llvm::dyn_cast<llvm::ConstantInt>(line.stride);
+  if (!step || !step->getValue().isStrictlyPositive()) return std::nullopt;
+  // The lanes rise from the first to the last: min keeps them all when the
+  // last is at most the bound, max when the first is at least the bound.
+  llvm::Value* span = builder_.CreateMul(line.stride, llvm::ConstantInt::get(line.value->getType(), lanes_ - 1));
+  llvm::Value* last = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, line.value, span);
+  llvm::Value* kept = op == ir::BinaryOp::Min ? builder_.CreateICmpSLE(builder_.CreateExtractValue(last, 0), bound)
+                                              : builder_.CreateICmpSGE(line.value, bound);
+  llvm::Value* guard = builder_.CreateAnd(kept, builder_.CreateNot(builder_.CreateExtractValue(last, 1)));
+  return guarded(line.value, line.stride, guard, exact, &line);
+}
+
 llvm::Value* SimdLowering::splat(llvm::Value* scalar) { return builder_.CreateVectorSplat(lanes_, scalar); }
 
 llvm::Constant* SimdLowering::lane_numbers(llvm::Type* type) const {
@@ -609,6 +639,7 @@ llvm::Constant* SimdLowering::lane_numbers(llvm::Type* type) const {
 }
 
 llvm::Value* SimdLowering::vector_of(const Shaped& value) {
+  if (value.guard) return value.exact;
   switch (value.shape) {
     case Shape::Varying: return value.value;
     case Shape::Uniform: return splat(value.value);
@@ -631,15 +662,21 @@ SimdLowering::Shaped SimdLowering::add(const Shaped& a, const Shaped& b) {
     return varying(builder_.CreateAdd(vector_of(a), vector_of(b)));
   llvm::Value* value = builder_.CreateAdd(a.value, b.value);
   if (a.shape == Shape::Uniform && b.shape == Shape::Uniform) return uniform(value);
-  if (a.shape == Shape::Uniform) return linear(value, b.stride);
-  if (b.shape == Shape::Uniform) return linear(value, a.stride);
-  return linear(value, builder_.CreateAdd(a.stride, b.stride));
+  llvm::Value* stride = a.shape == Shape::Uniform   ? b.stride
+                        : b.shape == Shape::Uniform ? a.stride
+                                                    : builder_.CreateAdd(a.stride, b.stride);
+  if (!a.guard && !b.guard) return linear(value, stride);
+  return guarded(value, stride, nullptr, builder_.CreateAdd(vector_of(a), vector_of(b)), &a, &b);
 }
 
 SimdLowering::Shaped SimdLowering::multiply(const Shaped& a, const Shaped& b) {
   if (a.shape == Shape::Uniform && b.shape == Shape::Uniform) return uniform(builder_.CreateMul(a.value, b.value));
-  if (a.shape == Shape::Linear && b.shape == Shape::Uniform)
-    return linear(builder_.CreateMul(a.value, b.value), builder_.CreateMul(a.stride, b.value));
+  if (a.shape == Shape::Linear && b.shape == Shape::Uniform) {
+    llvm::Value* base = builder_.CreateMul(a.value, b.value);
+    llvm::Value* stride = builder_.CreateMul(a.stride, b.value);
+    if (!a.guard) return linear(base, stride);
+    return guarded(base, stride, nullptr, builder_.CreateMul(a.exact, splat(b.value)), &a);
+  }
   if (a.shape == Shape::Uniform && b.shape == Shape::Linear) return multiply(b, a);
   return varying(builder_.CreateMul(vector_of(a), vector_of(b)));
 }
@@ -647,7 +684,11 @@ SimdLowering::Shaped SimdLowering::multiply(const Shaped& a, const Shaped& b) {
 SimdLowering::Shaped SimdLowering::negate(const Shaped& a) {
   switch (a.shape) {
     case Shape::Uniform: return uniform(builder_.CreateNeg(a.value));
-    case Shape::Linear: return linear(builder_.CreateNeg(a.value), builder_.CreateNeg(a.stride));
+    case Shape::Linear:
+      if (a.guard)
+        return guarded(builder_.CreateNeg(a.value), builder_.CreateNeg(a.stride), nullptr, builder_.CreateNeg(a.exact),
+                       &a);
+      return linear(builder_.CreateNeg(a.value), builder_.CreateNeg(a.stride));
     case Shape::Varying: return varying(builder_.CreateNeg(a.value));
   }
   fail("unknown shape");
@@ -689,6 +730,34 @@ llvm::Value* SimdLowering::element_pointer(int param, const Shaped& number) {
   llvm::Value* base = params_.at(param).base;
   // In bounds: a kernel never addresses outside its arrays (checked mode says so when it would).
   return builder_.CreateInBoundsGEP(element, base, is_scattered(number) ? vector_of(number) : number.value);
+}
+
+llvm::Value* SimdLowering::load_guarded(llvm::Type* type, int param, const Shaped& number, llvm::Align align) {
+  llvm::Type* element = memory_type(kernel_.params.at(param).type);
+  llvm::Value* base = params_.at(param).base;
+  auto* whole = llvm::BasicBlock::Create(context_, "clamped.vector", function_);
+  auto* gather = llvm::BasicBlock::Create(context_, "clamped.gather", function_);
+  auto* done = llvm::BasicBlock::Create(context_, "clamped.done", function_);
+  builder_.CreateCondBr(number.guard, whole, gather);
+  builder_.SetInsertPoint(whole);
+  llvm::Value* first = builder_.CreateInBoundsGEP(element, base, number.value);
+  llvm::Value* loaded = nullptr;
+  if (mask_)
+    loaded = builder_.CreateMaskedLoad(type, first, align, mask_, llvm::PoisonValue::get(type));
+  else
+    loaded = builder_.CreateAlignedLoad(type, first, align);
+  llvm::BasicBlock* whole_end = builder_.GetInsertBlock();
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(gather);
+  llvm::Value* gathered = builder_.CreateMaskedGather(type, builder_.CreateInBoundsGEP(element, base, number.exact),
+                                                      align, active_lanes(), llvm::PoisonValue::get(type));
+  llvm::BasicBlock* gather_end = builder_.GetInsertBlock();
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(done);
+  auto* value = builder_.CreatePHI(type, 2);
+  value->addIncoming(loaded, whole_end);
+  value->addIncoming(gathered, gather_end);
+  return value;
 }
 
 llvm::Value* SimdLowering::element_pointers(int param, const Shaped& number) {
@@ -826,10 +895,14 @@ void SimdLowering::visit(const ir::Load& node) {
   shaped_ = load_elements(node, number);
 }
 
-SimdLowering::Shaped SimdLowering::load_elements(const ir::Load& node, const Shaped& number) {
+SimdLowering::Shaped SimdLowering::load_elements(const ir::Load& node, const Shaped& guarded_number) {
   llvm::Type* element = memory_type(node.type);
-  llvm::Value* pointer = element_pointer(node.param, number);
   const auto align = module_.getDataLayout().getABITypeAlign(element);
+  if (guarded_number.guard && is_consecutive(guarded_number))
+    return varying(from_memory(
+        load_guarded(llvm::VectorType::get(element, lanes_, false), node.param, guarded_number, align), node.type));
+  const Shaped number = unguarded(guarded_number);
+  llvm::Value* pointer = element_pointer(node.param, number);
   if (number.shape == Shape::Uniform) {
     // Some lane is active wherever code runs, and its point loads this element.
     return uniform(from_memory(builder_.CreateLoad(element, pointer), node.type));
@@ -875,7 +948,13 @@ void SimdLowering::visit(const ir::Binary& node) {
     shaped_ = uniform(lower_binary(node.op, node.type, a.value, b.value));
     return;
   }
-  shaped_ = varying(lower_binary(node.op, node.type, vector_of(a), vector_of(b)));
+  llvm::Value* exact = lower_binary(node.op, node.type, vector_of(a), vector_of(b));
+  if (node.type == ScalarType::I32 || node.type == ScalarType::I64)
+    if (auto clamp = clamped(node.op, a, b, exact)) {
+      shaped_ = *clamp;
+      return;
+    }
+  shaped_ = varying(exact);
 }
 
 void SimdLowering::visit(const ir::Compare& node) {
@@ -893,7 +972,8 @@ void SimdLowering::visit(const ir::Cast& node) {
   const ScalarType from = node.operand->type;
   if (x.shape == Shape::Uniform) {
     shaped_ = uniform(lower_cast(x.value, from, node.type));
-  } else if (x.shape == Shape::Linear && ir::is_int(node.type) && ir::size_of(node.type) <= ir::size_of(from)) {
+  } else if (x.shape == Shape::Linear && !x.guard && ir::is_int(node.type) &&
+             ir::size_of(node.type) <= ir::size_of(from)) {
     // Narrowing (or none) keeps lanes linear: truncation respects wrapping sums and products.
     shaped_ = linear(lower_cast(x.value, from, node.type), lower_cast(x.stride, from, node.type));
   } else if (!int64_lanes_native_ && from == ScalarType::I64 && node.type == ScalarType::F64) {
@@ -1054,7 +1134,8 @@ void SimdLowering::visit(const ir::Assign& node) {
 
 void SimdLowering::visit(const ir::Store& node) {
   const Shaped shaped = shaped_of(node.value);
-  const Shaped number = element_number(node.param, node.indices);
+  // A clamped index's lanes may meet at the bound: stored lane by lane.
+  const Shaped number = unguarded(element_number(node.param, node.indices));
   note_access(number, /*store=*/true);
   llvm::Value* pointer = element_pointer(node.param, number);
   const auto align = module_.getDataLayout().getABITypeAlign(memory_type(node.value->type));
@@ -1110,7 +1191,7 @@ void SimdLowering::store_under_mask(int param, llvm::Value* value, llvm::Value* 
 void SimdLowering::visit(const ir::AtomicAdd& node) {
   if (!ir::is_numeric(node.value->type)) fail("atomic add of a bool");
   llvm::Value* values = vector_of(shaped_of(node.value));
-  const Shaped number = element_number(node.param, node.indices);
+  const Shaped number = unguarded(element_number(node.param, node.indices));
   note_access(number);
   llvm::Value* pointer = element_pointers(node.param, number);
   // One atomic per active lane, in lane order (a plain add per lane into memory of the thread's own).
@@ -1179,8 +1260,8 @@ std::pair<llvm::Value*, llvm::Value*> SimdLowering::lanes_agree(const ir::Expr& 
     return {};
   const Shaped a = shaped_of(compare.lhs);
   const Shaped b = shaped_of(compare.rhs);
-  const bool a_linear = a.shape == Shape::Linear && b.shape == Shape::Uniform;
-  const bool b_linear = b.shape == Shape::Linear && a.shape == Shape::Uniform;
+  const bool a_linear = a.shape == Shape::Linear && !a.guard && b.shape == Shape::Uniform;
+  const bool b_linear = b.shape == Shape::Linear && !b.guard && a.shape == Shape::Uniform;
   if (!a_linear && !b_linear) return {};
   const Shaped& line = a_linear ? a : b;
   // The last lane's value, and whether reaching it wraps.

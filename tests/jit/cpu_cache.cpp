@@ -604,6 +604,23 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
         name, {Param::array("out", F64, 2, Access::Out), Param::array("in", F64, 2, Access::In)}, 2,
         {make_store(0, strided_store ? across : along, make_load(F64, 1, strided_store ? along : across))});
   };
+  // y[i] = x[max(i-1, 0)] + x[i] + x[min(i+1, n-1)]: clamped neighbours load
+  // whole vectors away from the ends, so they do not count as gathers.
+  const Expr at = make_index(0);
+  const Kernel clamped = make_kernel(
+      "simd.clamped", {Param::array("y", F64, 1, Access::Out), Param::array("x", F64, 1, Access::In)}, 1,
+      {make_store(
+          0, {at},
+          make_binary(
+              BinaryOp::Add,
+              make_binary(BinaryOp::Add,
+                          make_load(F64, 1,
+                                    {make_binary(BinaryOp::Max, make_binary(BinaryOp::Sub, at, make_int(I64, 1)),
+                                                 make_int(I64, 0))}),
+                          make_load(F64, 1, {at})),
+              make_load(F64, 1,
+                        {make_binary(BinaryOp::Min, make_binary(BinaryOp::Add, at, make_int(I64, 1)),
+                                     make_binary(BinaryOp::Sub, make_extent(1, 0), make_int(I64, 1)))})))});
   auto first_line = [&](const std::string& name) {
     const std::string text = read_all((dumps.path() / (name + ".llvm")).string());
     return text.substr(0, text.find('\n'));
@@ -621,9 +638,11 @@ TEST_CASE("CANOPY_DUMP=llvm says whether a kernel runs one point per SIMD lane, 
     compiler.compile(task);
     compiler.compile(transposing("simd.transpose_store", true));
     compiler.compile(transposing("simd.transpose_load", false));
+    compiler.compile(clamped);
     const std::string lanes = "; canopy: SIMD across points: 8 lanes of dimension 0 (CANOPY_SIMD_WIDTH)";
     CHECK(first_line("simd.transpose_store").rfind("; canopy: SIMD across points: 8 lanes of dimension 1", 0) == 0);
     CHECK(first_line("simd.transpose_load").rfind("; canopy: scalar point loop: ", 0) == 0);
+    CHECK(first_line("simd.clamped").rfind(lanes, 0) == 0);
     CHECK(first_line("simd.transpose_load").find("gathers or scatters in a point beside") != std::string::npos);
     CHECK(first_line("simd.pairs") == lanes + "; LLVM pipeline: O2 without vectorizers");
     CHECK(first_line("simd.row_sums") == lanes + "; LLVM pipeline: O2 without vectorizers");

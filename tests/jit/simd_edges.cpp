@@ -363,3 +363,76 @@ TEST_CASE("a store under a mask never touches elements past the array where the 
       for (std::int64_t c = 0; c < cols; ++c) REQUIRE(grid.data()[r * cols + c] == r * 1000 + c);
   }
 }
+
+TEST_CASE("indices clamped to a bound load whole vectors inside it and gather where a vector meets it") {
+  // v = 3 x[min(i+1, n-1)] + 5 x[max(i-1, 0)] + 7 x[min(max(i+k, 0), n-1)] + x[max(min(i-2, n-1), t)],
+  // plus 11 x[min(i+2, n-1)] at every third point (under a mask);
+  // y[i] = v; z[min(i, t)] = i (the last point stores last); h[min(i, 9)] += 1.
+  // x ends where an inaccessible page begins: a whole vector's load at the
+  // bound would fault.
+  const Expr i = make_index(0);
+  const Expr n = make_extent(1, 0);
+  const Expr one = make_int(I64, 1);
+  auto minimum = [](Expr a, Expr b) { return make_binary(BinaryOp::Min, std::move(a), std::move(b)); };
+  auto maximum = [](Expr a, Expr b) { return make_binary(BinaryOp::Max, std::move(a), std::move(b)); };
+  auto times = [](std::int64_t c, Expr e) { return make_binary(BinaryOp::Mul, make_int(I64, c), std::move(e)); };
+  auto x_at = [](Expr index) { return make_load(I64, 1, {std::move(index)}); };
+  const Expr last = make_binary(BinaryOp::Sub, n, one);
+  const Expr k = make_param(I64, 4), t = make_param(I64, 5);
+  const Expr v = add(add(add(times(3, x_at(minimum(add(i, one), last))),
+                             times(5, x_at(maximum(make_binary(BinaryOp::Sub, i, one), make_int(I64, 0))))),
+                         times(7, x_at(minimum(maximum(add(i, k), make_int(I64, 0)), last)))),
+                     x_at(maximum(minimum(make_binary(BinaryOp::Sub, i, make_int(I64, 2)), last), t)));
+  const Kernel kernel = make_kernel(
+      "clamped.loads",
+      {Param::array("y", I64, 1, Access::Out), Param::array("x", I64, 1, Access::In),
+       Param::array("z", I64, 1, Access::InOut), Param::array("h", I64, 1, Access::InOut), Param::scalar("k", I64),
+       Param::scalar("t", I64)},
+      1,
+      {make_decl("v", v),
+       make_if(make_compare(CompareOp::Eq, make_binary(BinaryOp::Rem, i, make_int(I64, 3)), make_int(I64, 0)),
+               make_block({make_assign(
+                   "v", add(make_var(I64, "v"), times(11, x_at(minimum(add(i, make_int(I64, 2)), last)))))})),
+       make_store(0, {i}, make_var(I64, "v")), make_store(2, {minimum(i, t)}, i),
+       make_atomic_add(3, {minimum(i, make_int(I64, 9))}, make_int(I64, 1))});
+  const std::int64_t count = 203;
+  BeforeGuardPage x(count);
+  for (std::int64_t e = 0; e < count; ++e) x.data()[e] = (e * 7919) % 1000;
+  const auto* xs = x.data();
+  auto clamp = [](std::int64_t e, std::int64_t lo, std::int64_t hi) { return std::min(std::max(e, lo), hi); };
+  for (const char* lanes : {"8", "16", "4", "64"}) {
+    const CpuEntry entry = compile_with_lanes(kernel, lanes);
+    for (auto [begin, end, k_value, t_value] :
+         {std::tuple{0, 203, 5, 100}, {1, 202, -3, 0}, {3, 200, 400, 202}, {0, 7, -400, 3}, {190, 203, 0, 150}}) {
+      CAPTURE(lanes);
+      CAPTURE(begin);
+      CAPTURE(end);
+      std::vector<std::int64_t> y(count, -1), z(count, -1), h(10, 0);
+      ArgBlock args(kernel);
+      args.array(0, y.data(), {count})
+          .array(1, x.data(), {count})
+          .array(2, z.data(), {count})
+          .array(3, h.data(), {10})
+          .integer(4, k_value)
+          .integer(5, t_value);
+      entry(begin, end, args.data());
+      std::vector<std::int64_t> want_z(count, -1), want_h(10, 0);
+      for (std::int64_t e = 0; e < count; ++e) {
+        CAPTURE(e);
+        if (e < begin || e >= end) {
+          REQUIRE(y[e] == -1);
+          continue;
+        }
+        std::int64_t want = 3 * xs[std::min(e + 1, count - 1)] + 5 * xs[std::max<std::int64_t>(e - 1, 0)] +
+                            7 * xs[clamp(e + k_value, 0, count - 1)] +
+                            xs[std::max(std::min(e - 2, count - 1), std::int64_t{t_value})];
+        if (e % 3 == 0) want += 11 * xs[std::min(e + 2, count - 1)];
+        REQUIRE(y[e] == want);
+        want_z[static_cast<std::size_t>(std::min<std::int64_t>(e, t_value))] = e;
+        ++want_h[static_cast<std::size_t>(std::min<std::int64_t>(e, 9))];
+      }
+      CHECK(z == want_z);
+      CHECK(h == want_h);
+    }
+  }
+}

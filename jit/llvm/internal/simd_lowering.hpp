@@ -12,7 +12,10 @@
 //   varying   anything else: an LLVM vector of `lanes` elements.
 // Array accesses follow the shape of their linear element number: uniform is
 // one scalar access, linear with stride 1 a vector load or store, anything
-// else a gather or scatter. Control flow whose condition or bounds vary
+// else a gather or scatter. An index clamped to a uniform bound (min or max
+// of a linear index and a bound: a stencil's x[min(i + 1, n - 1)]) is linear
+// in every vector that does not meet the bound: its loads are a vector load
+// there and a gather in the vector that meets it. Control flow whose condition or bounds vary
 // between lanes becomes a mask: an `If` runs each side under the lanes that
 // take it and skips a side no lane takes; a `For` whose bounds vary runs
 // while any lane is still in its range. Stores, reductions and atomics only
@@ -28,6 +31,7 @@
 // dump says why.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -97,10 +101,19 @@ class SimdLowering final : public LlvmLowering {
   enum class Shape { Uniform, Linear, Varying };
   /// A lowered value and its shape. Linear: `value` is lane 0's value and
   /// `stride` the step from one lane to the next (both scalars).
+  ///
+  /// A linear value may hold under a `guard` only (an i1 scalar): an index
+  /// clamped to a uniform bound (a stencil's x[min(i + 1, n - 1)]) is linear
+  /// in every vector but the one that meets the bound. Then `exact` is the
+  /// value in every lane (a vector), which vector_of gives; a load takes one
+  /// vector load where the guard holds and a gather elsewhere, and every
+  /// other use sees the exact lanes.
   struct Shaped {
     Shape shape = Shape::Uniform;
     llvm::Value* value = nullptr;
     llvm::Value* stride = nullptr;
+    llvm::Value* guard = nullptr;
+    llvm::Value* exact = nullptr;
   };
 
   // ---- hooks ----
@@ -114,6 +127,16 @@ class SimdLowering final : public LlvmLowering {
   static Shaped uniform(llvm::Value* value) { return {Shape::Uniform, value, nullptr}; }
   static Shaped varying(llvm::Value* value) { return {Shape::Varying, value, nullptr}; }
   Shaped linear(llvm::Value* base, llvm::Value* stride);
+  /// Linear where `guard` holds, `exact` in every lane (see Shaped); the
+  /// guards of the operands `a` and `b` (where given) join `guard`.
+  Shaped guarded(llvm::Value* base, llvm::Value* stride, llvm::Value* guard, llvm::Value* exact,
+                 const Shaped* a = nullptr, const Shaped* b = nullptr);
+  /// min or max of a linear integer with a constant step up and a uniform
+  /// bound: linear under the guard that no lane reaches the bound (and the
+  /// lanes do not wrap). Unset for any other operands.
+  std::optional<Shaped> clamped(ir::BinaryOp op, const Shaped& a, const Shaped& b, llvm::Value* exact);
+  /// The same value without a guard: its exact lanes.
+  Shaped unguarded(const Shaped& value) { return value.guard ? varying(value.exact) : value; }
   /// The value as a vector of `lanes_` elements.
   llvm::Value* vector_of(const Shaped& value);
   llvm::Value* splat(llvm::Value* scalar);
@@ -127,6 +150,9 @@ class SimdLowering final : public LlvmLowering {
   Shaped negate(const Shaped& a);
   /// The element number of `indices` in array `param`, and its element type in memory.
   Shaped element_number(int param, const std::vector<ir::Expr>& indices);
+  /// A load of `number` (consecutive under a guard): one vector load where
+  /// the guard holds, a gather of the exact lanes elsewhere.
+  llvm::Value* load_guarded(llvm::Type* type, int param, const Shaped& number, llvm::Align align);
   /// The addresses of the elements `number` of `param`: a scalar pointer when
   /// uniform or consecutive (lane 0's), else a vector of pointers.
   llvm::Value* element_pointer(int param, const Shaped& number);
