@@ -140,6 +140,9 @@ class ArrayStorage {
   void start_recorded_elsewhere(const void* except);
   /// False for memory given with wrap() (the program's, placed where it put it).
   bool owns_memory() const { return owns_memory_; }
+  /// The program's memory given with wrap(), as [first, first + bytes());
+  /// null for memory Canopy owns (which no other array shares).
+  const void* wrapped_memory() const { return owns_memory_ ? nullptr : host_; }
 
   // The host copy is the program's to read (and write) directly while a
   // host view of it is open, and always for memory given with wrap(): on

@@ -356,10 +356,31 @@ std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& sha
     throw Error(
         "wrap() was given per_region(), whose contents go after each region, for memory that is the "
         "program's; make the array with rt.array() instead");
+  refuse_overlapping_wraps(data, static_cast<std::size_t>(shape.size()) * ir::size_of(type));
   auto array =
       std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), data, state_->totals);
   state_->register_array(array);
   return array;
+}
+
+// Two arrays over one memory would each keep their own copies on devices,
+// and a region on one would not wait for a region on the other (found by a
+// new user: a sum over the second wrap read the values from before the
+// first one's region). An array that only regions still hold (its handles
+// gone, as in a loop that wraps the same buffer each time) is waited for:
+// its devices' writes have reached the memory then, and it goes.
+void Engine::refuse_overlapping_wraps(const void* data, std::size_t bytes) {
+  const auto first = reinterpret_cast<std::uintptr_t>(data);
+  for (auto& other : state_->live_arrays()) {
+    const auto start = reinterpret_cast<std::uintptr_t>(other->wrapped_memory());
+    if (bytes == 0 || !start || other->bytes() == 0 || !(first < start + other->bytes() && start < first + bytes))
+      continue;
+    other->wait_idle();
+    if (other.use_count() > 1)  // a handle of the program's besides this one
+      throw Error("wrap() was given memory that overlaps the memory of " + other->describe() +
+                  ", which the program still holds: two arrays over one memory keep separate copies on devices; "
+                  "wrap the memory once and copy the Array handle (copies share one array)");
+  }
 }
 
 void Engine::set_fusion(bool on) {

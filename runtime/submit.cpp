@@ -19,6 +19,7 @@
 #include <canopy/ir/analysis/merge_updates.hpp>
 #include <canopy/ir/settings.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 
@@ -201,6 +202,27 @@ std::int64_t device_capacity(const RegionRequest& request, int place) {
   return 0;
 }
 
+// Whether the launch passes distinct memory in every array parameter: no
+// array twice, and no two wrapped arrays over overlapping memory (wrap()
+// refuses that within a Runtime, not across two; an array Canopy allocated
+// shares its memory with no other). One array passed as In and InOut is
+// the program's right, as two pointers to one array are in C++: the kernel
+// is then optimized for it (ir::Arrays::MayAlias).
+ir::Arrays arrays_passed(const std::vector<ArgRef>& args) {
+  std::vector<const ArrayStorage*> arrays;
+  for (const auto& arg : args)
+    if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg)) arrays.push_back(storage->get());
+  for (std::size_t a = 0; a < arrays.size(); ++a)
+    for (std::size_t b = a + 1; b < arrays.size(); ++b) {
+      if (arrays[a] == arrays[b]) return ir::Arrays::MayAlias;
+      const auto first = reinterpret_cast<std::uintptr_t>(arrays[a]->wrapped_memory());
+      const auto second = reinterpret_cast<std::uintptr_t>(arrays[b]->wrapped_memory());
+      if (first && second && first < second + arrays[b]->bytes() && second < first + arrays[a]->bytes())
+        return ir::Arrays::MayAlias;
+    }
+  return ir::Arrays::Distinct;
+}
+
 }  // namespace
 
 std::vector<std::shared_future<void>> Engine::prepare(const std::vector<std::shared_ptr<const ir::Kernel>>& kernels) {
@@ -222,7 +244,7 @@ RegionHandle Engine::submit(RegionRequest request) {
 
   auto run = std::make_shared<RegionRun>();
   bool first_sight = false;
-  run->kernel = state_->kernels.compiled(request.kernel, &first_sight);
+  run->kernel = state_->kernels.compiled(request.kernel, &first_sight, arrays_passed(request.args));
   run->launch = run->kernel->footprint_at(request.args);
   check_launch_bounds(kernel, run->sure_accesses(), request.range, request.args);
   if (policy.kind == Policy::Kind::Adaptive || policy.kind == Policy::Kind::Any) state_->ensure_model();

@@ -51,12 +51,20 @@ using ExprToVar = ExprMap<Expr>;
 
 // What every run of one pass shares: memoized facts about expressions and the names it hands out.
 struct PassState {
-  PassState(const Kernel& kernel, std::set<std::string> assigned_locals)
-      : reads(assigned_locals), assigned(std::move(assigned_locals)), names(kernel, "cse") {}
+  PassState(const Kernel& kernel, std::set<std::string> assigned_locals, Arrays arrays)
+      : reads(assigned_locals), assigned(std::move(assigned_locals)), names(kernel, "cse") {
+    if (arrays == Arrays::MayAlias)
+      for (const auto& param : kernel.params) element_types.push_back(param.type);
+  }
   HashCache hashes;
   ReadsCache reads;                // only assigned locals can end a range: the only ones tracked
   std::set<std::string> assigned;  // locals assigned anywhere in the kernel
   FreshNames names;
+  // Per parameter, unless the arrays are distinct: its (element) type. Two
+  // array parameters of one element type may be one array passed twice (the
+  // program may pass it as In and InOut), so a store to either ends what was
+  // read from both.
+  std::vector<ScalarType> element_types;
 };
 
 // Replaces, top-down, each subexpression found in the map by its variable.
@@ -201,10 +209,20 @@ class RunRewriter {
   void end_ranges_written_by(const Stmt& s) {
     switch (s->kind) {
       case StmtKind::Assign: end_ranges(live_by_local_[s->as<Assign>().name]); break;
-      case StmtKind::Store: end_ranges(live_by_array_[s->as<Store>().param]); break;
-      case StmtKind::AtomicAdd: end_ranges(live_by_array_[s->as<AtomicAdd>().param]); break;
+      case StmtKind::Store: end_ranges_of_arrays_like(s->as<Store>().param); break;
+      case StmtKind::AtomicAdd: end_ranges_of_arrays_like(s->as<AtomicAdd>().param); break;
       default: break;
     }
+  }
+
+  // A store to array `written` may change every array of its element type.
+  void end_ranges_of_arrays_like(int written) {
+    const auto& types = state_.element_types;
+    for (auto& [array, readers] : live_by_array_)
+      if (array == written || (array >= 0 && written >= 0 && static_cast<std::size_t>(array) < types.size() &&
+                               static_cast<std::size_t>(written) < types.size() &&
+                               types[static_cast<std::size_t>(array)] == types[static_cast<std::size_t>(written)]))
+        end_ranges(readers);
   }
 
   void end_ranges(std::vector<std::size_t>& readers) {
@@ -279,8 +297,8 @@ class RunRewriter {
 
 class CommonSubexpressionEliminator final : public Mutator {
  public:
-  explicit CommonSubexpressionEliminator(const Kernel& kernel)
-      : state_(kernel, passes_internal::writes_of(kernel.body).assigned) {}
+  CommonSubexpressionEliminator(const Kernel& kernel, Arrays arrays)
+      : state_(kernel, passes_internal::writes_of(kernel.body).assigned, arrays) {}
 
  protected:
   Stmt visit(const Block& node, const Stmt& self) override {
@@ -340,8 +358,8 @@ class CommonSubexpressionEliminator final : public Mutator {
 
 }  // namespace
 
-Kernel eliminate_common_subexpressions(const Kernel& kernel) {
-  return CommonSubexpressionEliminator(kernel).mutate(kernel);
+Kernel eliminate_common_subexpressions(const Kernel& kernel, Arrays arrays) {
+  return CommonSubexpressionEliminator(kernel, arrays).mutate(kernel);
 }
 
 }  // namespace canopy::ir

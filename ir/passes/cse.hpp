@@ -8,9 +8,12 @@
 // sharing, and the OpenCL C / CUDA C we generate stays readable.
 //
 // What it will not do, so that every value stays what it was:
-//  - share a load of an array across a Store or AtomicAdd to that array, nor
-//    an expression reading a local across an Assign to that local (such a
-//    statement ends the range in which the expression may be shared);
+//  - share a load of an array across a Store or AtomicAdd to that array, or,
+//    unless the caller promises the kernel's arrays are distinct memory
+//    (Arrays::Distinct), to any array of its element type (one array may be
+//    passed as two parameters); nor an expression reading a local across an
+//    Assign to that local (such a statement ends the range in which the
+//    expression may be shared);
 //  - move anything out of an If or For body into the enclosing block (a
 //    conditional computation stays conditional; each body is treated on its
 //    own). An If's condition belongs to the run that ends with the If; a For
@@ -22,10 +25,11 @@
 #pragma once
 
 #include "../kernel.hpp"
+#include "optimize.hpp"
 
 namespace canopy::ir {
 
 /// The kernel with repeated subexpressions shared through new locals.
-Kernel eliminate_common_subexpressions(const Kernel& kernel);
+Kernel eliminate_common_subexpressions(const Kernel& kernel, Arrays arrays = Arrays::MayAlias);
 
 }  // namespace canopy::ir

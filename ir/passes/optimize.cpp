@@ -21,7 +21,7 @@ Kernel fold_and_simplify(const Kernel& kernel) { return simplify(fold_constants(
 
 }  // namespace
 
-Kernel optimize(const Kernel& kernel) {
+Kernel optimize(const Kernel& kernel, Arrays arrays) {
   verify(kernel);  // a malformed input is the caller's error, reported as the verifier words it
   Kernel current = kernel;
   std::string text = print(current);
@@ -33,7 +33,7 @@ Kernel optimize(const Kernel& kernel) {
     text = std::move(next_text);
   }
   current = hoist_loop_invariants(current);
-  current = eliminate_common_subexpressions(current);
+  current = eliminate_common_subexpressions(current, arrays);
   current = eliminate_dead_code(current);
   current = fold_and_simplify(current);
   try {

@@ -17,9 +17,17 @@
 
 namespace canopy::ir {
 
+/// What a kernel's array parameters may be, as far as the optimizer may
+/// assume: one array passed as two parameters of one element type
+/// (MayAlias, as C++ allows two pointers to one array), or distinct memory
+/// in every parameter (Distinct: the caller knows the launch's arrays, as
+/// the runtime does). Distinct lets a computation that reads one array be
+/// shared across a store to another.
+enum class Arrays { MayAlias, Distinct };
+
 /// The kernel after the standard pipeline. Throws canopy::Error with the
 /// verifier's message when `kernel` does not verify, and one saying so when the
 /// result does not (a bug in a pass).
-Kernel optimize(const Kernel& kernel);
+Kernel optimize(const Kernel& kernel, Arrays arrays = Arrays::MayAlias);
 
 }  // namespace canopy::ir

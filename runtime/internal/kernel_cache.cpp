@@ -142,11 +142,11 @@ void BackgroundCompiler::run() {
 }
 
 std::shared_ptr<const CompiledKernel> KernelCache::compiled(const std::shared_ptr<const ir::Kernel>& traced,
-                                                            bool* fresh) {
+                                                            bool* fresh, ir::Arrays arrays) {
   std::lock_guard lock(mutex_);
-  auto& slot = kernels_[traced.get()];
+  auto& slot = (arrays == ir::Arrays::Distinct ? kernels_ : aliased_kernels_)[traced.get()];
   if (fresh) *fresh = !slot;
-  if (!slot) slot = compile(traced);
+  if (!slot) slot = compile(traced, arrays);
   return slot;
 }
 
@@ -199,11 +199,12 @@ std::vector<std::shared_future<void>> KernelCache::prepare(
   return done;
 }
 
-std::shared_ptr<CompiledKernel> KernelCache::compile(const std::shared_ptr<const ir::Kernel>& traced) {
+std::shared_ptr<CompiledKernel> KernelCache::compile(const std::shared_ptr<const ir::Kernel>& traced,
+                                                     ir::Arrays arrays) {
   auto compiled = std::make_shared<CompiledKernel>();
   compiled->traced = traced;
   compiled->optimized = std::make_shared<const ir::Kernel>(
-      checked_ ? ir::optimize(ir::check_bounds(ir::optimize(*traced))) : ir::optimize(*traced));
+      checked_ ? ir::optimize(ir::check_bounds(ir::optimize(*traced, arrays)), arrays) : ir::optimize(*traced, arrays));
   const std::string text = ir::print(*compiled->optimized);
   dump("ir", traced->name, text);
   const ir::KernelCost cost = ir::cost_of(*compiled->optimized);
@@ -215,7 +216,8 @@ std::shared_ptr<CompiledKernel> KernelCache::compile(const std::shared_ptr<const
   compiled->ops_per_point = cost.flops + cost.int_ops + cost.accesses();
   compiled->dram_bytes_per_point = cost.bytes();
   // Checked kernels guard every access; the refusal reads the unguarded form.
-  compiled->sure_accesses = sure_accesses_of(checked_ ? ir::footprint_of(ir::optimize(*traced)) : compiled->footprint);
+  compiled->sure_accesses =
+      sure_accesses_of(checked_ ? ir::footprint_of(ir::optimize(*traced, arrays)) : compiled->footprint);
   compiled->checked = checked_;
   const bool unbounded = std::any_of(
       compiled->footprint.arrays.begin(), compiled->footprint.arrays.end(), [](const ir::ArrayFootprint& array) {

@@ -27,6 +27,7 @@
 #include <canopy/backends/device.hpp>
 #include <canopy/ir/analysis/footprint.hpp>
 #include <canopy/ir/kernel.hpp>
+#include <canopy/ir/passes/optimize.hpp>
 
 #include "../adaptive.hpp"
 #include "../launch_bounds.hpp"
@@ -146,9 +147,12 @@ class KernelCache {
 
   /// The kernel compiled from `traced`: optimized and analysed now the first
   /// time (then `*fresh` is set, when given), then looked up. Its programs
-  /// come from prepare() or CompiledKernel::program_for.
-  std::shared_ptr<const CompiledKernel> compiled(const std::shared_ptr<const ir::Kernel>& traced,
-                                                 bool* fresh = nullptr);
+  /// come from prepare() or CompiledKernel::program_for. `arrays`: whether
+  /// the launch passes distinct memory in every array parameter (every
+  /// launch but one that passes an array twice, or wrapped memory that
+  /// overlaps); a kernel launched both ways is compiled once for each.
+  std::shared_ptr<const CompiledKernel> compiled(const std::shared_ptr<const ir::Kernel>& traced, bool* fresh = nullptr,
+                                                 ir::Arrays arrays = ir::Arrays::Distinct);
   /// Compiles `kernels`' programs for `devices` on the background thread,
   /// except those compiled or being compiled: one task per device, which
   /// first lets the device prepare them together (Device::compile_together:
@@ -172,11 +176,12 @@ class KernelCache {
   bool checked() const { return checked_; }
 
  private:
-  std::shared_ptr<CompiledKernel> compile(const std::shared_ptr<const ir::Kernel>& traced);
+  std::shared_ptr<CompiledKernel> compile(const std::shared_ptr<const ir::Kernel>& traced, ir::Arrays arrays);
 
   const bool checked_;
   std::mutex mutex_;
   std::unordered_map<const ir::Kernel*, std::shared_ptr<const CompiledKernel>> kernels_;
+  std::unordered_map<const ir::Kernel*, std::shared_ptr<const CompiledKernel>> aliased_kernels_;  ///< Arrays::MayAlias
   // Last, and stopped by the destructor before any member goes: the first
   // queues work for the second.
   BackgroundCompiler background_;

@@ -411,3 +411,84 @@ TEST_CASE("hetero: one array passed as In and InOut is reversed in place by swap
     CHECK(wrong == 0);
   }
 }
+
+TEST_CASE("hetero: an element read again after a store through another parameter of one array is the stored one" *
+          doctest::test_suite("opencl")) {
+  // y[i] = y[i] + 1, then y[i] += before + x[i]: with x and y one array, x[i]
+  // is the stored value, as with two pointers to one array in C++ (3 old + 2).
+  // The optimizer had shared the two reads of x[i] across the store (3 old +
+  // 1, found by a new user). One array passed twice, and two arrays wrapped
+  // over one buffer, on every leaf.
+  static const Kernel reread("hetero_reread", [](In<double> x, InOut<double> y) {
+    Idx i = index(0);
+    const Value<double> before = x[i];
+    y[i] = y[i] + 1.0;
+    y[i] = y[i] + before + x[i];
+  });
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)}))
+    CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  constexpr std::int64_t n = 1003;
+  auto expect_three_old_plus_two = [&](const double* values) {
+    std::int64_t wrong = 0;
+    for (std::int64_t k = 0; k < n; ++k) wrong += values[k] != 3.0 * double(k) + 2.0;
+    return wrong;
+  };
+  for (const std::string& leaf : {std::string("cpu0"), accelerator(0)}) {
+    CAPTURE(leaf);
+    auto d = rt.array<double>(n, named("d"));
+    {
+      auto view = d.host();
+      for (std::int64_t k = 0; k < n; ++k) view[k] = double(k);
+    }
+    rt.region(reread).over(n).at(leaf).launch(d, d);
+    CHECK(expect_three_old_plus_two(d.host_read().data()) == 0);
+
+    // Wrapped memory passed twice through one handle.
+    std::vector<double> buffer(n);
+    for (std::int64_t k = 0; k < n; ++k) buffer[static_cast<std::size_t>(k)] = double(k);
+    auto w = rt.wrap<double, 1>(buffer.data(), Shape(n));
+    rt.region(reread).over(n).at(leaf).launch(w, w);
+    rt.pause();
+    CHECK(expect_three_old_plus_two(buffer.data()) == 0);
+  }
+}
+
+TEST_CASE("hetero: wrap() refuses memory another held array wraps; one only regions hold is waited for" *
+          doctest::test_suite("opencl")) {
+  // Two arrays over one buffer kept separate device copies, and a region on
+  // the second did not wait for one on the first (a new user's sum read the
+  // values from before the first's region).
+  static const Kernel increment("hetero_wrap_increment", [](InOut<double> y) {
+    Idx i = index(0);
+    y[i] = y[i] + 1.0;
+  });
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)}))
+    CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  constexpr std::int64_t n = 4096;
+  std::vector<double> buffer(n, 0.0);
+  // A loop that wraps the buffer anew each time, its handle gone before the
+  // next: each wrap waits for the last one's region, on alternate leaves.
+  for (int k = 0; k < 6; ++k) {
+    auto w = rt.wrap<double, 1>(buffer.data(), Shape(n));
+    rt.region(increment).over(n).at(k % 2 ? accelerator(0) : std::string("cpu0")).launch(w);
+  }
+  rt.pause();
+  CHECK(std::count(buffer.begin(), buffer.end(), 6.0) == n);
+  auto held = rt.wrap<double, 1>(buffer.data(), Shape(n), named("held"));
+  rt.region(increment).over(n).at(accelerator(0)).launch(held);
+  CHECK(error_of([&] {
+          rt.wrap<double, 1>(buffer.data() + 10, Shape(20));
+        }).find("wrap() was given memory that overlaps the memory of array 'held' (f64 4096 at ") == 0);
+  std::vector<double> elsewhere(n, 1.0);
+  auto apart = rt.wrap<double, 1>(elsewhere.data(), Shape(n));  // no overlap: taken
+  rt.region(increment).over(n).at("cpu0").launch(apart);
+  rt.pause();
+  CHECK(std::count(buffer.begin(), buffer.end(), 7.0) == n);
+  CHECK(std::count(elsewhere.begin(), elsewhere.end(), 2.0) == n);
+}

@@ -115,7 +115,7 @@ TEST_CASE("optimize: a deep traced expression, repeated, is hoisted and shared a
     stores.push_back(make_store(0, {make_binary(BinaryOp::Add, j, make_int(I64, r))}, chain()));
   k.body = make_block({make_for("j", make_int(I64, 0), make_param(I64, 3), make_block(stores))});
 
-  const Kernel result = optimize(k);
+  const Kernel result = optimize(k, Arrays::Distinct);
   const auto& top = result.body->as<Block>().stmts;
   // (s * 2) .. (s * (depth - 1)) hoisted ((s * 1) simplifies to s), then the loop.
   REQUIRE(top.size() == depth - 1);
