@@ -565,6 +565,14 @@ void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const 
   auto done = std::make_shared<Completion>();
   std::shared_lock lock(state_->tree_mutex);
   std::lock_guard order_lock(state_->order_mutex);
+  // Zeros still owed are settled now, in launch order, as a region's are at
+  // its launch: a region launched after the copy that overwrites the source
+  // settles them without clearing (its writes pay the debt), and the copy,
+  // running later, had read the dropped array's values left in the block
+  // (found by a new user). The copy overwrites every element of the
+  // destination.
+  source->settle_contents(false);
+  destination->settle_contents(true);
   CompletionPtr source_writer;
   auto deps = source->add_use(done, true, false, &source_writer);
   auto more = destination->add_use(done, false, true);

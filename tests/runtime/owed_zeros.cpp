@@ -124,4 +124,22 @@ TEST_CASE("a new array on a block another array used reads as zero, whatever its
     rt.copy(a, b);
     CHECK(mismatches(a.host_read(), [](std::int64_t i) { return float(i % 1000); }) == 0);
   }
+  SUBCASE("a copy out of it, then a region that overwrites it") {
+    // The copy reads the zeros; the region launched after it must not pay
+    // them by its writes before the copy ran (found by a new user: the copy
+    // read the dropped array's values in 19 of 20 rounds). Each round's
+    // array is dropped while its region may still run, as in the user's loop.
+    auto a = rt.array<float>(kCount);
+    auto b = rt.array<float>(kCount);
+    int wrong_rounds = 0;
+    for (int round = 0; round < 10; ++round) {
+      rt.region(every_point()).over(kCount).launch(a);
+      a = rt.array<float>(kCount);
+      rt.copy(b, a);
+      rt.region(copy_plus_one()).over(kCount).launch(a, b);
+      wrong_rounds += mismatches(b.host_read(), [](std::int64_t) { return 0.0f; }) != 0;
+    }
+    CHECK(wrong_rounds == 0);
+    CHECK(mismatches(a.host_read(), [](std::int64_t) { return 1.0f; }) == 0);
+  }
 }
