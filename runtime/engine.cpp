@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <unordered_set>
 
 #include <unistd.h>
 
@@ -398,16 +399,25 @@ void Engine::pause() {
   refuse_after_fork(state_->forks_before, "pause()");
   state_->start_recorded(true);
   const trace::PauseSpan traced;
+  // A copy of the list, taken off it once waited for: a second thread's
+  // pause() meanwhile waits for the same regions (with the list taken, it had
+  // returned at once).
   std::vector<State::InFlight> pending;
   {
     std::lock_guard lock(state_->flight_mutex);
-    pending.swap(state_->in_flight);
-    state_->prune_in_flight_at = 0;
+    pending = state_->in_flight;
   }
   // The newest first: in a chain of dependent regions it ends last, so the
   // caller sleeps once instead of polling through every region in turn (and
   // taking turns on a core with the worker that runs them).
   for (auto f = pending.rbegin(); f != pending.rend(); ++f) f->completion->wait(false);
+  {
+    std::unordered_set<const Completion*> waited;
+    for (const auto& f : pending) waited.insert(f.completion.get());
+    std::lock_guard lock(state_->flight_mutex);
+    std::erase_if(state_->in_flight, [&](const State::InFlight& f) { return waited.count(f.completion.get()) != 0; });
+    state_->prune_in_flight_at = 0;
+  }
   // The first failure not reported yet (by a host view or reduce()); every
   // one counts as reported from here on.
   std::exception_ptr first;

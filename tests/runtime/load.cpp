@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -208,6 +209,40 @@ constexpr int kCachedKernels = 3;
 // Run only as a child of the next test (CANOPY_LOAD_CHILD=<directory>, and
 // --no-skip: doctest lists it as skipped in every other run): waits for
 // <directory>/go, then compiles and runs three kernels in a fresh runtime.
+TEST_CASE("load: a pause() in a second thread waits for what another thread's pause() waits for") {
+  // Thread one launches a long region, then pauses; thread two pauses while
+  // thread one waits. pause() had taken the list of regions in flight off
+  // the Runtime, and the second pause returned at once, before the region
+  // that was launched before it had run.
+  static const Kernel slow("load_slow_fill", [](Out<double> out, Val<std::int64_t> work) {
+    Idx i = index(0);
+    Var<double> acc = 0.0;
+    For(Idx(0), work, [&](Idx k) { acc = acc + cast<double>((k + i) % 7); });
+    out[i] = acc;
+  });
+  Runtime rt;
+  rt.fuse(false);  // queued to the leaf at launch, not run by the pausing thread
+  constexpr std::int64_t n = 4096, work = 50000;
+  std::vector<double> buffer(n, -1.0);
+  auto out = rt.wrap<double, 1>(buffer.data(), Shape(n));
+  std::vector<double> expected(n, 0.0);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t k = 0; k < work; ++k) expected[static_cast<std::size_t>(i)] += double((k + i) % 7);
+  std::atomic<bool> launched{false};
+  std::thread first([&] {
+    rt.region(slow).over(n).launch(out, work);
+    launched = true;
+    rt.pause();
+  });
+  while (!launched) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // thread one is in its pause by now, mostly
+  rt.pause();
+  std::int64_t unfinished = 0;
+  for (std::size_t i = 0; i < buffer.size(); ++i) unfinished += buffer[i] != expected[i];
+  first.join();
+  CHECK(unfinished == 0);
+}
+
 TEST_CASE("load: child process compiling into a shared cache" * doctest::skip()) {
   const char* rendezvous = std::getenv("CANOPY_LOAD_CHILD");
   REQUIRE_MESSAGE(rendezvous, "run only by the 8-process load test, with CANOPY_LOAD_CHILD set");
