@@ -501,8 +501,9 @@ Policy resolve_runtime_policy(const Policy& policy, const char* environment_valu
   if (policy.kind != Policy::Kind::Runtime) return policy;
   if (environment_value == nullptr || *environment_value == '\0') {
     throw Error(fmt::format(
-        "policy 'runtime' takes the policy from CANOPY_POLICY, which is not set; set CANOPY_POLICY to one of "
-        "static, flatten, percentage:[...], range:[...], any or adaptive"));
+        "policy 'runtime' takes the policy from CANOPY_POLICY (or GECKO_POLICY) as it was when the Runtime "
+        "was made, and neither was set then; set CANOPY_POLICY to one of static, flatten, percentage:[...], "
+        "range:[...], any or adaptive before making the Runtime"));
   }
   Policy resolved;
   try {

@@ -189,8 +189,9 @@ TEST_CASE("engine: policy 'runtime' takes CANOPY_POLICY as it was when the Runti
     // Read once: changing the variable later does not change this runtime's regions.
     ScopedEnvironment later("CANOPY_POLICY", "percentage:[25,75]");
     CHECK(error_of([&] { rt.region(fill_scaled()).over(1000).policy("runtime").launch(x, 4); }) ==
-          "policy 'runtime' takes the policy from CANOPY_POLICY, which is not set; set CANOPY_POLICY to one of "
-          "static, flatten, percentage:[...], range:[...], any or adaptive");
+          "policy 'runtime' takes the policy from CANOPY_POLICY (or GECKO_POLICY) as it was when the Runtime "
+          "was made, and neither was set then; set CANOPY_POLICY to one of static, flatten, percentage:[...], "
+          "range:[...], any or adaptive before making the Runtime");
   }
   {
     ScopedEnvironment policy("CANOPY_POLICY", "evenly");

@@ -160,8 +160,9 @@ TEST_CASE("error messages: environment variables name the variable, its value an
     use_tree(rt, two_leaf_tree());
     auto x = rt.array<std::int64_t>(10, at("numa0") | named("counts"));
     CHECK(error_of([&] { rt.region(increment()).over(10).policy("runtime").launch(x); }) ==
-          "policy 'runtime' takes the policy from CANOPY_POLICY, which is not set; set CANOPY_POLICY to one of "
-          "static, flatten, percentage:[...], range:[...], any or adaptive");
+          "policy 'runtime' takes the policy from CANOPY_POLICY (or GECKO_POLICY) as it was when the Runtime "
+          "was made, and neither was set then; set CANOPY_POLICY to one of static, flatten, percentage:[...], "
+          "range:[...], any or adaptive before making the Runtime");
   }
 }
 

@@ -270,8 +270,9 @@ TEST_CASE("runtime: resolved from CANOPY_POLICY's value") {
   CHECK(resolve_runtime_policy(parse_policy("any"), nullptr) == Policy{Policy::Kind::Any, {}});
 
   const char* unset =
-      "policy 'runtime' takes the policy from CANOPY_POLICY, which is not set; set CANOPY_POLICY to one of static, "
-      "flatten, percentage:[...], range:[...], any or adaptive";
+      "policy 'runtime' takes the policy from CANOPY_POLICY (or GECKO_POLICY) as it was when the Runtime "
+      "was made, and neither was set then; set CANOPY_POLICY to one of static, flatten, percentage:[...], "
+      "range:[...], any or adaptive before making the Runtime";
   CHECK_THROWS_WITH_AS(resolve_runtime_policy(runtime, nullptr), unset, Error);
   CHECK_THROWS_WITH_AS(resolve_runtime_policy(runtime, ""), unset, Error);
   CHECK_THROWS_WITH_AS(resolve_runtime_policy(runtime, "runtime"),
