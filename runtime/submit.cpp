@@ -245,7 +245,7 @@ RegionHandle Engine::submit(RegionRequest request) {
   auto run = std::make_shared<RegionRun>();
   bool first_sight = false;
   run->kernel = state_->kernels.compiled(request.kernel, &first_sight, arrays_passed(request.args));
-  run->launch = run->kernel->footprint_at(request.args);
+  run->launch = run->kernel->footprint_at(request.args, request.range);
   check_launch_bounds(kernel, run->sure_accesses(), request.range, request.args);
   if (policy.kind == Policy::Kind::Adaptive || policy.kind == Policy::Kind::Any) state_->ensure_model();
 

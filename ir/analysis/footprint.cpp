@@ -444,8 +444,8 @@ class IndexEvaluator {
       case BinaryOp::Mul: return multiply(a, b);
       case BinaryOp::Div: return divide(a, b);
       case BinaryOp::Rem: return remainder(a, b);
-      case BinaryOp::Min: return minimum_or_maximum(a, b, false);
-      case BinaryOp::Max: return minimum_or_maximum(a, b, true);
+      case BinaryOp::Min: return clamp(a, b, false);
+      case BinaryOp::Max: return clamp(a, b, true);
       case BinaryOp::And: return bitwise_and(a, b);
       case BinaryOp::Or:
       case BinaryOp::Xor: return bitwise_or_xor(a, b, node.op);
@@ -453,6 +453,40 @@ class IndexEvaluator {
       case BinaryOp::Shr: return shift_right(a, b, node.type);
     }
     return std::nullopt;
+  }
+
+  // min or max of two affine values. With one of them the same for every
+  // point (a bound: x[min(i + 1, n - 1)]), the other's offsets widen by how
+  // far the bound lies from it at the range's farthest point: min(c.i + x, u)
+  // - c.i = min(x, u - c.i) >= min(x, u - max(c.i)), and max(c.i + x, u) - c.i
+  // <= max(x, u - min(c.i)). For a stencil's clamped neighbour over the
+  // whole array that is one element (i + [0, 1]), where the bound had made
+  // the whole array each piece's (found by a new user: a split 512x512
+  // stencil moved the whole grid both ways every iteration).
+  Bound clamp(const DimFootprint& a, const DimFootprint& b, bool maximum) {
+    if (a.coeff == b.coeff) return minimum_or_maximum(a, b, maximum);
+    if (!a.is_invariant() && !b.is_invariant()) return std::nullopt;
+    const DimFootprint& line = a.is_invariant() ? b : a;
+    const DimFootprint& bound = a.is_invariant() ? a : b;
+    if (!launch_ || launch_->range.empty()) {
+      if (inputs_) inputs_->range = true;
+      return std::nullopt;
+    }
+    Wide lowest = 0, highest = 0;  // of c . index over the range's points
+    for (std::size_t d = 0; d < line.coeff.size(); ++d) {
+      if (line.coeff[d] == 0) continue;
+      if (d >= launch_->range.size()) return std::nullopt;
+      if (launch_->range[d] <= 0) return line;  // no points: nothing is touched
+      const Wide far = Wide{line.coeff[d]} * (Wide{launch_->range[d]} - 1);
+      lowest += std::min<Wide>(far, 0);
+      highest += std::max<Wide>(far, 0);
+    }
+    const Wide widened =
+        maximum ? std::max<Wide>(line.hi, Wide{bound.hi} - lowest) : std::min<Wide>(line.lo, Wide{bound.lo} - highest);
+    if (widened < kMin || widened > kMax) return std::nullopt;
+    const auto offset = static_cast<std::int64_t>(widened);
+    return maximum ? DimFootprint::affine(line.coeff, line.lo, offset)
+                   : DimFootprint::affine(line.coeff, offset, line.hi);
   }
 
   Bound cast(const Cast& node, int depth) {

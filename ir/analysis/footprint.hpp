@@ -133,11 +133,13 @@ ArrayFootprint footprint_of(const Kernel& kernel, int param);
 
 /// What one launch gives a kernel that its footprint may depend on: the value
 /// of each integer (or bool) scalar parameter and the extents of each array
-/// parameter, indexed by parameter position; a missing or empty entry is not
+/// parameter, indexed by parameter position, and the extents of the range
+/// (every index(d) lies in [0, range[d])); a missing or empty entry is not
 /// known.
 struct LaunchValues {
   std::vector<std::optional<std::int64_t>> scalars;
   std::vector<std::vector<std::int64_t>> extents;
+  std::vector<std::int64_t> range;
 
   bool operator==(const LaunchValues&) const = default;
 };
@@ -152,12 +154,15 @@ Footprint footprint_of(const Kernel& kernel, const LaunchValues& values);
 
 /// The scalar parameters and extents (parameter, dimension) that the
 /// footprint of `kernel` depends on: those the analysis looks at while
-/// bounding an index. Both empty when no launch value can change it.
+/// bounding an index; and whether the launch's range does (`range`: an index
+/// clamped to a bound, x[min(i + 1, n - 1)], is bounded by how far the
+/// range's indices reach). All empty when no launch value can change it.
 struct FootprintInputs {
   std::vector<int> scalars;
   std::vector<std::pair<int, int>> extents;
+  bool range = false;
 
-  bool empty() const { return scalars.empty() && extents.empty(); }
+  bool empty() const { return scalars.empty() && extents.empty() && !range; }
 };
 FootprintInputs footprint_inputs(const Kernel& kernel);
 

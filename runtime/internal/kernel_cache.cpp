@@ -231,9 +231,11 @@ std::shared_ptr<CompiledKernel> KernelCache::compile(const std::shared_ptr<const
   return compiled;
 }
 
-std::shared_ptr<const LaunchFootprint> CompiledKernel::footprint_at(const std::vector<ArgRef>& args) const {
+std::shared_ptr<const LaunchFootprint> CompiledKernel::footprint_at(const std::vector<ArgRef>& args,
+                                                                    const Shape& range) const {
   if (footprint_inputs.empty()) return nullptr;
   ir::LaunchValues values;
+  if (footprint_inputs.range) values.range.assign(range.extents().begin(), range.extents().begin() + range.rank());
   values.scalars.resize(args.size());
   values.extents.resize(args.size());
   for (int p : footprint_inputs.scalars)

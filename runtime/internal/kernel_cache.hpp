@@ -77,11 +77,11 @@ struct CompiledKernel {
   bool checked = false;
 
   /// What a launch with `args` reads and writes, and the accesses it surely
-  /// makes: the footprint with the launch's scalars and extents bound where
-  /// it depends on them (so that a region writing `out[i + k]` splits over
+  /// makes: the footprint with the launch's scalars, extents and range
+  /// bound where it depends on them (so that a region writing `out[i + k]` splits over
   /// memories and its device pieces run in passes), else null (`footprint`
   /// and `sure_accesses` hold). The last few launches' are kept.
-  std::shared_ptr<const LaunchFootprint> footprint_at(const std::vector<ArgRef>& args) const;
+  std::shared_ptr<const LaunchFootprint> footprint_at(const std::vector<ArgRef>& args, const Shape& range) const;
 
   /// The program for `device`: the CPU program on CPU devices, else the one
   /// compiled for that device. Compiles it now unless it is compiled or being

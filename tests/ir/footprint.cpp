@@ -724,6 +724,57 @@ TEST_CASE("footprint: a store in both branches of an If counts as unconditional"
   CHECK_FALSE(footprint_of(nested, 0).writes.unconditional);
 }
 
+TEST_CASE("footprint: an index clamped to a bound, with the launch's range known") {
+  // a[i] = b[min(i + 1, extent(b, 0) - 1)] and b[max(i - 1, 0)]: i + [0, 1]
+  // and i + [-1, 0] over a range as long as b, where without the range each
+  // was the whole of b. Checked against every position each point reads,
+  // for bounds at the end, inside and past the range.
+  auto clamped = [](BinaryOp op, Expr shifted, Expr bound) {
+    return read_of_b(make_binary(op, std::move(shifted), std::move(bound)));
+  };
+  const Kernel next = clamped(BinaryOp::Min, plus(idx(0), lit(1)), minus(make_extent(1, 0), lit(1)));
+  const Kernel previous = clamped(BinaryOp::Max, minus(idx(0), lit(1)), lit(0));
+  CHECK(footprint_of(next).of(1)->reads.dims == std::vector<DimFootprint>{DimFootprint::whole()});
+  CHECK(footprint_inputs(next).range);
+  CHECK(footprint_inputs(previous).range);
+  LaunchValues whole;
+  whole.extents = {{100}, {100}};
+  whole.range = {100};
+  CHECK(footprint_of(next, whole).of(1)->reads.dims == std::vector<DimFootprint>{affine({1, 0, 0}, 0, 1)});
+  CHECK(footprint_of(previous, whole).of(1)->reads.dims == std::vector<DimFootprint>{affine({1, 0, 0}, -1, 0)});
+  CHECK(footprint_of(next, LaunchValues{whole.scalars, whole.extents, {}}).of(1)->reads.dims ==
+        std::vector<DimFootprint>{DimFootprint::whole()});
+  // Every position in b that a point of a piece of [0, n) reads lies in the
+  // piece's rows.
+  for (const std::int64_t n : {1, 2, 7, 100}) {
+    for (const std::int64_t bound : {-3, 0, 2, 5, 99, 250}) {
+      for (const std::int64_t shift : {-2, 1, 3}) {
+        for (const BinaryOp op : {BinaryOp::Min, BinaryOp::Max}) {
+          CAPTURE(n);
+          CAPTURE(bound);
+          CAPTURE(shift);
+          const Kernel kernel = clamped(op, plus(times(idx(0), lit(2)), lit(shift)), lit(bound));
+          LaunchValues values;
+          values.extents = {{1000}, {1000}};
+          values.range = {n};
+          const auto reads = footprint_of(kernel, values).of(1)->reads;
+          REQUIRE(reads.dims.size() == 1);
+          REQUIRE(reads.dims[0].is_affine());
+          for (std::int64_t begin = 0; begin < n; ++begin)
+            for (std::int64_t end = begin + 1; end <= n; ++end) {
+              const Interval rows = rows_touched(reads, 0, begin, end, std::int64_t{1} << 40);
+              for (std::int64_t i = begin; i < end; ++i) {
+                const std::int64_t at =
+                    op == BinaryOp::Min ? std::min(2 * i + shift, bound) : std::max(2 * i + shift, bound);
+                if (at >= 0) CHECK((rows.begin <= at && at < rows.end));  // a negative one is out of b
+              }
+            }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("footprint: a launch's scalar values and extents bound") {
   // a[i] = b[i + k], k a scalar parameter: Whole for the kernel, i0+3 for a
   // launch with k = 3, and k is what the footprint depends on.
