@@ -166,6 +166,10 @@ class ArrayStorage {
   /// recorded, the device copies become stale (the program may have changed
   /// any element since the last region ended).
   void host_may_have_written();
+  /// Another array over this one's memory (wrap() twice over one buffer) may
+  /// have changed any element: like host_may_have_written, for a read-only
+  /// array too.
+  void memory_shared_may_have_changed();
   /// When a region last used the array (or it was made), as a count that
   /// grows over the process: the least recently used has the smallest.
   std::uint64_t last_use() const { return last_use_.load(std::memory_order_relaxed); }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -99,6 +100,22 @@ std::vector<std::shared_ptr<ArrayStorage>> Engine::State::live_arrays() {
   for (auto& weak : arrays)
     if (auto a = weak.lock()) live.push_back(std::move(a));
   return live;
+}
+
+bool Engine::State::wait_for_overlapping_wraps(const ArrayStorage& array) {
+  const auto first = reinterpret_cast<std::uintptr_t>(array.wrapped_memory());
+  if (!first || array.bytes() == 0) return false;
+  bool overlaps = false;
+  for (const auto& other : live_arrays()) {
+    const auto start = reinterpret_cast<std::uintptr_t>(other->wrapped_memory());
+    if (other.get() == &array || !start || other->bytes() == 0 ||
+        !(first < start + other->bytes() && start < first + array.bytes()))
+      continue;
+    other->start_recorded_elsewhere(this);
+    other->wait_idle();
+    overlaps = true;
+  }
+  return overlaps;
 }
 
 std::string Engine::State::location_of_new_array(const MemoryTraits& traits) {
@@ -357,31 +374,10 @@ std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& sha
     throw Error(
         "wrap() was given per_region(), whose contents go after each region, for memory that is the "
         "program's; make the array with rt.array() instead");
-  refuse_overlapping_wraps(data, static_cast<std::size_t>(shape.size()) * ir::size_of(type));
   auto array =
       std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), data, state_->totals);
   state_->register_array(array);
   return array;
-}
-
-// Two arrays over one memory would each keep their own copies on devices,
-// and a region on one would not wait for a region on the other (found by a
-// new user: a sum over the second wrap read the values from before the
-// first one's region). An array that only regions still hold (its handles
-// gone, as in a loop that wraps the same buffer each time) is waited for:
-// its devices' writes have reached the memory then, and it goes.
-void Engine::refuse_overlapping_wraps(const void* data, std::size_t bytes) {
-  const auto first = reinterpret_cast<std::uintptr_t>(data);
-  for (auto& other : state_->live_arrays()) {
-    const auto start = reinterpret_cast<std::uintptr_t>(other->wrapped_memory());
-    if (bytes == 0 || !start || other->bytes() == 0 || !(first < start + other->bytes() && start < first + bytes))
-      continue;
-    other->wait_idle();
-    if (other.use_count() > 1)  // a handle of the program's besides this one
-      throw Error("wrap() was given memory that overlaps the memory of " + other->describe() +
-                  ", which the program still holds: two arrays over one memory keep separate copies on devices; "
-                  "wrap the memory once and copy the Array handle (copies share one array)");
-  }
 }
 
 void Engine::set_fusion(bool on) {
@@ -572,6 +568,8 @@ void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const 
   state_->start_recorded();  // regions launched before the copy come first, of any Runtime
   source->start_recorded_elsewhere(state_.get());
   destination->start_recorded_elsewhere(state_.get());
+  for (const auto& array : {source, destination})
+    if (state_->wait_for_overlapping_wraps(*array)) array->memory_shared_may_have_changed();
   auto done = std::make_shared<Completion>();
   std::shared_lock lock(state_->tree_mutex);
   std::lock_guard order_lock(state_->order_mutex);
@@ -583,6 +581,7 @@ void Engine::copy_array(const std::shared_ptr<ArrayStorage>& destination, const 
   // destination.
   source->settle_contents(false);
   destination->settle_contents(true);
+
   CompletionPtr source_writer;
   auto deps = source->add_use(done, true, false, &source_writer);
   auto more = destination->add_use(done, false, true);

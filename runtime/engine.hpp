@@ -133,9 +133,6 @@ class Engine {
   std::string program_record() const;
 
  private:
-  /// Throws when [data, data + bytes) overlaps the memory of a wrapped array
-  /// the program still holds; waits for one only regions hold.
-  void refuse_overlapping_wraps(const void* data, std::size_t bytes);
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -84,6 +84,24 @@ void check_arguments(const ir::Kernel& kernel, const std::vector<ArgRef>& args) 
       }
     }
   }
+  // Two arrays over overlapping memory (wrap() twice over one buffer), one of
+  // them written: a device would hold a copy of each, and the writes through
+  // one would not show through the other, as they do through one array
+  // passed twice.
+  for (std::size_t p = 0; p < args.size(); ++p)
+    for (std::size_t q = p + 1; q < args.size(); ++q) {
+      const auto* a = std::get_if<std::shared_ptr<ArrayStorage>>(&args[p]);
+      const auto* b = std::get_if<std::shared_ptr<ArrayStorage>>(&args[q]);
+      if (!a || !b || *a == *b || !(kernel.params[p].writes() || kernel.params[q].writes())) continue;
+      const auto first = reinterpret_cast<std::uintptr_t>((*a)->wrapped_memory());
+      const auto second = reinterpret_cast<std::uintptr_t>((*b)->wrapped_memory());
+      if (first && second && first < second + (*b)->bytes() && second < first + (*a)->bytes())
+        throw Error("kernel '" + kernel.name + "' is passed " + (*a)->describe() + " as parameter " +
+                    kernel.describe_param(p) + " and " + (*b)->describe() + " as parameter " +
+                    kernel.describe_param(q) +
+                    ", two arrays over overlapping memory, and writes one of them; pass one array (one wrap() of "
+                    "the memory) to both");
+    }
 }
 
 // The location `levels` above `at` (the root when the tree is not that deep).
@@ -203,24 +221,16 @@ std::int64_t device_capacity(const RegionRequest& request, int place) {
 }
 
 // Whether the launch passes distinct memory in every array parameter: no
-// array twice, and no two wrapped arrays over overlapping memory (wrap()
-// refuses that within a Runtime, not across two; an array Canopy allocated
-// shares its memory with no other). One array passed as In and InOut is
-// the program's right, as two pointers to one array are in C++: the kernel
-// is then optimized for it (ir::Arrays::MayAlias).
+// array twice (check_arguments refuses two arrays over overlapping memory
+// where one is written). One array passed as In and InOut is the program's
+// right, as two pointers to one array are in C++: the kernel is then
+// optimized for it (ir::Arrays::MayAlias).
 ir::Arrays arrays_passed(const std::vector<ArgRef>& args) {
   std::vector<const ArrayStorage*> arrays;
   for (const auto& arg : args)
     if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg)) arrays.push_back(storage->get());
-  for (std::size_t a = 0; a < arrays.size(); ++a)
-    for (std::size_t b = a + 1; b < arrays.size(); ++b) {
-      if (arrays[a] == arrays[b]) return ir::Arrays::MayAlias;
-      const auto first = reinterpret_cast<std::uintptr_t>(arrays[a]->wrapped_memory());
-      const auto second = reinterpret_cast<std::uintptr_t>(arrays[b]->wrapped_memory());
-      if (first && second && first < second + arrays[b]->bytes() && second < first + arrays[a]->bytes())
-        return ir::Arrays::MayAlias;
-    }
-  return ir::Arrays::Distinct;
+  std::sort(arrays.begin(), arrays.end());
+  return std::adjacent_find(arrays.begin(), arrays.end()) != arrays.end() ? ir::Arrays::MayAlias : ir::Arrays::Distinct;
 }
 
 }  // namespace
@@ -257,7 +267,10 @@ RegionHandle Engine::submit(RegionRequest request) {
   for (const auto& arg : request.args)
     if (auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg)) {
       (*storage)->start_recorded_elsewhere(state_.get());
-      (*storage)->host_may_have_written();
+      if (state_->wait_for_overlapping_wraps(**storage))
+        (*storage)->memory_shared_may_have_changed();
+      else
+        (*storage)->host_may_have_written();
     }
 
   std::unique_lock record_lock(state_->recorder.mutex);

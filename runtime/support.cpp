@@ -337,7 +337,11 @@ void ArrayStorage::view_closed(bool writable) {
 }
 
 void ArrayStorage::host_may_have_written() {
-  if (!host_may_write() || recorded_.load(std::memory_order_acquire) > 0) return;
+  if (host_may_write()) memory_shared_may_have_changed();
+}
+
+void ArrayStorage::memory_shared_may_have_changed() {
+  if (recorded_.load(std::memory_order_acquire) > 0) return;
   {
     std::lock_guard lock(mutex_);
     if (last_writer_ && !last_writer_->done()) return;

@@ -153,6 +153,13 @@ struct Engine::State {
   Policy policy_named(const std::string& text);
   void register_array(const std::shared_ptr<ArrayStorage>& array);
   std::vector<std::shared_ptr<ArrayStorage>> live_arrays();
+  /// Memory wrapped twice (two wrap() calls over one buffer, or overlapping
+  /// parts of it) is one array to the program, while each array keeps its
+  /// own dependences and device copies: before `array` is used, waits for
+  /// the regions that use every other live array over overlapping memory
+  /// (their devices' writes reach the memory as they end). True when there
+  /// is one: `array`'s device copies are stale then.
+  bool wait_for_overlapping_wraps(const ArrayStorage& array);
   std::string location_of_new_array(const MemoryTraits& traits);
   /// Binds the array's host pages to the NUMA node of its location, where
   /// it has one (numa_binding.hpp). Called with tree_mutex held.
