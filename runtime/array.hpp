@@ -143,6 +143,9 @@ class ArrayStorage {
   /// The program's memory given with wrap(), as [first, first + bytes());
   /// null for memory Canopy owns (which no other array shares).
   const void* wrapped_memory() const { return owns_memory_ ? nullptr : host_; }
+  /// True once another live array of the Runtime wrapped overlapping memory.
+  bool shares_memory() const { return shares_memory_.load(std::memory_order_acquire); }
+  void mark_shared_memory() { shares_memory_.store(true, std::memory_order_release); }
 
   // The host copy is the program's to read (and write) directly while a
   // host view of it is open, and always for memory given with wrap(): on
@@ -186,6 +189,7 @@ class ArrayStorage {
   std::uint64_t id_;
   void* host_ = nullptr;
   bool owns_memory_ = true;
+  std::atomic<bool> shares_memory_{false};
   std::unique_ptr<DeviceCopies> copies_;
   mutable std::atomic<bool> clear_owed_{false};
   mutable std::mutex clear_mutex_;  ///< held while the owed zeros are written

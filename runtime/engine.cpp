@@ -102,20 +102,47 @@ std::vector<std::shared_ptr<ArrayStorage>> Engine::State::live_arrays() {
   return live;
 }
 
-bool Engine::State::wait_for_overlapping_wraps(const ArrayStorage& array) {
-  const auto first = reinterpret_cast<std::uintptr_t>(array.wrapped_memory());
-  if (!first || array.bytes() == 0) return false;
-  bool overlaps = false;
-  for (const auto& other : live_arrays()) {
-    const auto start = reinterpret_cast<std::uintptr_t>(other->wrapped_memory());
-    if (other.get() == &array || !start || other->bytes() == 0 ||
-        !(first < start + other->bytes() && start < first + array.bytes()))
+std::vector<std::shared_ptr<ArrayStorage>> Engine::State::wraps_over(std::uintptr_t first, std::size_t bytes,
+                                                                     const ArrayStorage* array) {
+  std::vector<std::shared_ptr<ArrayStorage>> found;
+  const std::uintptr_t end = first + bytes;
+  auto it = wraps.lower_bound(first > widest_wrap ? first - widest_wrap : 0);
+  while (it != wraps.end() && it->first < end) {
+    auto other = it->second.array.lock();
+    if (!other) {
+      it = wraps.erase(it);  // its array is gone
       continue;
+    }
+    if (other.get() != array && it->first + it->second.bytes > first) found.push_back(std::move(other));
+    ++it;
+  }
+  return found;
+}
+
+void Engine::State::register_wrap(const std::shared_ptr<ArrayStorage>& array) {
+  const auto first = reinterpret_cast<std::uintptr_t>(array->wrapped_memory());
+  if (!first || array->bytes() == 0) return;
+  std::lock_guard lock(arrays_mutex);
+  for (const auto& other : wraps_over(first, array->bytes(), array.get())) {
+    other->mark_shared_memory();
+    array->mark_shared_memory();
+  }
+  wraps.emplace(first, WrappedMemory{array->bytes(), array});
+  widest_wrap = std::max(widest_wrap, array->bytes());
+}
+
+bool Engine::State::wait_for_overlapping_wraps(const ArrayStorage& array) {
+  if (!array.shares_memory()) return false;
+  std::vector<std::shared_ptr<ArrayStorage>> others;
+  {
+    std::lock_guard lock(arrays_mutex);
+    others = wraps_over(reinterpret_cast<std::uintptr_t>(array.wrapped_memory()), array.bytes(), &array);
+  }
+  for (const auto& other : others) {
     other->start_recorded_elsewhere(this);
     other->wait_idle();
-    overlaps = true;
   }
-  return overlaps;
+  return !others.empty();
 }
 
 std::string Engine::State::location_of_new_array(const MemoryTraits& traits) {
@@ -377,6 +404,7 @@ std::shared_ptr<ArrayStorage> Engine::wrap(ir::ScalarType type, const Shape& sha
   auto array =
       std::make_shared<ArrayStorage>(type, shape, traits, state_->location_of_new_array(traits), data, state_->totals);
   state_->register_array(array);
+  state_->register_wrap(array);
   return array;
 }
 

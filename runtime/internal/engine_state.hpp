@@ -15,6 +15,7 @@
 // policies, arrays, fallbacks, and those inside KernelCache and StatsBook).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -89,6 +90,24 @@ struct Engine::State {
 
   std::mutex arrays_mutex;
   std::vector<std::weak_ptr<ArrayStorage>> arrays;
+  // The memory each wrap() was given, by first address (arrays_mutex): an
+  // array over memory another live array wraps too is marked
+  // (ArrayStorage::shares_memory), and only those look for the others at a
+  // launch. `widest` bounds how far before an address an overlapping block
+  // may start.
+  struct WrappedMemory {
+    std::size_t bytes;
+    std::weak_ptr<ArrayStorage> array;
+  };
+  std::multimap<std::uintptr_t, WrappedMemory> wraps;
+  std::size_t widest_wrap = 0;
+  /// Notes the memory of a new wrapped array, marking it and every live one
+  /// over overlapping memory.
+  void register_wrap(const std::shared_ptr<ArrayStorage>& array);
+  /// The live wrapped arrays other than `array` whose memory overlaps
+  /// [first, first + bytes) (arrays_mutex held).
+  std::vector<std::shared_ptr<ArrayStorage>> wraps_over(std::uintptr_t first, std::size_t bytes,
+                                                        const ArrayStorage* array);
 
   // --- memory locations' capacities (engine.cpp)
   /// Serializes placing arrays at memory locations; per location, the most
