@@ -127,6 +127,13 @@ void Engine::State::register_wrap(const std::shared_ptr<ArrayStorage>& array) {
     other->mark_shared_memory();
     array->mark_shared_memory();
   }
+  // Blocks of arrays gone are dropped when a scan meets them, and all at
+  // once whenever the map has doubled (a loop that wraps fresh buffers
+  // would otherwise keep one entry per buffer for good).
+  if (wraps.size() >= std::max<std::size_t>(64, 2 * wraps_after_prune)) {
+    std::erase_if(wraps, [](const auto& entry) { return entry.second.array.expired(); });
+    wraps_after_prune = wraps.size();
+  }
   wraps.emplace(first, WrappedMemory{array->bytes(), array});
   widest_wrap = std::max(widest_wrap, array->bytes());
 }

@@ -101,6 +101,7 @@ struct Engine::State {
   };
   std::multimap<std::uintptr_t, WrappedMemory> wraps;
   std::size_t widest_wrap = 0;
+  std::size_t wraps_after_prune = 0;
   /// Notes the memory of a new wrapped array, marking it and every live one
   /// over overlapping memory.
   void register_wrap(const std::shared_ptr<ArrayStorage>& array);
