@@ -622,11 +622,14 @@ std::optional<SimdLowering::Shaped> SimdLowering::clamped(ir::BinaryOp op, const
   if (!step || !step->getValue().isStrictlyPositive()) return std::nullopt;
   // The lanes rise from the first to the last: min keeps them all when the
   // last is at most the bound, max when the first is at least the bound.
-  llvm::Value* span = builder_.CreateMul(line.stride, llvm::ConstantInt::get(line.value->getType(), lanes_ - 1));
-  llvm::Value* last = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, line.value, span);
+  llvm::Value* span = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow, line.stride,
+                                                     llvm::ConstantInt::get(line.value->getType(), lanes_ - 1));
+  llvm::Value* last = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, line.value,
+                                                     builder_.CreateExtractValue(span, 0));
   llvm::Value* kept = op == ir::BinaryOp::Min ? builder_.CreateICmpSLE(builder_.CreateExtractValue(last, 0), bound)
                                               : builder_.CreateICmpSGE(line.value, bound);
-  llvm::Value* guard = builder_.CreateAnd(kept, builder_.CreateNot(builder_.CreateExtractValue(last, 1)));
+  llvm::Value* wraps = builder_.CreateOr(builder_.CreateExtractValue(span, 1), builder_.CreateExtractValue(last, 1));
+  llvm::Value* guard = builder_.CreateAnd(kept, builder_.CreateNot(wraps));
   return guarded(line.value, line.stride, guard, exact, &line);
 }
 
