@@ -123,6 +123,28 @@ std::string Loader::need_of(const Staged& location) const {
                         : fmt::format("a {} device", name_of(location.kind));
 }
 
+std::string Loader::holders_of(const Staged& location) const {
+  std::vector<std::string> names;
+  for (const Staged& other : locations_) {
+    if (&other == &location || !other.alive || other.kind != location.kind) continue;
+    const LocationTraits& t = other.traits;
+    bool holds = false;
+    if (location.kind == LocationKind::Cpu)
+      holds = location.pus.empty() ? !t.pus.empty()
+                                   : std::any_of(location.pus.begin(), location.pus.end(), [&](unsigned pu) {
+                                       return std::find(t.pus.begin(), t.pus.end(), pu) != t.pus.end();
+                                     });
+    else
+      holds = is_device(location.kind) && !t.device.empty();
+    if (holds) names.push_back("'" + other.name + "'");
+  }
+  if (names.empty()) return "";
+  std::string list;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return fmt::format("; held by {} {}", names.size() == 1 ? "location" : "locations", list);
+}
+
 /// Binds every living new location (CPU ones, or the others); leaves out the
 /// optional ones the node cannot serve, with their subtrees.
 void Loader::bind_all(bool cpus) {
@@ -136,9 +158,9 @@ void Loader::bind_all(bool cpus) {
     }
     if (!location.optional)
       fail(Where{source_, location.line},
-           fmt::format("location '{}' needs {}, which this node does not have free (discovered: {})", location.name,
-                       need_of(location), inventory_summary(node_)),
-           "fewer such locations, or 'optional' on its location line");
+           fmt::format("location '{}' needs {}, which this node does not have free{} (discovered: {})", location.name,
+                       need_of(location), holders_of(location), inventory_summary(node_)),
+           "fewer such locations, one of them removed first, or 'optional' on its location line");
     kill(static_cast<int>(i));
   }
 }

@@ -96,6 +96,9 @@ class Loader {
   bool bind_device(Staged& location);
   bool bind_cpu(Staged& location);
   std::string need_of(const Staged& location) const;
+  /// "; held by location 'cpu0'": the living locations that hold what
+  /// `location` asked for and did not get (empty when none is known).
+  std::string holders_of(const Staged& location) const;
   void bind_all(bool cpus);
   void bind_leniently(Staged& location);
   void drop_unattached();

@@ -536,9 +536,10 @@ TEST_CASE("config: trees without one root, and nodes without what a location nee
   CHECK(rejected("location;name,top;type,virtual\nlocation;name,g;type,cuda;total_count,3\n"
                  "hierarchy;children,+,g;parent,top",
                  node) ==
-        "t.conf:2: location 'g2' needs a cuda device, which this node does not have free (discovered: 8 cores on 2 "
-        "NUMA nodes; devices: cuda:0 (Fake cuda 0), cuda:1 (Fake cuda 1), opencl:0 (Fake opencl 0); level_zero: no "
-        "driver); expected fewer such locations, or 'optional' on its location line");
+        "t.conf:2: location 'g2' needs a cuda device, which this node does not have free; held by locations 'g0' and "
+        "'g1' (discovered: 8 cores on 2 NUMA nodes; devices: cuda:0 (Fake cuda 0), cuda:1 (Fake cuda 1), opencl:0 "
+        "(Fake opencl 0); level_zero: no driver); expected fewer such locations, one of them removed first, or "
+        "'optional' on its location line");
   CHECK(rejected("location;name,top;type,virtual\nlocation;name,z;type,level_zero\nhierarchy;children,+,z;parent,top",
                  node)
             .rfind("t.conf:2: location 'z' needs a level_zero device, which this node does not have free", 0) == 0);
@@ -639,8 +640,9 @@ TEST_CASE("config: lines applied to a running tree add, move and remove") {
   Hierarchy before = tree;
   version = tree.version();
   CHECK(error_of([&] { apply_config_text(tree, "location;name,e;type,cpu;pus,7\n", "change-3", node); }) ==
-        "change-3:1: location 'e' needs the cores of PUs 7, which this node does not have free (discovered: 8 cores "
-        "on 2 NUMA nodes; devices: none); expected fewer such locations, or 'optional' on its location line");
+        "change-3:1: location 'e' needs the cores of PUs 7, which this node does not have free; held by location 'c' "
+        "(discovered: 8 cores on 2 NUMA nodes; devices: none); expected fewer such locations, one of them removed "
+        "first, or 'optional' on its location line");
   CHECK(error_of([&] { apply_config_text(tree, "location;name,x;type,virtual\n", "change-4", node); }) ==
         "change-4:1: several locations have no parent: 'node' (in the hierarchy), 'x' (line 1); expected exactly one "
         "root; attach the others with hierarchy lines");

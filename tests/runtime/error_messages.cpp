@@ -97,9 +97,9 @@ TEST_CASE("error messages: configuration lines and files name the file, the line
         "site.conf:2: no location or group 'LocX' is declared; expected a child declared by a location line above");
   CHECK(config_error("location;name,top;type,virtual\nlocation;name,g;type,cuda;total_count,3\n"
                      "hierarchy;children,+,g;parent,top\n") ==
-        "site.conf:2: location 'g2' needs a cuda device, which this node does not have free (discovered: 8 cores on "
-        "2 NUMA nodes; devices: cuda:0 (Made-up GPU), cuda:1 (Made-up GPU)); expected fewer such locations, or "
-        "'optional' on its location line");
+        "site.conf:2: location 'g2' needs a cuda device, which this node does not have free; held by locations 'g0' "
+        "and 'g1' (discovered: 8 cores on 2 NUMA nodes; devices: cuda:0 (Made-up GPU), cuda:1 (Made-up GPU)); "
+        "expected fewer such locations, one of them removed first, or 'optional' on its location line");
   CHECK(config_error("location;name,a;type,virtual\nlocation;name,b;type,virtual\n") ==
         "site.conf:2: several locations have no parent: 'a' (line 1), 'b' (line 2); expected exactly one root; "
         "attach the others with hierarchy lines");
