@@ -380,6 +380,35 @@ TEST_CASE("hetero: a per_region() array reads zero at the start of each region o
   }
 }
 
+TEST_CASE("hetero: a read-only array whose device copy grows goes back to the host for nothing" *
+          doctest::test_suite("opencl")) {
+  // percentage:[10,20,30,40] over cpu0 and a device folds: the device runs
+  // rows [10%, 30%) and then [60%, 100%), so its copy of `a` grows. The rows
+  // it held were the host's too; growing had copied them device -> host ->
+  // device (found by a new user: 1.6 MB of an 8 MB array read back).
+  static const Kernel total("hetero_grow_total", [](In<double> a, Sum<double> s) { s += a[index(0)]; });
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {"cpu0", accelerator(0)}))
+    CANOPY_TEST_SKIP(OpenCL, "this node lacks cpu0 or " << accelerator(0));
+  use_leaves(rt, discovered, {"cpu0", accelerator(0)});
+  constexpr std::int64_t n = 400003;
+  auto a = rt.array<double>(n, named("grown"));
+  {
+    auto view = a.host();
+    for (std::int64_t i = 0; i < n; ++i) view[i] = double(i % 7);
+  }
+  double want = 0;
+  for (std::int64_t i = 0; i < n; ++i) want += double(i % 7);
+  for (int round = 0; round < 3; ++round)
+    CHECK(rt.region(total).over(n).policy("percentage:[10,20,30,40]").reduce(a) == want);
+  const Stats stats = rt.stats();
+  REQUIRE(stats.recent.size() >= 1);
+  CHECK(stats.recent.back().pieces.size() == 4);
+  CHECK(stats.transfers.host_to_device > 0);
+  CHECK(stats.transfers.device_to_host == 0);
+}
+
 TEST_CASE("hetero: one array passed as In and InOut is reversed in place by swaps on every leaf" *
           doctest::test_suite("opencl")) {
   // A Value read from the In side keeps its value across the store through
