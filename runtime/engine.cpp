@@ -663,7 +663,10 @@ Stats Engine::stats() const {
   {
     std::lock_guard held_lock(state_->totals->held_mutex);
     for (const auto& [place, held] : state_->totals->held) {
-      std::string leaf = "place " + std::to_string(place);  // a leaf since removed
+      // A device no leaf runs now (its leaf removed or renamed): its id.
+      std::string leaf = "place " + std::to_string(place);
+      for (const auto& [id, device_place] : state_->places)
+        if (device_place == place) leaf = id + " (no leaf)";
       for (const auto& [name, worker] : state_->workers)
         if (worker->place() == place) leaf = name;
       stats.device_memory.push_back({leaf, held.now, held.peak, held.capacity, held.evicted, held.written_back});

@@ -117,9 +117,9 @@ struct SplitWriteStats {
 /// What one device leaf's memory holds of the program's arrays (whole
 /// copies, made the first time a piece there uses an array, freed with it).
 struct DeviceMemoryStats {
-  std::string leaf;
+  std::string leaf;             ///< the leaf that runs the device, or "opencl:1 (no leaf)" where none does now
   std::int64_t held_bytes = 0;  ///< now
-  std::int64_t peak_bytes = 0;  ///< the most at any time so far
+  std::int64_t peak_bytes = 0;  ///< the most at any time since its capacity was last set
   std::int64_t capacity_bytes =
       0;  ///< what it may hold (CANOPY_DEVICE_MEMORY, the configuration, the device); 0: no limit set
   /// Copies freed to make room for others (least recently used first, never

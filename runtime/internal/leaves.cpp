@@ -63,8 +63,13 @@ void Engine::State::sync_workers() {
     if (worker->place() == Coherence::kHost) continue;
     const auto limit = device_memory.find(name);
     const Location* leaf = tree.find(name);
-    totals->held[worker->place()].capacity =
-        limit != device_memory.end() ? limit->second : (leaf ? leaf->traits().capacity : 0);
+    auto& held = totals->held[worker->place()];
+    const std::int64_t capacity = limit != device_memory.end() ? limit->second : (leaf ? leaf->traits().capacity : 0);
+    // A new capacity (a configuration that renames and limits the leaf)
+    // starts a new peak: the old one, under another limit, read as if this
+    // limit had been passed.
+    if (held.capacity != capacity) held.peak = held.now;
+    held.capacity = capacity;
     // The tree shows the capacity in force (it had shown the device's own).
     if (leaf && limit != device_memory.end() && leaf->traits().capacity != limit->second) {
       LocationTraits traits = leaf->traits();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -99,6 +100,50 @@ DeviceMemoryStats memory_of(const Runtime& rt, const std::string& leaf) {
 }
 
 }  // namespace
+
+TEST_CASE(
+    "hetero: after a configuration renames and limits a device leaf, stats() shows its new peak, and a device "
+    "no leaf runs by its id" *
+    doctest::test_suite("opencl")) {
+  // Both devices hold copies; then a configuration keeps one device, as leaf
+  // S of 128 KiB. stats() had named the other 'place 2' and given S the peak
+  // from before, ten times its new capacity (found by a new user).
+  static const Kernel twice("hetero_stats_twice", [](Out<double> y, In<double> x) { y[index(0)] = x[index(0)] * 2.0; });
+  Runtime rt;
+  const Hierarchy discovered = rt.hierarchy();
+  if (!has_leaves(discovered, {accelerator(0), accelerator(1)}))
+    CANOPY_TEST_SKIP(OpenCL, "this node lacks " << accelerator(0) << " or " << accelerator(1));
+  use_leaves(rt, discovered, {accelerator(0), accelerator(1)});
+  const std::int64_t n = 200000;
+  auto x = rt.array<double>(n), y = rt.array<double>(n);
+  rt.region(twice).over(n).launch(y, x);
+  rt.pause();
+  const std::string leaf = accelerator(0), kind = leaf.substr(0, leaf.find_first_of("0123456789"));
+  canopy::jit::testing::TempDir dir;
+  const std::string file = dir.str() + "/small.conf";
+  {
+    std::ofstream out(file);
+    out << "loctype;name,small;kind," << kind << ";mem,128KB\nlocation;name,M;type,host_memory\n"
+        << "location;name,S;type,small\nhierarchy;children,+,S;parent,M\n";
+  }
+  rt.load_config(file);
+  rt.region(twice).over(n).at("S").launch(y, x);
+  rt.pause();
+  const DeviceMemoryStats s = memory_of(rt, "S");
+  CHECK(s.capacity_bytes == 128 * 1024);
+  CHECK(s.peak_bytes > 0);
+  CHECK(s.peak_bytes <= s.capacity_bytes);
+  int unused = 0;
+  for (const auto& m : rt.stats().device_memory) {
+    CHECK(m.leaf.rfind("place ", 0) != 0);
+    unused += m.leaf.size() > 10 && m.leaf.substr(m.leaf.size() - 10) == " (no leaf)";
+  }
+  CHECK(unused == 1);
+  const auto values = y.host_read();
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i) wrong += values[i] != 0.0;  // x is zeros: y too
+  CHECK(wrong == 0);
+}
 
 TEST_CASE("hetero: stats() shows the bytes a device memory holds now and at most" * doctest::test_suite("opencl")) {
   Runtime rt;
