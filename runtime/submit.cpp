@@ -88,14 +88,18 @@ void check_arguments(const ir::Kernel& kernel, const std::vector<ArgRef>& args) 
   // them written: a device would hold a copy of each, and the writes through
   // one would not show through the other, as they do through one array
   // passed twice.
+  // Only arrays wrap() marked as sharing memory (with another of this
+  // Runtime's) are compared: a launch with none pays one flag per pair.
   for (std::size_t p = 0; p < args.size(); ++p)
     for (std::size_t q = p + 1; q < args.size(); ++q) {
       const auto* a = std::get_if<std::shared_ptr<ArrayStorage>>(&args[p]);
       const auto* b = std::get_if<std::shared_ptr<ArrayStorage>>(&args[q]);
-      if (!a || !b || *a == *b || !(kernel.params[p].writes() || kernel.params[q].writes())) continue;
+      if (!a || !b || *a == *b || !(*a)->shares_memory() || !(*b)->shares_memory() ||
+          !(kernel.params[p].writes() || kernel.params[q].writes()))
+        continue;
       const auto first = reinterpret_cast<std::uintptr_t>((*a)->wrapped_memory());
       const auto second = reinterpret_cast<std::uintptr_t>((*b)->wrapped_memory());
-      if (first && second && first < second + (*b)->bytes() && second < first + (*a)->bytes())
+      if (first < second + (*b)->bytes() && second < first + (*a)->bytes())
         throw Error("kernel '" + kernel.name + "' is passed " + (*a)->describe() + " as parameter " +
                     kernel.describe_param(p) + " and " + (*b)->describe() + " as parameter " +
                     kernel.describe_param(q) +
@@ -226,11 +230,11 @@ std::int64_t device_capacity(const RegionRequest& request, int place) {
 // right, as two pointers to one array are in C++: the kernel is then
 // optimized for it (ir::Arrays::MayAlias).
 ir::Arrays arrays_passed(const std::vector<ArgRef>& args) {
-  std::vector<const ArrayStorage*> arrays;
   for (const auto& arg : args)
-    if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg)) arrays.push_back(storage->get());
-  std::sort(arrays.begin(), arrays.end());
-  return std::adjacent_find(arrays.begin(), arrays.end()) != arrays.end() ? ir::Arrays::MayAlias : ir::Arrays::Distinct;
+    if (const auto* storage = std::get_if<std::shared_ptr<ArrayStorage>>(&arg);
+        storage && times_passed(args, storage->get()) > 1)
+      return ir::Arrays::MayAlias;
+  return ir::Arrays::Distinct;
 }
 
 }  // namespace
